@@ -1,0 +1,101 @@
+# sc_behavior_family: one behavior family = one folder = one executable = one CTest label.
+#
+# sc_behavior_family(FAMILY <label> SOURCES <file>...
+#                    [NOGPU] [EXCLUSIVE] [TIMEOUT <seconds>]
+#                    [PER_THREAD_SOURCES <file>...]
+#                    [ENV_VARIANT <name> <gtest-filter> <VAR=value>])
+#
+# - Every test of the family runs in its own process (gtest_discover_tests, DISCOVERY_MODE PRE_TEST, so
+#   discovery happens on the machine that runs the tests) and writes its own GoogleTest XML into the run's
+#   results folder.
+# - Labels: the family, and `gpu` or `nogpu` (NOGPU: host-only tests that never touch CUDA).
+# - GPU tests ask CTest for one GPU (RESOURCE_GROUPS gpus:1) and fail on the kernel watchdog banner.
+# - EXCLUSIVE: RUN_SERIAL (timing-sensitive families).
+# - PER_THREAD_SOURCES: these sources are also built a second time with
+#   CUDA_API_PER_THREAD_DEFAULT_STREAM=1 (host .cpp) / --default-stream=per-thread (.cu), as a second
+#   executable whose tests carry the prefix <family>.ptds.
+# - ENV_VARIANT: tests matching the filter run in their own entries with the variable set before CUDA
+#   initializes; all other tests run without it.
+#
+# Property values are given one key at a time (LABELS a LABELS b): a list value inside PROPERTIES shifts
+# the key/value pairs and later properties are silently lost (CMake issue 17812).
+set(SC_WATCHDOG_BANNER "STREAMCHECK-WATCHDOG" CACHE INTERNAL "Printed by a kernel whose watchdog fired")
+set(SC_RUN_FIXTURE streamcheck_run)
+
+function(_sc_add_family_executable exe per_thread)
+  add_executable(${exe} ${ARGN})
+  target_link_libraries(${exe} PRIVATE sc::fixtures sc::kernels sc::main GTest::gtest)
+  sc_warnings(${exe})
+  if(per_thread)
+    target_compile_definitions(${exe} PRIVATE CUDA_API_PER_THREAD_DEFAULT_STREAM=1 SC_PER_THREAD_BUILD=1)
+    target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--default-stream=per-thread>)
+  endif()
+endfunction()
+
+function(_sc_discover exe prefix filter props)
+  set(results "${SC_RESULTS_ROOT}/latest")
+  gtest_discover_tests(${exe}
+    TEST_PREFIX "${prefix}"
+    TEST_FILTER "${filter}"
+    DISCOVERY_MODE PRE_TEST
+    DISCOVERY_TIMEOUT 60
+    XML_OUTPUT_DIR "${results}/gtest"
+    EXTRA_ARGS "--streamcheck-results=${results}" "--streamcheck-source=${PROJECT_SOURCE_DIR}"
+               "--streamcheck-prefix=${prefix}"
+    PROPERTIES ${props} ${ARGN})
+endfunction()
+
+function(sc_behavior_family)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "NOGPU;EXCLUSIVE" "FAMILY;TIMEOUT"
+                        "SOURCES;PER_THREAD_SOURCES;ENV_VARIANT")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "sc_behavior_family: unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT arg_FAMILY OR NOT arg_SOURCES)
+    message(FATAL_ERROR "sc_behavior_family: FAMILY and SOURCES are required")
+  endif()
+  if(NOT arg_FAMILY MATCHES "^[a-z][a-z0-9_]*$")
+    message(FATAL_ERROR "sc_behavior_family: FAMILY '${arg_FAMILY}' must be lower_snake_case")
+  endif()
+  if(NOT DEFINED arg_TIMEOUT)
+    set(arg_TIMEOUT 60)
+  endif()
+  if(arg_ENV_VARIANT)
+    list(LENGTH arg_ENV_VARIANT n)
+    if(NOT n EQUAL 3)
+      message(FATAL_ERROR "sc_behavior_family: ENV_VARIANT takes exactly <name> <gtest-filter> <VAR=value>")
+    endif()
+  endif()
+
+  set(props LABELS ${arg_FAMILY} TIMEOUT ${arg_TIMEOUT} FIXTURES_REQUIRED ${SC_RUN_FIXTURE})
+  if(arg_NOGPU)
+    list(APPEND props LABELS nogpu)
+  else()
+    list(APPEND props LABELS gpu FAIL_REGULAR_EXPRESSION "${SC_WATCHDOG_BANNER}" RESOURCE_GROUPS "gpus:1")
+  endif()
+  if(arg_EXCLUSIVE)
+    list(APPEND props RUN_SERIAL ON)
+  endif()
+
+  set(exe sc_${arg_FAMILY}_tests)
+  _sc_add_family_executable(${exe} OFF ${arg_SOURCES} ${arg_PER_THREAD_SOURCES})
+  set(targets ${exe})
+  set(prefixes "${arg_FAMILY}.")
+  if(arg_PER_THREAD_SOURCES)
+    _sc_add_family_executable(${exe}_ptds ON ${arg_PER_THREAD_SOURCES})
+    list(APPEND targets ${exe}_ptds)
+    list(APPEND prefixes "${arg_FAMILY}.ptds.")
+  endif()
+
+  foreach(target prefix IN ZIP_LISTS targets prefixes)
+    set(rest "*")
+    if(arg_ENV_VARIANT)
+      list(GET arg_ENV_VARIANT 0 vname)
+      list(GET arg_ENV_VARIANT 1 vfilter)
+      list(GET arg_ENV_VARIANT 2 venv)
+      set(rest "-${vfilter}")
+      _sc_discover(${target} "${prefix}${vname}." "${vfilter}" "${props}" ENVIRONMENT "${venv}")
+    endif()
+    _sc_discover(${target} "${prefix}" "${rest}" "${props}")
+  endforeach()
+endfunction()

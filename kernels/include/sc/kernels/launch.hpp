@@ -1,0 +1,48 @@
+// Host-callable launchers for every kernel of the suite. Each returns the launch's cudaError_t
+// (cudaGetLastError right after the launch) and never throws. Tests never use <<<>>> themselves.
+//
+// These launchers are compiled once, in legacy default-stream mode: a stream handle of 0 passed here
+// means the legacy default stream whatever the caller's build mode. Per-thread callers pass
+// cudaStreamPerThread explicitly (or launch from their own .cu translation unit).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "sc/kernels/record.hpp"
+
+namespace sc::kernels {
+
+// Holds `stream` until gate->open becomes 1, or until watchdog_ns of %globaltimer have passed; then it
+// sets timed_out and prints the watchdog banner (STREAMCHECK-WATCHDOG), which CTest turns into a failure.
+cudaError_t launch_gate(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns);
+
+// One thread takes the next ticket from board->next and stores it in board->ticket[id].
+cudaError_t launch_mark(cudaStream_t stream, mark_board* board, unsigned id);
+
+// `blocks` blocks of `threads` threads each spin for spin_ns of %globaltimer time; thread 0 of each
+// block writes records[blockIdx.x].
+cudaError_t launch_spin(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
+                        std::uint64_t spin_ns);
+
+// One thread reads %globaltimer `reads` times back to back and summarizes the steps.
+cudaError_t launch_timer_probe(cudaStream_t stream, timer_probe* out, unsigned reads);
+
+// Publishes %globaltimer at start, spins spin_ns, publishes it again.
+cudaError_t launch_beacon(cudaStream_t stream, beacon* out, std::uint64_t spin_ns);
+
+// Does nothing: launch cost (INST-05).
+cudaError_t launch_empty(cudaStream_t stream);
+
+// out[i] = value for i < n (a data path with a known result).
+cudaError_t launch_fill(cudaStream_t stream, std::uint32_t* out, std::uint32_t n, std::uint32_t value);
+
+// Loads every kernel above into the current context (cudaFuncGetAttributes on each), so that no lazy
+// module load can synchronize the context while a gate holds a stream.
+cudaError_t preload();
+
+// Number of kernels preload() touches (for the record).
+unsigned kernel_count();
+
+}  // namespace sc::kernels

@@ -1,0 +1,57 @@
+// Plain records shared by device code, host fixtures and result readers. No CUDA includes: every
+// field is a fixed-width integer so the layout is the same on both sides.
+#pragma once
+
+#include <cstdint>
+
+namespace sc::kernels {
+
+// One per gate, in mapped pinned host memory. The host writes `open`; the gate kernel writes the rest.
+struct gate_word {
+  std::uint32_t open;       // host -> device: 1 releases the gate
+  std::uint32_t started;    // device -> host: 1 once the gate kernel runs (it now holds its stream)
+  std::uint32_t timed_out;  // device -> host: 1 if the watchdog ended the wait
+  std::uint32_t reserved;
+  std::uint64_t start_ns;   // %globaltimer when the gate kernel began waiting
+  std::uint64_t end_ns;     // %globaltimer when it stopped waiting (released or timed out)
+};
+
+// Order encoded in values: each mark takes a ticket from `next` and stores it in its slot.
+inline constexpr unsigned kMarkSlots = 64;
+struct mark_board {
+  std::uint32_t next;                   // ticket counter; the first mark gets ticket 1
+  std::uint32_t reserved;
+  std::uint32_t ticket[kMarkSlots];     // 0 = not landed yet
+  std::uint64_t stamp_ns[kMarkSlots];   // %globaltimer when the mark landed
+};
+
+// One per block of a timed spin, written by thread 0.
+struct block_record {
+  std::uint64_t t0_ns;       // %globaltimer after all warps of the block reached the start barrier
+  std::uint64_t t1_ns;       // %globaltimer after the spin ended and the block re-synchronized
+  std::uint64_t max_gap_ns;  // largest delta between two consecutive timer reads of thread 0
+  std::uint32_t sm_begin;    // %smid at t0
+  std::uint32_t sm_end;      // %smid at t1 (differs only if the block was moved, e.g. after preemption)
+  std::uint32_t nsmid;       // %nsmid (upper bound of %smid values, may exceed the SM count)
+  std::uint32_t reserved;
+};
+
+// Result of back-to-back %globaltimer reads by one thread (instrument INST-01).
+struct timer_probe {
+  std::uint64_t first_ns;
+  std::uint64_t last_ns;
+  std::uint64_t min_step_ns;  // smallest non-zero difference between consecutive reads: the tick
+  std::uint64_t max_step_ns;
+  std::uint32_t reads;
+  std::uint32_t steps;        // number of non-zero differences seen
+};
+
+// A kernel that publishes %globaltimer at its start and end to the host (instrument INST-02).
+struct beacon {
+  std::uint64_t start_ns;
+  std::uint64_t end_ns;
+  std::uint32_t started;  // 1 once start_ns is valid
+  std::uint32_t done;     // 1 once end_ns is valid
+};
+
+}  // namespace sc::kernels

@@ -1,0 +1,153 @@
+#include <cstdio>
+
+#include "device.cuh"
+#include "sc/kernels/launch.hpp"
+
+namespace sc::kernels {
+namespace {
+
+using device::now_ns;
+using device::sys_u32;
+using device::sys_u64;
+
+constexpr unsigned kGatePollNs = 1000;  // __nanosleep between polls of the host flag
+
+__global__ void gate_kernel(gate_word* gate, std::uint64_t watchdog_ns) {
+  const std::uint64_t since = now_ns();
+  sys_u64(gate->start_ns).store(since, cuda::memory_order_relaxed);
+  sys_u32(gate->started).store(1u, cuda::memory_order_release);
+  while (sys_u32(gate->open).load(cuda::memory_order_acquire) == 0u) {
+    if (now_ns() - since > watchdog_ns) {
+      sys_u32(gate->timed_out).store(1u, cuda::memory_order_release);
+      printf("STREAMCHECK-WATCHDOG: gate %p was not opened within %llu ns\n", static_cast<void*>(gate),
+             static_cast<unsigned long long>(watchdog_ns));
+      break;
+    }
+    __nanosleep(kGatePollNs);
+  }
+  sys_u64(gate->end_ns).store(now_ns(), cuda::memory_order_release);
+}
+
+__global__ void mark_kernel(mark_board* board, unsigned id) {
+  const std::uint32_t ticket = sys_u32(board->next).fetch_add(1u, cuda::memory_order_acq_rel) + 1u;
+  sys_u64(board->stamp_ns[id]).store(now_ns(), cuda::memory_order_relaxed);
+  sys_u32(board->ticket[id]).store(ticket, cuda::memory_order_release);
+}
+
+__global__ void spin_kernel(block_record* records, std::uint64_t spin_ns) {
+  __shared__ std::uint64_t t0;
+  __shared__ std::uint32_t sm0;
+  if (threadIdx.x == 0) {
+    t0 = now_ns();
+    sm0 = device::sm_id();
+  }
+  __syncthreads();  // every warp of the block is resident before the spin is counted
+  std::uint64_t last = t0;
+  std::uint64_t widest = 0;
+  for (std::uint64_t now = t0; now - t0 < spin_ns;) {
+    now = now_ns();
+    if (now - last > widest) widest = now - last;
+    last = now;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    records[blockIdx.x] = block_record{t0, now_ns(), widest, sm0, device::sm_id(), device::sm_count_bound(), 0u};
+  }
+}
+
+__global__ void timer_probe_kernel(timer_probe* out, unsigned reads) {
+  const std::uint64_t first = now_ns();
+  std::uint64_t last = first;
+  std::uint64_t min_step = ~std::uint64_t{0};
+  std::uint64_t max_step = 0;
+  std::uint32_t steps = 0;
+  for (unsigned i = 1; i < reads; ++i) {
+    const std::uint64_t now = now_ns();
+    const std::uint64_t step = now - last;
+    if (step != 0) {
+      ++steps;
+      if (step < min_step) min_step = step;
+      if (step > max_step) max_step = step;
+    }
+    last = now;
+  }
+  *out = timer_probe{first, last, steps ? min_step : 0, max_step, reads, steps};
+}
+
+__global__ void beacon_kernel(beacon* out, std::uint64_t spin_ns) {
+  const std::uint64_t t0 = now_ns();
+  sys_u64(out->start_ns).store(t0, cuda::memory_order_relaxed);
+  sys_u32(out->started).store(1u, cuda::memory_order_release);
+  std::uint64_t now = t0;
+  while (now - t0 < spin_ns) now = now_ns();
+  sys_u64(out->end_ns).store(now, cuda::memory_order_relaxed);
+  sys_u32(out->done).store(1u, cuda::memory_order_release);
+}
+
+__global__ void empty_kernel() {}
+
+__global__ void fill_kernel(std::uint32_t* out, std::uint32_t n, std::uint32_t value) {
+  for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = value;
+}
+
+}  // namespace
+
+cudaError_t launch_gate(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns) {
+  gate_kernel<<<1, 1, 0, stream>>>(gate, watchdog_ns);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_mark(cudaStream_t stream, mark_board* board, unsigned id) {
+  if (id >= kMarkSlots) return cudaErrorInvalidValue;
+  mark_kernel<<<1, 1, 0, stream>>>(board, id);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_spin(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
+                        std::uint64_t spin_ns) {
+  spin_kernel<<<blocks, threads, 0, stream>>>(records, spin_ns);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_timer_probe(cudaStream_t stream, timer_probe* out, unsigned reads) {
+  timer_probe_kernel<<<1, 1, 0, stream>>>(out, reads);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_beacon(cudaStream_t stream, beacon* out, std::uint64_t spin_ns) {
+  beacon_kernel<<<1, 1, 0, stream>>>(out, spin_ns);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_empty(cudaStream_t stream) {
+  empty_kernel<<<1, 1, 0, stream>>>();
+  return cudaGetLastError();
+}
+
+cudaError_t launch_fill(cudaStream_t stream, std::uint32_t* out, std::uint32_t n, std::uint32_t value) {
+  const unsigned threads = 256;
+  const unsigned blocks = n == 0 ? 1u : (n + threads - 1) / threads > 1024u ? 1024u : (n + threads - 1) / threads;
+  fill_kernel<<<blocks, threads, 0, stream>>>(out, n, value);
+  return cudaGetLastError();
+}
+
+namespace {
+// Every kernel of the suite, for preload(). A new kernel is added here and nowhere else.
+const void* const kAllKernels[] = {
+    reinterpret_cast<const void*>(gate_kernel),  reinterpret_cast<const void*>(mark_kernel),
+    reinterpret_cast<const void*>(spin_kernel),  reinterpret_cast<const void*>(timer_probe_kernel),
+    reinterpret_cast<const void*>(beacon_kernel), reinterpret_cast<const void*>(empty_kernel),
+    reinterpret_cast<const void*>(fill_kernel)};
+}  // namespace
+
+cudaError_t preload() {
+  for (const void* kernel : kAllKernels) {
+    cudaFuncAttributes attributes{};
+    if (const cudaError_t code = cudaFuncGetAttributes(&attributes, kernel); code != cudaSuccess) return code;
+  }
+  return cudaSuccess;
+}
+
+unsigned kernel_count() { return static_cast<unsigned>(sizeof(kAllKernels) / sizeof(kAllKernels[0])); }
+
+}  // namespace sc::kernels

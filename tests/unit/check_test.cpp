@@ -1,0 +1,81 @@
+// Host tests of the two error channels and of the test main's argument handling.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/observe.hpp"
+#include "sc/fixtures/run_context.hpp"
+
+namespace {
+
+TEST(ErrorChannels, SetupFailureNamesCallFileLineAndError) {
+  try {
+    SC_CHECK_CUDA(cudaErrorInvalidValue);
+    FAIL() << "SC_CHECK_CUDA did not throw";
+  } catch (const sc::cuda_error& e) {
+    const std::string text = e.what();
+    EXPECT_EQ(cudaErrorInvalidValue, e.code());
+    EXPECT_NE(std::string::npos, text.find("check_test.cpp:")) << text;
+    EXPECT_NE(std::string::npos, text.find("cudaErrorInvalidValue")) << text;
+  }
+}
+
+TEST(ErrorChannels, SuccessDoesNotThrow) { EXPECT_NO_THROW(SC_CHECK_CUDA(cudaSuccess)); }
+
+TEST(ErrorChannels, AssertionPrintsExpectedAndActualNames) {
+  const auto r = sc::cuda_code_is("cudaErrorNotReady", "query()", cudaErrorNotReady, cudaSuccess);
+  EXPECT_FALSE(r);
+  const std::string text = r.message();
+  EXPECT_NE(std::string::npos, text.find("query() returned cudaSuccess, expected cudaErrorNotReady")) << text;
+  EXPECT_TRUE(sc::cuda_code_is("a", "b", cudaErrorNotReady, cudaErrorNotReady));
+}
+
+TEST(ErrorChannels, UnknownRuntimeCodeIsPrintedAsANumber) {
+  volatile int unnamed = 54321;  // no cudaError_t has this value
+  EXPECT_EQ("cudaError_t(54321)", sc::error_name(static_cast<cudaError_t>(unnamed)));
+}
+
+TEST(ErrorChannels, DriverErrorCarriesTheCode) {
+  const sc::driver_error e(CUDA_ERROR_INVALID_VALUE, "cuStreamCreate(nullptr, 0)", "f.cpp", 7);
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, e.code());
+  const std::string text = e.what();
+  EXPECT_NE(std::string::npos, text.find("f.cpp:7: cuStreamCreate(nullptr, 0) -> ")) << text;
+  // With a driver the name is CUDA_ERROR_INVALID_VALUE; without one the number.
+  EXPECT_TRUE(text.find("CUDA_ERROR_INVALID_VALUE") != std::string::npos || text.find("CUresult(1)") != std::string::npos)
+      << text;
+}
+
+TEST(Mutation, InactiveMutationReturnsTheRealValue) {
+  // The suite's own CI runs without STREAMCHECK_MUTATE; the mutation job sets it per catalog ID.
+  if (sc::mutation_active("UNIT-NEVER")) FAIL() << "no catalog ID UNIT-NEVER exists to mutate";
+  EXPECT_EQ(4, sc::mutate("UNIT-NEVER", 4, 5));
+}
+
+TEST(TestMain, StreamcheckArgumentsAreTakenOutOfArgv) {
+  std::vector<std::string> storage{"exe", "--streamcheck-results=/tmp/r", "--gtest_brief=1",
+                                   "--streamcheck-source=/src", "--streamcheck-prefix=fam."};
+  std::vector<char*> argv;
+  for (auto& s : storage) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(storage.size());
+  const sc::run_context saved = sc::context();
+  EXPECT_EQ("", sc::take_streamcheck_arguments(argc, argv.data()));
+  EXPECT_EQ(2, argc);
+  EXPECT_STREQ("--gtest_brief=1", argv[1]);
+  EXPECT_EQ("/tmp/r", sc::context().results_dir);
+  EXPECT_EQ("/src", sc::context().source_dir);
+  EXPECT_EQ("fam.", sc::context().test_prefix);
+  sc::context() = saved;
+}
+
+TEST(TestMain, UnknownStreamcheckOptionIsAnError) {
+  std::vector<std::string> storage{"exe", "--streamcheck-result=/tmp/r"};
+  std::vector<char*> argv{storage[0].data(), storage[1].data(), nullptr};
+  int argc = 2;
+  const std::string problem = sc::take_streamcheck_arguments(argc, argv.data());
+  EXPECT_NE(std::string::npos, problem.find("--streamcheck-result=/tmp/r")) << problem;
+}
+
+}  // namespace

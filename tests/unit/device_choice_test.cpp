@@ -1,0 +1,47 @@
+// Host tests of device selection: CTest's resource allocation, STREAMCHECK_DEVICE, and clear errors.
+#include <gtest/gtest.h>
+
+#include "sc/fixtures/device.hpp"
+
+namespace {
+
+TEST(DeviceChoice, DefaultIsDeviceZero) {
+  const sc::device_choice c = sc::choose_device(nullptr, nullptr, nullptr, nullptr);
+  EXPECT_EQ(0, c.index);
+  EXPECT_EQ("default", c.source);
+}
+
+TEST(DeviceChoice, EnvironmentIndexIsUsed) {
+  EXPECT_EQ(3, sc::choose_device(nullptr, nullptr, nullptr, "3").index);
+  EXPECT_EQ(0, sc::choose_device(nullptr, nullptr, nullptr, "").index);  // empty = unset
+}
+
+TEST(DeviceChoice, MalformedEnvironmentIndexIsAConfigError) {
+  for (const char* bad : {"-1", "gpu0", "1.5", " 1", "9999999"})
+    EXPECT_THROW(sc::choose_device(nullptr, nullptr, nullptr, bad), sc::config_error) << bad;
+}
+
+TEST(DeviceChoice, CTestAllocationTakesPrecedence) {
+  const sc::device_choice c = sc::choose_device("1", "gpus", "id:2,slots:1", "5");
+  EXPECT_EQ(2, c.index);
+  EXPECT_NE(std::string::npos, c.source.find("CTest")) << c.source;
+}
+
+TEST(DeviceChoice, AllocationWithoutAGpusGroupIsAConfigError) {
+  EXPECT_THROW(sc::choose_device("1", "cpus", "id:0,slots:1", nullptr), sc::config_error);
+  EXPECT_THROW(sc::choose_device("1", "gpus", nullptr, nullptr), sc::config_error);
+}
+
+TEST(ResourceAllocation, ParsesTheFirstEntry) {
+  EXPECT_EQ(0, sc::parse_resource_allocation("id:0,slots:1"));
+  EXPECT_EQ(12, sc::parse_resource_allocation("id:12,slots:100"));
+  EXPECT_EQ(1, sc::parse_resource_allocation("id:1,slots:1;id:2,slots:1"));
+}
+
+TEST(ResourceAllocation, MalformedValuesAreConfigErrors) {
+  for (const char* bad : {"", "0", "id:,slots:1", "id:a,slots:1", "id:0", "id:0,slot:1", "slots:1,id:0",
+                          "id:0,slots:x"})
+    EXPECT_THROW(sc::parse_resource_allocation(bad), sc::config_error) << '"' << bad << '"';
+}
+
+}  // namespace
