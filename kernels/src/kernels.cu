@@ -12,14 +12,15 @@ using device::sys_u64;
 
 constexpr unsigned kGatePollNs = 1000;  // __nanosleep between polls of the host flag
 
-__global__ void gate_kernel(gate_word* gate, std::uint64_t watchdog_ns) {
+__global__ void gate_kernel(gate_word* gate, std::uint64_t watchdog_ns, bool banner) {
   const std::uint64_t since = now_ns();
   sys_u64(gate->start_ns).store(since, cuda::memory_order_relaxed);
   sys_u32(gate->started).store(1u, cuda::memory_order_release);
   while (sys_u32(gate->open).load(cuda::memory_order_acquire) == 0u) {
     if (now_ns() - since > watchdog_ns) {
       sys_u32(gate->timed_out).store(1u, cuda::memory_order_release);
-      printf("STREAMCHECK-WATCHDOG: gate %p was not opened within %llu ns\n", static_cast<void*>(gate),
+      if (banner)
+        printf("STREAMCHECK-WATCHDOG: gate %p was not opened within %llu ns\n", static_cast<void*>(gate),
              static_cast<unsigned long long>(watchdog_ns));
       break;
     }
@@ -92,8 +93,8 @@ __global__ void fill_kernel(std::uint32_t* out, std::uint32_t n, std::uint32_t v
 
 }  // namespace
 
-cudaError_t launch_gate(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns) {
-  gate_kernel<<<1, 1, 0, stream>>>(gate, watchdog_ns);
+cudaError_t launch_gate(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns, bool banner) {
+  gate_kernel<<<1, 1, 0, stream>>>(gate, watchdog_ns, banner);
   return cudaGetLastError();
 }
 

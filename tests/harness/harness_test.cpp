@@ -1,0 +1,138 @@
+// The harness on a real GPU: RAII wrappers after moves, the gate as a latch, and the gate predicates
+// shown able to fail.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/event.hpp"
+#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/memory.hpp"
+#include "sc/fixtures/predicates.hpp"
+#include "sc/fixtures/stream.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+class Harness : public sc::GpuTest {};
+
+TEST_F(Harness, MovedStreamLeavesAnEmptySourceAndIsDestroyedOnce) {
+  const int errors_before = sc::teardown_error_count();
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "s");
+  const cudaStream_t handle = s.get();
+  sc::stream t = std::move(s);
+  EXPECT_FALSE(s.engaged());  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(nullptr, s.get());
+  EXPECT_EQ(handle, t.get());
+  EXPECT_TRUE(t.owns());
+  EXPECT_CUDA_EQ(cudaSuccess, cudaStreamQuery(t.get()));
+  t = sc::stream{};  // destroys
+  s = sc::stream{};  // the moved-from source has nothing to destroy
+  EXPECT_EQ(errors_before, sc::teardown_error_count());
+}
+
+TEST_F(Harness, MovedEventLeavesAnEmptySourceAndStaysUsable) {
+  sc::event e = sc::event::create(sc::event_flags::disable_timing);
+  sc::event f = std::move(e);
+  EXPECT_FALSE(e.engaged());  // NOLINT(bugprone-use-after-move)
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  SC_CHECK_CUDA(cudaEventRecord(f.get(), s.get()));
+  EXPECT_CUDA_EQ(cudaSuccess, cudaEventSynchronize(f.get()));
+}
+
+TEST_F(Harness, MovedBuffersKeepTheirMemory) {
+  sc::mapped<std::uint32_t> m(64);
+  sc::mapped<std::uint32_t> moved(std::move(m));
+  EXPECT_EQ(nullptr, m.host());  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(0u, m.size());
+  sc::device_buffer<std::uint32_t> d(64);
+  sc::device_buffer<std::uint32_t> d2(std::move(d));
+  EXPECT_EQ(nullptr, d.data());  // NOLINT(bugprone-use-after-move)
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), d2.data(), 64, 7u));
+  SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), moved.device(), 64, 9u));
+  sc::pinned_buffer<std::uint32_t> back(64);
+  SC_CHECK_CUDA(cudaMemcpyAsync(back.data(), d2.data(), d2.bytes(), cudaMemcpyDeviceToHost, s.get()));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  for (std::size_t i = 64; i-- > 0;) {  // reverse order: a half-finished writer shows at the end first
+    ASSERT_EQ(7u, back[i]) << "device buffer element " << i;
+    ASSERT_EQ(9u, moved.host()[i]) << "mapped buffer element " << i;
+  }
+}
+
+TEST_F(Harness, GateHoldsItsStreamUntilOpened) {
+  sc::marks m;
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
+  sc::gate g;
+  g.hold(s);
+  m.drop(s, 1);
+  ASSERT_TRUE(g.wait_started());
+  EXPECT_TRUE(sc::absent_while_gated(m, 1, g));
+  g.open();
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  EXPECT_EQ(1u, m.ticket_of(1));
+  EXPECT_FALSE(g.timed_out());
+  EXPECT_GE(m.stamp_ns_of(1), g.end_ns()) << "the mark landed before the gate stopped waiting";
+}
+
+// Negative control of the gate: another non-blocking stream is not held.
+TEST_F(Harness, GateDoesNotHoldAnotherNonBlockingStream) {
+  sc::marks m;
+  sc::stream held = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
+  sc::stream free = sc::stream::create(sc::stream_flags::non_blocking, 0, "free");
+  sc::gate g;
+  g.hold(held);
+  m.drop(free, 2);
+  EXPECT_TRUE(sc::present_while_gated(m, 2, g));
+}
+
+TEST_F(Harness, AbsencePredicateFailsWhenTheMarkLands) {
+  sc::marks m;
+  sc::stream held = sc::stream::create(sc::stream_flags::non_blocking);
+  sc::stream free = sc::stream::create(sc::stream_flags::non_blocking);
+  sc::gate g;
+  g.hold(held);
+  m.drop(free, 3);
+  const ::testing::AssertionResult verdict = sc::absent_while_gated(m, 3, g);
+  EXPECT_FALSE(verdict) << verdict.message();
+}
+
+TEST_F(Harness, PresencePredicateFailsWhenTheMarkIsHeld) {
+  sc::marks m;
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  sc::gate g;
+  g.hold(s);
+  m.drop(s, 4);
+  const ::testing::AssertionResult verdict = sc::present_while_gated(m, 4, g, std::chrono::milliseconds{100});
+  EXPECT_FALSE(verdict) << verdict.message();
+}
+
+TEST_F(Harness, WatchdogEndsAGateNobodyOpens) {
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  sc::gate g(std::chrono::milliseconds{50}, sc::watchdog_report::silent);
+  g.hold(s);
+  ASSERT_TRUE(g.wait_started());
+  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+  EXPECT_TRUE(g.timed_out());
+  const std::uint64_t waited = g.end_ns() - g.start_ns();
+  EXPECT_GE(waited, 50'000'000u) << "the watchdog ended the wait early";
+  sc::observe("gate.watchdog_wait_ns", static_cast<unsigned long long>(waited));
+}
+
+TEST_F(Harness, SpinRecordsEveryBlock) {
+  constexpr unsigned kBlocks = 8;
+  constexpr std::uint64_t kSpinNs = 200'000;
+  sc::mapped<sc::kernels::block_record> records(kBlocks);
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), kBlocks, 128, kSpinNs));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  for (unsigned b = 0; b < kBlocks; ++b) {
+    const auto& r = records.host()[b];
+    EXPECT_GE(r.t1_ns - r.t0_ns, kSpinNs) << "block " << b;
+    EXPECT_LT(r.sm_begin, r.nsmid) << "block " << b;
+    EXPECT_GT(r.max_gap_ns, 0u) << "block " << b;
+  }
+}
+
+}  // namespace

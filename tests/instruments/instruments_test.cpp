@@ -1,0 +1,189 @@
+// Instrument self-checks INST-01, -02, -03, -05, -08. Each records its figures (RecordProperty, the
+// observation file, and <results>/instruments/INST-nn.json, merged into env.json at the end of the run).
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/event.hpp"
+#include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/host_atomic.hpp"
+#include "sc/fixtures/memory.hpp"
+#include "sc/fixtures/stream.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+class Instruments : public sc::GpuTest {};
+
+std::uint64_t monotonic_raw_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(t.tv_nsec);
+}
+
+// Busy-polls a mapped word (no sleeps: the moment it changes is what is measured), with a deadline.
+bool await_flag(std::uint32_t& word, std::chrono::milliseconds deadline) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  while (sc::load_acquire(word) == 0u)
+    if (std::chrono::steady_clock::now() > until) return false;
+  return true;
+}
+
+// INST-01 · PTX special registers (%globaltimer): the timer's tick is measured, and every tolerance of
+// the suite is a number of these ticks.
+TEST_F(Instruments, GlobaltimerTickIsMeasured) {
+  sc::claim("INST-01", sc::verdict_kind::observed, "PTX ISA, special registers %globaltimer");
+  sc::mapped<sc::kernels::timer_probe> probe(1);
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  SC_CHECK_CUDA(sc::kernels::launch_timer_probe(s.get(), probe.device(), 4 * sc::kTimerProbeReads));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  const sc::kernels::timer_probe p = *probe.host();
+
+  // Reason for the bound: published ticks range from 32 ns (H200) to 1 us (A100); a tick above 4 us
+  // would make the suite's 2-tick tolerances coarser than a kernel launch.
+  constexpr std::uint64_t kLargestUsableTickNs = 4096;
+  EXPECT_GT(p.steps, 0u) << "no %globaltimer step in " << p.reads << " reads";
+  EXPECT_GT(p.min_step_ns, 0u);
+  EXPECT_LE(sc::mutate("INST-01", p.min_step_ns, kLargestUsableTickNs + 1), kLargestUsableTickNs);
+  EXPECT_EQ(sc::device_timer().tick_ns, p.min_step_ns) << "the start-up calibration saw another tick";
+
+  const json figures = {{"tick_ns", p.min_step_ns}, {"max_step_ns", p.max_step_ns}, {"reads", p.reads},
+                        {"steps", p.steps}, {"cupti_active", false}};
+  sc::observe("tick_ns", static_cast<unsigned long long>(p.min_step_ns));
+  sc::observe("max_step_ns", static_cast<unsigned long long>(p.max_step_ns));
+  sc::record_instrument("INST-01", figures);
+  EXPECT_TRUE(sc::matches_baseline("INST-01", "tick_ns", p.min_step_ns));
+}
+
+// INST-02 · EXAM task_host_utilities rate check: %globaltimer advances at the host's raw monotonic rate.
+TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
+  sc::claim("INST-02", sc::verdict_kind::observed, "PTX %globaltimer vs CLOCK_MONOTONIC_RAW");
+  // Reason: 200 ms makes the host's detection latency at each end (microseconds) a few parts in 1e5.
+  constexpr std::uint64_t kSpanNs = 200'000'000;
+  // Reason: durations in the suite are compared with slack of at least 2 ticks or 5 %; a rate error
+  // below 1 % cannot flip any of them.
+  constexpr double kRateTolerance = 0.01;
+  sc::mapped<sc::kernels::beacon> beacon(1);
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  SC_CHECK_CUDA(sc::kernels::launch_beacon(s.get(), beacon.device(), kSpanNs));
+  ASSERT_TRUE(await_flag(beacon.host()->started, std::chrono::seconds{2})) << "beacon kernel never started";
+  const std::uint64_t host_start = monotonic_raw_ns();
+  ASSERT_TRUE(await_flag(beacon.host()->done, std::chrono::seconds{5})) << "beacon kernel never finished";
+  const std::uint64_t host_end = monotonic_raw_ns();
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+
+  const double gpu_ns = static_cast<double>(sc::load_acquire(beacon.host()->end_ns) -
+                                            sc::load_acquire(beacon.host()->start_ns));
+  const double host_ns = static_cast<double>(sc::mutate("INST-02", host_end - host_start, (host_end - host_start) / 2));
+  const double rate = gpu_ns / host_ns;
+  sc::observe("rate", rate);
+  sc::observe("gpu_ns", gpu_ns);
+  sc::observe("host_ns", host_ns);
+  sc::record_instrument("INST-02", {{"rate", rate}, {"gpu_ns", gpu_ns}, {"host_ns", host_ns},
+                                    {"host_clock", "CLOCK_MONOTONIC_RAW"}, {"tolerance", kRateTolerance}});
+  EXPECT_NEAR(1.0, rate, kRateTolerance) << "%globaltimer ran " << gpu_ns << " ns while the host saw " << host_ns;
+}
+
+// INST-03 · hip-tests utils.hh failure mode: the spin kernel lasts what it was asked, by %globaltimer,
+// never by SM cycles.
+TEST_F(Instruments, SpinKernelHitsRequestedDuration) {
+  sc::claim("INST-03", sc::verdict_kind::observed, "spin on %globaltimer vs cudaEventElapsedTime");
+  constexpr std::uint64_t kRequestedNs = 5'000'000;
+  // Reason: the loop ends at the first read past the target, then a barrier and one more read; a block
+  // descheduled during the spin would overshoot by far more than this.
+  const sc::slack overshoot = sc::ticks(32, "loop exit read, barrier and final read");
+  // Reason: cudaEventElapsedTime has "a resolution of around 0.5 microseconds".
+  constexpr double kEventResolutionMs = 0.0005;
+  sc::mapped<sc::kernels::block_record> record(1);
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  sc::event before = sc::event::create();
+  sc::event after = sc::event::create();
+  SC_CHECK_CUDA(cudaEventRecord(before.get(), s.get()));
+  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), record.device(), 1, 128,
+                                         sc::mutate("INST-03", kRequestedNs, kRequestedNs / 2)));
+  SC_CHECK_CUDA(cudaEventRecord(after.get(), s.get()));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  float event_ms = 0;
+  SC_CHECK_CUDA(cudaEventElapsedTime(&event_ms, before.get(), after.get()));
+
+  const sc::kernels::block_record r = *record.host();
+  const std::uint64_t spun = r.t1_ns - r.t0_ns;
+  EXPECT_GE(spun, kRequestedNs);
+  EXPECT_LE(spun, kRequestedNs + overshoot.ns()) << "slack " << overshoot;
+  EXPECT_GE(static_cast<double>(event_ms) + kEventResolutionMs, static_cast<double>(kRequestedNs) / 1e6);
+  sc::observe("spin_ns", static_cast<unsigned long long>(spun));
+  sc::observe("event_ms", static_cast<double>(event_ms));
+  sc::observe("max_gap_ns", static_cast<unsigned long long>(r.max_gap_ns));
+  sc::record_instrument("INST-03", {{"requested_ns", kRequestedNs}, {"spin_ns", spun}, {"event_ms", event_ms},
+                                    {"overshoot_ns", spun - kRequestedNs}, {"max_gap_ns", r.max_gap_ns}});
+}
+
+// INST-05 · GTRACE launch latency: the cost of a launch is recorded; "immediately" in the suite's
+// windows is measured against it.
+TEST_F(Instruments, LaunchCostIsRecorded) {
+  sc::claim("INST-05", sc::verdict_kind::observed, "1000 back-to-back empty launches, events");
+  constexpr int kLaunches = 1000;
+  // Reason: the gate windows (50 ms absence) assume launches cost microseconds; at 100 us a window
+  // still spans 500 launches. Below 50 ns per launch the events did not bracket the launches.
+  constexpr double kMaxLaunchUs = 100.0;
+  constexpr double kMinLaunchUs = 0.05;
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  sc::event before = sc::event::create();
+  sc::event after = sc::event::create();
+  SC_CHECK_CUDA(sc::kernels::launch_empty(s.get()));  // warm
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  const bool bracket = !sc::mutation_active("INST-05");  // mutation: record both events before the launches
+  SC_CHECK_CUDA(cudaEventRecord(before.get(), s.get()));
+  if (!bracket) SC_CHECK_CUDA(cudaEventRecord(after.get(), s.get()));
+  const auto host_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kLaunches; ++i) SC_CHECK_CUDA(sc::kernels::launch_empty(s.get()));
+  const auto host_end = std::chrono::steady_clock::now();
+  if (bracket) SC_CHECK_CUDA(cudaEventRecord(after.get(), s.get()));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  float ms = 0;
+  SC_CHECK_CUDA(cudaEventElapsedTime(&ms, before.get(), after.get()));
+  const double gpu_us = static_cast<double>(ms) * 1000.0 / kLaunches;
+  const double host_us = std::chrono::duration<double, std::micro>(host_end - host_start).count() / kLaunches;
+  sc::observe("gpu_us_per_launch", gpu_us);
+  sc::observe("host_enqueue_us_per_launch", host_us);
+  sc::record_instrument("INST-05", {{"launches", kLaunches}, {"gpu_us_per_launch", gpu_us},
+                                    {"host_enqueue_us_per_launch", host_us}, {"cupti_active", false}});
+  EXPECT_GT(gpu_us, kMinLaunchUs);
+  EXPECT_LT(gpu_us, kMaxLaunchUs);
+}
+
+// INST-08 · PTX %smid, %nsmid: %smid < %nsmid; recorded at block start and end because it may change
+// after preemption.
+TEST_F(Instruments, SmIdsAreBelowNsmidAndRecordedAtBothEnds) {
+  sc::claim("INST-08", sc::verdict_kind::documented, "PTX ISA, special registers %smid, %nsmid");
+  const unsigned blocks = static_cast<unsigned>(properties().multiProcessorCount);
+  sc::mapped<sc::kernels::block_record> records(blocks);
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), blocks, 1024, 1'000'000));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  std::set<std::uint32_t> distinct;
+  unsigned moved = 0;
+  for (unsigned b = 0; b < blocks; ++b) {
+    const auto& r = records.host()[b];
+    EXPECT_LT(sc::mutate("INST-08", r.sm_begin, r.nsmid), r.nsmid) << "block " << b;
+    EXPECT_LT(r.sm_end, r.nsmid) << "block " << b;
+    distinct.insert(r.sm_begin);
+    moved += r.sm_begin != r.sm_end;
+  }
+  sc::observe("blocks", static_cast<int>(blocks));
+  sc::observe("distinct_sms", static_cast<int>(distinct.size()));
+  sc::observe("blocks_that_changed_sm", static_cast<int>(moved));
+  sc::observe("nsmid", static_cast<int>(records.host()[0].nsmid));
+  sc::record_instrument("INST-08", {{"blocks", blocks}, {"distinct_sms", distinct.size()},
+                                    {"blocks_that_changed_sm", moved}, {"nsmid", records.host()[0].nsmid},
+                                    {"sm_count", properties().multiProcessorCount}});
+}
+
+}  // namespace

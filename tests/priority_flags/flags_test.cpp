@@ -1,0 +1,118 @@
+// PRIO-08..10: creation flags read back, bad flags rejected, null out-pointers answered with an error.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "priority_flags.hpp"
+#include "sc/fixtures/stream.hpp"
+
+namespace {
+
+using sc::stream;
+using sc::stream_flags;
+using PriorityFlags = sc::testing::PriorityFlags;
+
+// A value no API returns as a stream: if it is still there after a failed create, nothing was created.
+cudaStream_t sentinel_stream() { return reinterpret_cast<cudaStream_t>(std::uintptr_t{0x5c5c}); }
+
+// PRIO-08 · RT cudaStreamGetFlags, cudaStreamCreateWithFlags: the creation flags read back, also for
+// streams made with a priority, through both APIs.
+TEST_F(PriorityFlags, GetFlagsReturnsTheCreationFlags) {
+  sc::claim("PRIO-08", sc::verdict_kind::documented, "RT cudaStreamGetFlags, cudaStreamCreateWithFlags; DRV");
+  struct made {
+    stream s;
+    unsigned expected;
+  };
+  const stream_flags non_blocking = sc::mutate("PRIO-08", stream_flags::non_blocking, stream_flags::blocking);
+  std::vector<made> streams;
+  streams.push_back({stream::create_default("cudaStreamCreate"), 0u});
+  streams.push_back({stream::create(stream_flags::blocking, 0, "WithPriority(blocking, 0)"), 0u});
+  streams.push_back({stream::create(non_blocking, 0, "WithPriority(non_blocking, 0)"), 1u});
+  streams.push_back({stream::create(non_blocking, greatest_, "WithPriority(non_blocking, greatest)"), 1u});
+  for (const unsigned flags : {0u, 1u}) {
+    cudaStream_t raw = nullptr;
+    SC_CHECK_CUDA(cudaStreamCreateWithFlags(&raw, flags));
+    streams.push_back({stream::adopt(raw, "cudaStreamCreateWithFlags(" + std::to_string(flags) + ")"), flags});
+    CUstream driver_raw = nullptr;
+    SC_CHECK_CU(cu().cuStreamCreate(&driver_raw, flags));
+    streams.push_back({stream::adopt(driver_raw, "cuStreamCreate(" + std::to_string(flags) + ")"), flags});
+  }
+  for (const made& m : streams) {
+    unsigned runtime_view = 99;
+    unsigned driver_view = 99;
+    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetFlags(m.s.get(), &runtime_view));
+    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetFlags(m.s.get(), &driver_view));
+    EXPECT_EQ(m.expected, runtime_view) << m.s.name();
+    EXPECT_EQ(m.expected, driver_view) << m.s.name();
+  }
+}
+
+// PRIO-09 · RT cudaStreamCreateWithFlags (valid flags, error list): unknown flag bits are rejected with
+// cudaErrorInvalidValue and no stream is created; the same through the driver API.
+TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
+  sc::claim("PRIO-09", sc::verdict_kind::documented, "RT cudaStreamCreateWithFlags; DRV cuStreamCreate");
+  const unsigned bad = sc::mutate("PRIO-09", 0x80u, 0x1u);
+  cudaStream_t with_flags = sentinel_stream();
+  cudaStream_t with_priority = sentinel_stream();
+  CUstream driver = sentinel_stream();
+  EXPECT_CUDA_EQ(cudaErrorInvalidValue, cudaStreamCreateWithFlags(&with_flags, bad));
+  EXPECT_CUDA_EQ(cudaErrorInvalidValue, cudaStreamCreateWithPriority(&with_priority, bad, 0));
+  EXPECT_CU_EQ(CUDA_ERROR_INVALID_VALUE, cu().cuStreamCreate(&driver, bad));
+  for (cudaStream_t* out : {&with_flags, &with_priority, &driver}) {
+    // A handle that came back anyway is a created stream: destroy it, and fail only if it is real.
+    if (*out != sentinel_stream() && *out != nullptr) {
+      const stream leaked = stream::adopt(*out, "created despite bad flags");
+      ADD_FAILURE() << "a stream was created for flags 0x" << std::hex << bad;
+    }
+  }
+  (void)cudaGetLastError();
+}
+
+// Child process body for PRIO-10: one "call=code" line per call; exit(0) is reached only if no call crashed.
+[[noreturn]] void report_null_out_pointer_codes(const std::string& path) {
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  if (out == nullptr) std::exit(3);
+  const stream s = stream::create(stream_flags::non_blocking);
+  const std::map<std::string, cudaError_t> codes = {
+      {"cudaStreamCreate", cudaStreamCreate(nullptr)},
+      {"cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(nullptr, cudaStreamNonBlocking)},
+      {"cudaStreamCreateWithPriority", cudaStreamCreateWithPriority(nullptr, 0, 0)},
+      {"cudaStreamGetPriority", cudaStreamGetPriority(s.get(), nullptr)},
+      {"cudaStreamGetFlags", cudaStreamGetFlags(s.get(), nullptr)}};
+  for (const auto& [call, code] : codes) std::fprintf(out, "%s=%s\n", call.c_str(), sc::error_name(code).c_str());
+  std::fclose(out);
+  std::exit(0);
+}
+
+// PRIO-10 · hip-tests _NegTst (observed): null out-pointers to the create and get functions give an
+// error code, not a crash. Run in a child process, because a crash there must not end this one.
+TEST_F(PriorityFlags, NullOutPointersReturnAnErrorCode) {
+  sc::claim("PRIO-10", sc::verdict_kind::observed, "RT cudaStreamCreate*, cudaStreamGetPriority/Flags (nullptr)");
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  char path_template[] = "/tmp/streamcheck-prio10-XXXXXX";
+  const int fd = mkstemp(path_template);
+  ASSERT_NE(-1, fd) << "cannot create a temporary file";
+  const std::string path = path_template;
+  EXPECT_EXIT(report_null_out_pointer_codes(path), ::testing::ExitedWithCode(0), "");
+  std::ifstream in(path);
+  std::string line;
+  int calls = 0;
+  while (std::getline(in, line)) {
+    const auto eq = line.find('=');
+    ASSERT_NE(std::string::npos, eq) << line;
+    const std::string call = line.substr(0, eq);
+    const std::string code = line.substr(eq + 1);
+    sc::observe("rc." + call, code);
+    EXPECT_TRUE(sc::matches_baseline("PRIO-10", call, sc::mutate("PRIO-10", code, std::string("crash"))));
+    ++calls;
+  }
+  std::remove(path.c_str());
+  EXPECT_EQ(5, calls) << "the child reported fewer calls than it made";
+}
+
+}  // namespace

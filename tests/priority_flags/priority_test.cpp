@@ -1,0 +1,201 @@
+// PRIO-01..06, PRIO-11: the priority range and what a created stream reports, runtime and driver API.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "priority_flags.hpp"
+#include "sc/fixtures/memory.hpp"
+#include "sc/fixtures/stream.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream;
+using sc::stream_flags;
+using PriorityFlags = sc::testing::PriorityFlags;
+
+int clamp_priority(long long request, int least, int greatest) {
+  if (request < greatest) return greatest;
+  if (request > least) return least;
+  return static_cast<int>(request);
+}
+
+struct out_of_range_request {
+  const char* label;
+  long long value;
+};
+std::vector<out_of_range_request> out_of_range_requests(int least, int greatest) {
+  return {{"INT_MIN", INT_MIN}, {"minus_1000", -1000}, {"greatest_minus_1", greatest - 1LL},
+          {"least_plus_1", least + 1LL}, {"plus_1000", 1000}, {"INT_MAX", INT_MAX}};
+}
+
+const char* flags_name(stream_flags f) { return f == stream_flags::blocking ? "blocking" : "non_blocking"; }
+
+// PRIO-01 · RT cudaDeviceGetStreamPriorityRange: least >= greatest; lower numbers mean higher priority
+// and the meaningful range is [greatest, least].
+TEST_F(PriorityFlags, RuntimeRangeHasLeastAtOrAboveGreatest) {
+  sc::claim("PRIO-01", sc::verdict_kind::documented, "RT cudaDeviceGetStreamPriorityRange");
+  int least = 0;
+  int greatest = 0;
+  EXPECT_CUDA_EQ(cudaSuccess, cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  const int seen_least = sc::mutate("PRIO-01", least, greatest - 1);
+  EXPECT_GE(seen_least, greatest) << "least " << seen_least << ", greatest " << greatest;
+  sc::observe("least", least);
+  sc::observe("greatest", greatest);
+  sc::observe("levels", least - greatest + 1);
+  EXPECT_TRUE(sc::matches_baseline("PRIO-01", "least", least));
+  EXPECT_TRUE(sc::matches_baseline("PRIO-01", "greatest", greatest));
+}
+
+// PRIO-02 · DRV cuCtxGetStreamPriorityRange, RT (same definition): the primary context's driver range
+// equals the runtime range.
+TEST_F(PriorityFlags, DriverRangeEqualsRuntimeRange) {
+  sc::claim("PRIO-02", sc::verdict_kind::documented, "DRV cuCtxGetStreamPriorityRange; RT");
+  int least = 0;
+  int greatest = 0;
+  EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuCtxGetStreamPriorityRange(&least, &greatest));
+  EXPECT_EQ(least_, sc::mutate("PRIO-02", least, least + 1));
+  EXPECT_EQ(greatest_, greatest);
+  sc::observe("driver.least", least);
+  sc::observe("driver.greatest", greatest);
+}
+
+// PRIO-03 · RT cudaStreamCreateWithPriority, cudaStreamGetPriority: a priority outside the range is
+// clamped to the nearest end without error, and Get returns the clamped value.
+TEST_F(PriorityFlags, RuntimeOutOfRangePrioritiesAreClamped) {
+  sc::claim("PRIO-03", sc::verdict_kind::documented, "RT cudaStreamCreateWithPriority, cudaStreamGetPriority");
+  if (priorities_missing()) GTEST_SKIP() << kNoPriorities;
+  for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
+    for (const auto& request : out_of_range_requests(least_, greatest_)) {
+      SCOPED_TRACE(std::string(request.label) + " " + flags_name(flags));
+      const int asked = sc::mutate("PRIO-03", static_cast<int>(request.value), 0);
+      cudaStream_t raw = nullptr;
+      EXPECT_CUDA_EQ(cudaSuccess, cudaStreamCreateWithPriority(&raw, static_cast<unsigned>(flags), asked));
+      const stream s = stream::adopt(raw, request.label);
+      int got = 0;
+      EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetPriority(s.get(), &got));
+      EXPECT_EQ(clamp_priority(request.value, least_, greatest_), got);
+      sc::observe(std::string("clamp.") + request.label + "." + flags_name(flags), got);
+    }
+  }
+}
+
+// PRIO-04 · DRV cuStreamCreateWithPriority, cuStreamGetPriority: the same clamping through the driver API.
+TEST_F(PriorityFlags, DriverOutOfRangePrioritiesAreClamped) {
+  sc::claim("PRIO-04", sc::verdict_kind::documented, "DRV cuStreamCreateWithPriority, cuStreamGetPriority");
+  if (priorities_missing()) GTEST_SKIP() << kNoPriorities;
+  for (const unsigned flags : {0u, static_cast<unsigned>(CU_STREAM_NON_BLOCKING)}) {
+    for (const auto& request : out_of_range_requests(least_, greatest_)) {
+      SCOPED_TRACE(std::string(request.label) + " flags " + std::to_string(flags));
+      const int asked = sc::mutate("PRIO-04", static_cast<int>(request.value), 0);
+      CUstream raw = nullptr;
+      EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamCreateWithPriority(&raw, flags, asked));
+      const stream s = stream::adopt(raw, request.label);  // CUstream and cudaStream_t are one type
+      int got = 0;
+      EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetPriority(s.get(), &got));
+      EXPECT_EQ(clamp_priority(request.value, least_, greatest_), got);
+      sc::observe(std::string("driver.clamp.") + request.label + ".flags" + std::to_string(flags), got);
+    }
+  }
+}
+
+// PRIO-05 · RT cudaStreamGetPriority: every value in [greatest, least] reads back unchanged, both ends
+// included, through both APIs.
+TEST_F(PriorityFlags, EveryInRangePriorityReadsBackUnchanged) {
+  sc::claim("PRIO-05", sc::verdict_kind::documented, "RT cudaStreamGetPriority; DRV cuStreamGetPriority");
+  if (priorities_missing()) GTEST_SKIP() << kNoPriorities;
+  int checked = 0;
+  for (int p = greatest_; p <= least_; ++p) {
+    SCOPED_TRACE("priority " + std::to_string(p));
+    const int asked = sc::mutate("PRIO-05", p, p + 1);
+    const stream s = stream::create(stream_flags::non_blocking, asked);
+    int runtime_view = 0;
+    int driver_view = 0;
+    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetPriority(s.get(), &runtime_view));
+    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetPriority(s.get(), &driver_view));
+    EXPECT_EQ(p, runtime_view);
+    EXPECT_EQ(p, driver_view);
+    ++checked;
+  }
+  // A loop that never ran proves nothing: it must have visited every level.
+  EXPECT_EQ(least_ - greatest_ + 1, checked);
+  sc::observe("levels_checked", checked);
+}
+
+// PRIO-06 · RT/DRV ...CreateWithPriority ("0 represents default priority"): streams from the plain
+// constructors have priority 0.
+TEST_F(PriorityFlags, PlainlyCreatedStreamsHaveDefaultPriorityZero) {
+  sc::claim("PRIO-06", sc::verdict_kind::documented, "RT cudaStreamCreate, cudaStreamCreateWithFlags; DRV");
+  std::vector<stream> streams;
+  streams.push_back(sc::mutation_active("PRIO-06") ? stream::create(stream_flags::blocking, greatest_ - 1)
+                                                   : stream::create_default("cudaStreamCreate"));
+  for (const unsigned flags : {0u, static_cast<unsigned>(cudaStreamNonBlocking)}) {
+    cudaStream_t raw = nullptr;
+    SC_CHECK_CUDA(cudaStreamCreateWithFlags(&raw, flags));
+    streams.push_back(stream::adopt(raw, "cudaStreamCreateWithFlags(" + std::to_string(flags) + ")"));
+    CUstream driver_raw = nullptr;
+    SC_CHECK_CU(cu().cuStreamCreate(&driver_raw, flags));
+    streams.push_back(stream::adopt(driver_raw, "cuStreamCreate(" + std::to_string(flags) + ")"));
+  }
+  for (const stream& s : streams) {
+    int runtime_view = -1;
+    int driver_view = -1;
+    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetPriority(s.get(), &runtime_view));
+    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetPriority(s.get(), &driver_view));
+    EXPECT_EQ(0, runtime_view) << s.name();
+    EXPECT_EQ(0, driver_view) << s.name();
+  }
+}
+
+// PRIO-11 · RT stream semantics: streams at every level, created and used from 16 host threads at once,
+// all complete with correct results.
+TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
+  sc::claim("PRIO-11", sc::verdict_kind::documented, "RT stream semantics (multi-threaded creation and use)");
+  constexpr unsigned kThreads = 16;
+  constexpr std::uint32_t kElements = 4096;
+  const int levels = least_ - greatest_ + 1;
+  struct outcome {
+    std::string error;
+    int checked = 0;
+  };
+  std::vector<outcome> outcomes(kThreads);
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        SC_CHECK_CUDA(cudaSetDevice(device()));
+        for (int p = greatest_; p <= least_; ++p) {
+          const auto flags = (p + static_cast<int>(t)) % 2 == 0 ? stream_flags::blocking : stream_flags::non_blocking;
+          const stream s = stream::create(flags, p);
+          sc::device_buffer<std::uint32_t> data(kElements);
+          sc::pinned_buffer<std::uint32_t> back(kElements);
+          const std::uint32_t value = t * 1000u + static_cast<std::uint32_t>(p - greatest_) + 1u;
+          SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), data.data(), kElements, value));
+          SC_CHECK_CUDA(cudaMemcpyAsync(back.data(), data.data(), data.bytes(), cudaMemcpyDeviceToHost, s.get()));
+          SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+          const std::uint32_t expected = sc::mutate("PRIO-11", value, value + 1);
+          for (std::uint32_t i = kElements; i-- > 0;)
+            if (back[i] != expected)
+              throw std::runtime_error("element " + std::to_string(i) + " is " + std::to_string(back[i]) +
+                                       ", expected " + std::to_string(expected) + " (priority " +
+                                       std::to_string(p) + ")");
+          ++outcomes[t].checked;
+        }
+      } catch (const std::exception& e) {
+        outcomes[t].error = e.what();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (unsigned t = 0; t < kThreads; ++t) {
+    EXPECT_EQ("", outcomes[t].error) << "thread " << t;
+    EXPECT_EQ(levels, outcomes[t].checked) << "thread " << t;
+  }
+  sc::observe("threads", static_cast<int>(kThreads));
+  sc::observe("levels", levels);
+}
+
+}  // namespace

@@ -1,0 +1,46 @@
+// PRIO-07: priority and flags of the special handles (0, legacy, per-thread), through both APIs. Built
+// twice: in the legacy build and with CUDA_API_PER_THREAD_DEFAULT_STREAM (tests prefixed ptds.).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "priority_flags.hpp"
+
+namespace {
+
+using PriorityFlags = sc::testing::PriorityFlags;
+
+struct special {
+  const char* name;
+  cudaStream_t handle;
+};
+
+// PRIO-07 · not stated in the docs (observed): the special handles report priority 0, and the legacy
+// stream flags 0, in both default-stream build modes.
+TEST_F(PriorityFlags, SpecialHandlesReportTheirPriorityAndFlags) {
+  sc::claim("PRIO-07", sc::verdict_kind::observed, "RT/DRV Get{Priority,Flags} on 0, legacy, per-thread");
+  const std::vector<special> handles = {
+      {"null", nullptr}, {"legacy", cudaStreamLegacy}, {"per_thread", cudaStreamPerThread}};
+  sc::observe("build_mode", kModeName);
+  for (const special& h : handles) {
+    int priority = -99;
+    unsigned flags = 99;
+    int driver_priority = -99;
+    unsigned driver_flags = 99;
+    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetPriority(h.handle, &priority)) << h.name;
+    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetFlags(h.handle, &flags)) << h.name;
+    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetPriority(h.handle, &driver_priority)) << h.name;
+    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetFlags(h.handle, &driver_flags)) << h.name;
+    EXPECT_EQ(priority, driver_priority) << h.name << ": runtime and driver disagree";
+    EXPECT_EQ(flags, driver_flags) << h.name << ": runtime and driver disagree";
+    const std::string key = std::string(kModeName) + "." + h.name;
+    const int seen_priority = sc::mutate("PRIO-07", priority, priority - 1);
+    sc::observe(key + ".priority", priority);
+    sc::observe(key + ".flags", static_cast<int>(flags));
+    EXPECT_TRUE(sc::matches_baseline("PRIO-07", key + ".priority", seen_priority));
+    EXPECT_TRUE(sc::matches_baseline("PRIO-07", key + ".flags", flags));
+  }
+}
+
+}  // namespace
