@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# GPU runner job: build, run the whole suite, run the mutation job, write the report, and collect the
+# results into OUT_DIR (a tarball of the run folder plus logs). Used by the CI templates in ci/.
+#
+#   ci/gpu_runner.sh OUT_DIR [BUILD_DIR]
+set -uo pipefail
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=$1
+build=${2:-$src/build-gpu}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
+bash "$src/ci/run_suite.sh" "$build" 2>&1 | tee "$out/suite.log"
+suite_rc=${PIPESTATUS[0]}
+suite_run=$(readlink -f "$build/results/latest")
+tar -C "$(dirname "$suite_run")" -czf "$out/results.tgz" "$(basename "$suite_run")"
+cp "$suite_run/report.html" "$out/report.html" 2>/dev/null
+mutation_rc=0
+if [ "${SKIP_MUTATION:-0}" != 1 ]; then
+  bash "$src/ci/mutation.sh" "$build" priority_flags \
+    PRIO-01 PRIO-02 PRIO-03 PRIO-04 PRIO-05 PRIO-06 PRIO-07 PRIO-08 PRIO-09 PRIO-10 PRIO-11 PRIO-12 PRIO-13 \
+    2>&1 | tee "$out/mutation.log"
+  mutation_rc=${PIPESTATUS[0]}
+  bash "$src/ci/mutation.sh" "$build" instruments INST-01 INST-02 INST-03 INST-05 INST-08 \
+    2>&1 | tee -a "$out/mutation.log"
+  [ "${PIPESTATUS[0]}" -ne 0 ] && mutation_rc=1
+fi
+echo "gpu_runner: suite rc=$suite_rc mutation rc=$mutation_rc; $(cat "$out/gpu.txt")"
+[ $suite_rc -eq 0 ] && [ $mutation_rc -eq 0 ]

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Judges one mutation run: the tests that claim ID must all fail, and no other test may fail.
+
+usage: mutation_check.py RUN_DIR ID
+Reads RUN_DIR/observations/*.json (claims, outcome) and RUN_DIR/gtest/*.xml (outcome of every test).
+"""
+import glob
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+
+def outcomes(run_dir):
+    result = {}
+    for path in glob.glob(os.path.join(run_dir, "gtest", "*.xml")):
+        name = os.path.basename(path)[: -len(".xml")]
+        case = ET.parse(path).getroot().find(".//testcase")
+        if case is None:
+            continue
+        if case.find("failure") is not None:
+            result[name] = "failed"
+        elif case.get("result") == "skipped" or case.find("skipped") is not None:
+            result[name] = "skipped"
+        else:
+            result[name] = "passed"
+    return result
+
+
+def claimants(run_dir, catalog_id):
+    names = set()
+    for path in glob.glob(os.path.join(run_dir, "observations", "*.json")):
+        with open(path) as f:
+            doc = json.load(f)
+        if any(c.get("id") == catalog_id for c in doc.get("claims", [])):
+            names.add(doc["ctest_name"])
+    return names
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    run_dir, catalog_id = sys.argv[1], sys.argv[2]
+    seen = outcomes(run_dir)
+    own = claimants(run_dir, catalog_id)
+    failed = {n for n, o in seen.items() if o == "failed"}
+    skipped_own = {n for n in own if seen.get(n) == "skipped"}
+    if not own:
+        print(f"mutation {catalog_id}: NO TEST claims this ID in {run_dir}")
+        return 1
+    survived = sorted(own - failed - skipped_own)
+    collateral = sorted(failed - own)
+    if skipped_own == own:
+        print(f"mutation {catalog_id}: every claiming test skipped; nothing judged")
+        return 1
+    ok = not survived and not collateral
+    print(f"mutation {catalog_id}: {'killed' if ok else 'NOT KILLED'} "
+          f"({len(own & failed)} of {len(own)} claiming test(s) failed"
+          + (f"; survived: {', '.join(survived)}" if survived else "")
+          + (f"; other failures: {', '.join(collateral)}" if collateral else "") + ")")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
