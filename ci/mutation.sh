@@ -15,6 +15,7 @@ for id in "$@"; do
      ctest -L "^${label}\$" -j "${MUTATION_JOBS:-4}" --timeout 120 >"$build/mutation-$id.log" 2>&1)
   if ! python3 "$src/ci/mutation_check.py" "$(readlink -f "$build/results/latest")" "$id"; then
     failed=1
+    tail -n 25 "$build/mutation-$id.log" | sed "s/^/  [$id] /"
   fi
 done
 [ $failed -eq 0 ] && echo "mutation: every mutation was killed by exactly its own tests" ||

@@ -42,6 +42,16 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     run_dir, catalog_id = sys.argv[1], sys.argv[2]
+    try:
+        with open(os.path.join(run_dir, "env.json")) as f:
+            mutated = json.load(f).get("environment", {}).get("STREAMCHECK_MUTATE")
+    except (OSError, ValueError) as e:
+        print(f"mutation {catalog_id}: cannot read {run_dir}/env.json: {e}")
+        return 1
+    if mutated != catalog_id:
+        print(f"mutation {catalog_id}: {run_dir} is not this mutation's run (its STREAMCHECK_MUTATE is {mutated!r}); "
+              "did ctest run at all?")
+        return 1
     seen = outcomes(run_dir)
     own = claimants(run_dir, catalog_id)
     failed = {n for n, o in seen.items() if o == "failed"}

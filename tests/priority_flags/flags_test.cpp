@@ -2,13 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <string>
 
 #include "priority_flags.hpp"
+#include "sc/fixtures/child.hpp"
 #include "sc/fixtures/stream.hpp"
 
 namespace {
@@ -73,10 +72,8 @@ TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
   (void)cudaGetLastError();
 }
 
-// Child process body for PRIO-10: one "call=code" line per call; exit(0) is reached only if no call crashed.
-[[noreturn]] void report_null_out_pointer_codes(const std::string& path) {
-  std::FILE* out = std::fopen(path.c_str(), "w");
-  if (out == nullptr) std::exit(3);
+// Child process body for PRIO-10: one line per call; exit(0) is reached only if no call crashed.
+[[noreturn]] void report_null_out_pointer_codes(const sc::child_channel& channel) {
   const stream s = stream::create(stream_flags::non_blocking);
   const std::map<std::string, cudaError_t> codes = {
       {"cudaStreamCreate", cudaStreamCreate(nullptr)},
@@ -84,8 +81,7 @@ TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
       {"cudaStreamCreateWithPriority", cudaStreamCreateWithPriority(nullptr, 0, 0)},
       {"cudaStreamGetPriority", cudaStreamGetPriority(s.get(), nullptr)},
       {"cudaStreamGetFlags", cudaStreamGetFlags(s.get(), nullptr)}};
-  for (const auto& [call, code] : codes) std::fprintf(out, "%s=%s\n", call.c_str(), sc::error_name(code).c_str());
-  std::fclose(out);
+  for (const auto& [call, code] : codes) channel.write(call, sc::error_name(code));
   std::exit(0);
 }
 
@@ -94,25 +90,14 @@ TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
 TEST_F(PriorityFlags, NullOutPointersReturnAnErrorCode) {
   sc::claim("PRIO-10", sc::verdict_kind::observed, "RT cudaStreamCreate*, cudaStreamGetPriority/Flags (nullptr)");
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  char path_template[] = "/tmp/streamcheck-prio10-XXXXXX";
-  const int fd = mkstemp(path_template);
-  ASSERT_NE(-1, fd) << "cannot create a temporary file";
-  const std::string path = path_template;
-  EXPECT_EXIT(report_null_out_pointer_codes(path), ::testing::ExitedWithCode(0), "");
-  std::ifstream in(path);
-  std::string line;
-  int calls = 0;
-  while (std::getline(in, line)) {
-    const auto eq = line.find('=');
-    ASSERT_NE(std::string::npos, eq) << line;
-    const std::string call = line.substr(0, eq);
-    const std::string code = line.substr(eq + 1);
+  const sc::child_channel channel("PRIO10");
+  EXPECT_EXIT(report_null_out_pointer_codes(channel), ::testing::ExitedWithCode(0), "");
+  const auto lines = channel.read();
+  for (const auto& [call, code] : lines) {
     sc::observe("rc." + call, code);
     EXPECT_TRUE(sc::matches_baseline("PRIO-10", call, sc::mutate("PRIO-10", code, std::string("crash"))));
-    ++calls;
   }
-  std::remove(path.c_str());
-  EXPECT_EQ(5, calls) << "the child reported fewer calls than it made";
+  EXPECT_EQ(5u, lines.size()) << "the child reported " << lines.size() << " of 5 calls";
 }
 
 }  // namespace
