@@ -7,7 +7,7 @@
 # Prints one line per ID and a summary; exits 1 if any mutation survived or hit other tests.
 set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=$1 label=$2
+build=$(cd "$1" && pwd) label=$2
 shift 2
 failed=0
 for id in "$@"; do

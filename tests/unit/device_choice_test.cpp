@@ -27,6 +27,12 @@ TEST(DeviceChoice, CTestAllocationTakesPrecedence) {
   EXPECT_NE(std::string::npos, c.source.find("CTest")) << c.source;
 }
 
+TEST(DeviceChoice, ZeroResourceGroupsMeansNoAllocation) {
+  // CTest sets CTEST_RESOURCE_GROUP_COUNT=0 for tests that asked for no resources.
+  EXPECT_EQ("STREAMCHECK_DEVICE", sc::choose_device("0", nullptr, nullptr, "1").source);
+  EXPECT_EQ(0, sc::choose_device("0", nullptr, nullptr, nullptr).index);
+}
+
 TEST(DeviceChoice, AllocationWithoutAGpusGroupIsAConfigError) {
   EXPECT_THROW(sc::choose_device("1", "cpus", "id:0,slots:1", nullptr), sc::config_error);
   EXPECT_THROW(sc::choose_device("1", "gpus", nullptr, nullptr), sc::config_error);
