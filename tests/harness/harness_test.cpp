@@ -13,6 +13,8 @@
 #include "sc/fixtures/stream.hpp"
 #include "sc/kernels/launch.hpp"
 
+#include <nvtx3/nvtx3.hpp>
+
 namespace {
 
 class Harness : public sc::GpuTest {};
@@ -133,6 +135,64 @@ TEST_F(Harness, SpinRecordsEveryBlock) {
     EXPECT_LT(r.sm_begin, r.nsmid) << "block " << b;
     EXPECT_GT(r.max_gap_ns, 0u) << "block " << b;
   }
+}
+
+}  // namespace
+
+namespace {
+
+class Timeline : public sc::GpuTest {};
+
+// The observation layer end to end: two kernels in two non-blocking streams and a pinned copy appear as
+// labelled items with their NVTX range, all on the CUPTI clock, and the kernels' block records (moved
+// from %globaltimer) lie inside their CUPTI intervals within the measured residual.
+TEST_F(Timeline, HoldsTwoKernelsACopyAndRangesOnOneClock) {
+  SC_REQUIRE_TRACING();
+  constexpr std::uint64_t kSpinNs = 2'000'000;
+  constexpr std::size_t kBytes = 8 << 20;
+  sc::mapped<sc::kernels::block_record> r1(2);
+  sc::mapped<sc::kernels::block_record> r2(2);
+  sc::device_buffer<char> device(kBytes);
+  sc::pinned_buffer<char> host(kBytes);
+  sc::stream s1 = sc::stream::create(sc::stream_flags::non_blocking, 0, "s1");
+  sc::stream s2 = sc::stream::create(sc::stream_flags::non_blocking, 0, "s2");
+  timeline().track(s1);
+  timeline().track(s2);
+  {
+    const nvtx3::scoped_range_in<sc::nvtx_domain> phase{"enqueue"};
+    { auto l = timeline().label("k1"); SC_CHECK_CUDA(sc::kernels::launch_spin(s1.get(), r1.device(), 2, 64, kSpinNs)); }
+    { auto l = timeline().label("k2"); SC_CHECK_CUDA(sc::kernels::launch_spin(s2.get(), r2.device(), 2, 64, kSpinNs)); }
+    { auto l = timeline().label("copy");
+      SC_CHECK_CUDA(cudaMemcpyAsync(device.data(), host.data(), kBytes, cudaMemcpyHostToDevice, s2.get())); }
+  }
+  timeline().host_event("enqueued");
+  SC_CHECK_CUDA(cudaDeviceSynchronize());
+  timeline().blocks("k1", r1.host(), 2);
+  timeline().blocks("k2", r2.host(), 2);
+  const sc::timeline t = timeline().collect();
+
+  const sc::slack residual{sc::trace::clock().residual_ns + 1, 1, "measured residual of the clock offset"};
+  for (const char* label : {"k1", "k2", "copy"}) ASSERT_EQ(1u, t.labelled(label).size()) << label;
+  const sc::timeline_item& k1 = *t.labelled("k1")[0];
+  const sc::timeline_item& k2 = *t.labelled("k2")[0];
+  const sc::timeline_item& copy = *t.labelled("copy")[0];
+  EXPECT_EQ("s1", k1.stream);
+  EXPECT_EQ("s2", k2.stream);
+  EXPECT_EQ("s2", copy.stream);
+  EXPECT_EQ("pinned", copy.src_kind);
+  EXPECT_TRUE(sc::strictly_precedes(sc::as_span(k2), sc::as_span(copy), sc::ticks(2, "same-stream order")));
+  for (const sc::timeline_item* k : {&k1, &k2}) {
+    ASSERT_EQ(2u, k->blocks.size()) << k->label;
+    const sc::span blocks = sc::kernel_span(k->blocks, k->label + " blocks");
+    const sc::span on_cupti{sc::clock_domain::cupti, blocks.begin_ns, blocks.end_ns, blocks.label};
+    EXPECT_TRUE(sc::overlaps_by_at_least(sc::as_span(*k), on_cupti, on_cupti.length_ns(), residual));
+  }
+  const sc::nvtx_range* phase = t.range("enqueue");
+  ASSERT_NE(nullptr, phase);
+  EXPECT_LE(phase->start_ns, k1.start_ns) << "a kernel started before it was enqueued";
+  ASSERT_EQ(1u, t.host_events.size());
+  EXPECT_GE(t.host_events[0].start_ns, phase->end_ns);
+  sc::observe("clock_residual_ns", static_cast<unsigned long long>(sc::trace::clock().residual_ns));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/event.hpp"
+#include "instruments.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/host_atomic.hpp"
 #include "sc/fixtures/memory.hpp"
@@ -20,7 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-class Instruments : public sc::GpuTest {};
+using Instruments = sc::testing::Instruments;
 
 std::uint64_t monotonic_raw_ns() {
   timespec t{};
@@ -55,7 +56,7 @@ TEST_F(Instruments, GlobaltimerTickIsMeasured) {
   EXPECT_EQ(sc::device_timer().tick_ns, p.min_step_ns) << "the start-up calibration saw another tick";
 
   const json figures = {{"tick_ns", p.min_step_ns}, {"max_step_ns", p.max_step_ns}, {"reads", p.reads},
-                        {"steps", p.steps}, {"cupti_active", false}};
+                        {"steps", p.steps}, {"cupti_active", sc::trace::state().enabled}};
   sc::observe("tick_ns", static_cast<unsigned long long>(p.min_step_ns));
   sc::observe("max_step_ns", static_cast<unsigned long long>(p.max_step_ns));
   sc::record_instrument("INST-01", figures);
@@ -154,7 +155,7 @@ TEST_F(Instruments, LaunchCostIsRecorded) {
   sc::observe("gpu_us_per_launch", gpu_us);
   sc::observe("host_enqueue_us_per_launch", host_us);
   sc::record_instrument("INST-05", {{"launches", kLaunches}, {"gpu_us_per_launch", gpu_us},
-                                    {"host_enqueue_us_per_launch", host_us}, {"cupti_active", false}});
+                                    {"host_enqueue_us_per_launch", host_us}, {"cupti_active", sc::trace::state().enabled}});
   EXPECT_GT(gpu_us, kMinLaunchUs);
   EXPECT_LT(gpu_us, kMaxLaunchUs);
 }

@@ -1,0 +1,1401 @@
+#!/usr/bin/env python3
+"""streamcheck report generator: one self-contained HTML page from one or more run folders.
+
+    python3 reports/streamcheck_report.py RUN_DIR [RUN_DIR ...] [--source SRC_DIR] [-o OUT.html]
+
+A run folder (build/results/latest, or build/results/runs/<id>) holds env.json, gtest/*.xml,
+observations/*.json and instruments/*.json. The test plans are read from SRC_DIR/tests/<family>/README.md.
+Several run folders are merged only when they come from one environment (GPU, driver, runtime, commit).
+
+The page needs no network and no JavaScript: CSS is inline, the merged data is embedded as
+<script type="application/json" id="data">, and a small optional script adds filtering.
+
+Exit status: 0 when the report was written (failed tests do not change it), 2 on bad input.
+Python 3.9+ standard library only; reads result files only (no CUDA, no GoogleTest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import html
+import json
+import os
+import re
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+GENERATOR = "streamcheck_report"
+GENERATOR_VERSION = "1.0.0"
+ENV_SCHEMA = "streamcheck.env"
+OBSERVATION_SCHEMA = "streamcheck.observation"
+SUPPORTED_SCHEMA_MAJOR = "1"
+
+# Test outcomes, in the order a family table lists them (failed first).
+TEST_ORDER = {"failed": 0, "notrun": 1, "skipped": 2, "passed": 3}
+TEST_LABEL = {"failed": "FAIL", "notrun": "not run", "skipped": "skipped", "passed": "pass"}
+
+# Coverage statuses of a catalog ID.
+COVERAGE_LABEL = {
+    "fail": "FAIL",
+    "differs": "observed-differs",
+    "no-result": "no-result",
+    "uncovered": "uncovered",
+    "skipped": "skipped",
+    "pass": "pass",
+    "retired": "retired",
+}
+COVERAGE_ORDER = ["fail", "differs", "no-result", "uncovered", "skipped", "pass", "retired"]
+
+BASELINE_LABEL = {"match": "match", "differs": "differs", "differs-gating": "differs (gating)",
+                  "no-baseline": "no baseline", "no-entry": "no entry"}
+
+# Properties that the fixtures record for every claim; everything else is an observed value.
+CLAIM_PROPERTIES = ("catalog_id", "verdict_kind", "doc_source")
+# Attributes GoogleTest itself writes on <testcase>; any other attribute is a recorded property.
+TESTCASE_ATTRIBUTES = {"name", "file", "line", "status", "result", "time", "timestamp", "classname",
+                       "type_param", "value_param"}
+
+# The fields that must agree before run folders are merged.
+MERGE_FIELDS = ("gpu.uuid", "cuda.driver_version", "cuda.runtime_version", "streamcheck.commit")
+
+DASHES = {"", "\u2014", "\u2013", "-", "--", "n/a", "none", "tbd"}
+
+
+class InputError(Exception):
+    """Bad input: reported as one line on stderr, exit status 2."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Small helpers
+# ------------------------------------------------------------------------------------------------
+
+def dig(doc: Any, *keys: str) -> Any:
+    """doc[k1][k2]... or None where any level is missing or not an object."""
+    for key in keys:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(key)
+    return doc
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def fmt_value(value: Any) -> str:
+    """Compact text for any JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (int, str)):
+        return str(value)
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def h(value: Any) -> str:
+    """HTML-escaped text of any value (strings as they are, other values as compact JSON)."""
+    return html.escape(value if isinstance(value, str) else fmt_value(value), quote=True)
+
+
+def inline_md(text: str) -> str:
+    """Escape a plan cell, then show `code` spans as <code>; nothing else of markdown is interpreted."""
+    out = []
+    position = 0
+    for match in re.finditer(r"`([^`]+)`", text):
+        out.append(html.escape(text[position:match.start()], quote=True))
+        out.append("<code>%s</code>" % breakable(match.group(1)))
+        position = match.end()
+    out.append(html.escape(text[position:], quote=True))
+    return "".join(out)
+
+
+def cuda_version(value: Any) -> str:
+    """CUDA's integer versions: 13000 -> 13.0, 12080 -> 12.8; 0 means no driver."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "unknown" if value is None else fmt_value(value)
+    if value <= 0:
+        return "none (%d)" % value
+    major, rest = divmod(value, 1000)
+    minor, patch = divmod(rest, 10)
+    return "%d.%d.%d" % (major, minor, patch) if patch else "%d.%d" % (major, minor)
+
+
+def fmt_duration(ms: Any) -> str:
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)):
+        return "\u2014"
+    if ms < 1:
+        return "%.3f ms" % ms
+    if ms < 1000:
+        return "%.1f ms" % ms
+    return "%.2f s" % (ms / 1000.0)
+
+
+def breakable(text: str) -> str:
+    """Escaped text with optional line breaks (<wbr>) after dots, slashes and underscores and inside CamelCase,
+    so long test and API names wrap at word joints in narrow columns."""
+    pieces = re.split(r"(?<=[./_,])|(?<=[a-z0-9])(?=[A-Z])", text)
+    return "<wbr>".join(html.escape(p, quote=True) for p in pieces)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+
+
+def plural(n: int, word: str, many: Optional[str] = None) -> str:
+    return "%d %s" % (n, word if n == 1 else (many or word + "s"))
+
+
+def flatten(doc: Any, prefix: str = "") -> List[Tuple[str, Any]]:
+    """Nested objects as dotted keys; arrays and scalars stay values."""
+    if not isinstance(doc, dict):
+        return [(prefix, doc)] if prefix else []
+    rows: List[Tuple[str, Any]] = []
+    for key in sorted(doc):
+        name = "%s.%s" % (prefix, key) if prefix else str(key)
+        value = doc[key]
+        if isinstance(value, dict) and value:
+            rows.extend(flatten(value, name))
+        else:
+            rows.append((name, value))
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading input files
+# ------------------------------------------------------------------------------------------------
+
+def read_text(path: Path, what: str) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError("%s: cannot read %s: %s" % (path, what, e.strerror or e))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError("%s: %s is not UTF-8 text (byte %d: %s)" % (path, what, e.start, e.reason))
+
+
+def read_json(path: Path, what: str) -> Any:
+    text = read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError("%s: invalid JSON in %s: %s (line %d, column %d)" % (path, what, e.msg, e.lineno, e.colno))
+    except (ValueError, RecursionError) as e:
+        raise InputError("%s: invalid JSON in %s: %s" % (path, what, e))
+
+
+def check_schema(doc: Any, path: Path, schema: str, what: str) -> None:
+    if not isinstance(doc, dict):
+        raise InputError("%s: %s must be a JSON object, found %s" % (path, what, type_name(doc)))
+    found = doc.get("schema")
+    if found is not None and found != schema:
+        raise InputError("%s: %s has schema %r, expected %r" % (path, what, found, schema))
+    version = doc.get("schema_version")
+    if version is not None and str(version).split(".")[0] != SUPPORTED_SCHEMA_MAJOR:
+        raise InputError("%s: %s schema version %s is not supported (this generator reads %s %s.x)"
+                         % (path, what, version, schema, SUPPORTED_SCHEMA_MAJOR))
+
+
+def check_member(doc: Dict[str, Any], key: str, kind: type, path: Path, what: str) -> Any:
+    """doc[key] when it is missing, null or of the given JSON type; otherwise an input error."""
+    value = doc.get(key)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool) and kind is not bool):
+        want = {dict: "an object", list: "an array", str: "a string"}.get(kind, kind.__name__)
+        raise InputError("%s: \"%s\" in %s must be %s or null, found %s" % (path, key, what, want, type_name(value)))
+    return value
+
+
+def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
+    family, variant, gname = split_ctest_name(ctest_name, gtest_name)
+    return {
+        "ctest_name": ctest_name,
+        "family": family,
+        "variant": variant,
+        "gtest_name": gname,
+        "run": None,
+        "status": "notrun",
+        "skip_reason": None,
+        "skip_location": None,
+        "failures": [],
+        "claims": [],
+        "observations": {},
+        "baseline": [],
+        "mutation": None,
+        "duration_ms": None,
+        "instrument": None,
+        "device": None,
+        "source_file": None,
+        "source_line": None,
+        "xml_file": None,
+        "observation_file": None,
+        "plan_ids": [],
+        "plan_rows": [],
+        "planned_only": False,
+        "notes": [],
+    }
+
+
+def split_ctest_name(ctest: str, gtest: Optional[str]) -> Tuple[str, str, str]:
+    """(family, variant, gtest name). family is the first dotted component of the ctest name; the
+    variant is what stands between it and Suite.Test (ptds, an ENV_VARIANT name, or both)."""
+    family = ctest.split(".", 1)[0]
+    if gtest and ctest.endswith("." + gtest) and len(ctest) > len(gtest) + 1:
+        prefix = ctest[: -len(gtest) - 1]
+    elif gtest and ctest == gtest:
+        return family, "", gtest
+    else:
+        parts = ctest.split(".")
+        if len(parts) >= 3:
+            prefix, gtest = ".".join(parts[:-2]), ".".join(parts[-2:])
+        else:
+            return family, "", gtest or ctest
+    variant = prefix.split(".", 1)[1] if "." in prefix else ""
+    return family, variant, gtest
+
+
+def split_skip_message(message: str) -> Tuple[Optional[str], str]:
+    """GoogleTest 1.12 writes "file:line\\nreason"; returns (location, reason)."""
+    text = message.strip("\n")
+    first, _, rest = text.partition("\n")
+    if re.fullmatch(r"\S.*:\d+", first.strip()):
+        return first.strip(), rest.strip()
+    return None, text.strip()
+
+
+def parse_gtest_xml(path: Path, stem: str) -> List[Dict[str, Any]]:
+    try:
+        root = ET.parse(str(path)).getroot()
+    except ET.ParseError as e:
+        raise InputError("%s: invalid XML: %s" % (path, e))
+    except OSError as e:
+        raise InputError("%s: cannot read: %s" % (path, e.strerror or e))
+    if root.tag not in ("testsuites", "testsuite"):
+        raise InputError("%s: not a GoogleTest XML file (root element <%s>)" % (path, root.tag))
+    cases = list(root.iter("testcase"))
+    if not cases:
+        test = new_test(stem, None)
+        test["xml_file"] = str(path)
+        test["notes"].append("the XML file holds no <testcase> (the filter matched no test?)")
+        return [test]
+    tests = []
+    for case in cases:
+        classname = case.get("classname") or ""
+        name = case.get("name") or ""
+        gname = "%s.%s" % (classname, name) if classname else name
+        ctest = stem if len(cases) == 1 else "%s.%s" % (stem.split(".", 1)[0], gname)
+        test = new_test(ctest, gname)
+        test["xml_file"] = str(path)
+        test["source_file"] = case.get("file")
+        test["source_line"] = case.get("line")
+
+        failures = []
+        for child in case:
+            if child.tag in ("failure", "error"):
+                message = child.get("message") or ""
+                body = child.text or ""
+                text = body if len(body.strip()) >= len(message.strip()) else message
+                failures.append(text.strip("\n") or "(%s without a message)" % child.tag)
+        skipped = case.find("skipped")
+        if failures:
+            test["status"] = "failed"
+        elif skipped is not None or case.get("result") == "skipped":
+            test["status"] = "skipped"
+        elif case.get("status") == "notrun" or case.get("result") == "suppressed":
+            test["status"] = "notrun"
+            test["notes"].append("GoogleTest did not run it (disabled)")
+        else:
+            test["status"] = "passed"
+        test["failures"] = failures
+        if test["status"] == "skipped":
+            message = ""
+            if skipped is not None:
+                message = skipped.get("message") or skipped.text or ""
+            location, reason = split_skip_message(message)
+            test["skip_location"] = location
+            test["skip_reason"] = reason or None
+
+        try:
+            test["duration_ms"] = float(case.get("time") or "") * 1000.0
+        except ValueError:
+            pass
+
+        properties: Dict[str, str] = {}
+        for key, value in case.attrib.items():
+            if key not in TESTCASE_ATTRIBUTES:
+                properties[key] = value
+        for element in case.iter("property"):
+            key = element.get("name")
+            if key:
+                properties[key] = element.get("value") or ""
+        apply_properties(test, properties)
+        tests.append(test)
+    return tests
+
+
+def apply_properties(test: Dict[str, Any], properties: Dict[str, str]) -> None:
+    """RecordProperty values: claim, observed values, baseline verdicts, mutation."""
+    if properties.get("catalog_id"):
+        test["claims"] = [{"id": properties.get("catalog_id"), "kind": properties.get("verdict_kind"),
+                           "source": properties.get("doc_source")}]
+    if properties.get("mutation"):
+        test["mutation"] = properties["mutation"]
+    for key, value in properties.items():
+        if key in CLAIM_PROPERTIES or key == "mutation":
+            continue
+        if key.startswith("baseline."):
+            rest = key[len("baseline."):]
+            ident, _, bkey = rest.partition(".")
+            test["baseline"].append({"id": ident, "key": bkey, "status": value})
+            continue
+        test["observations"][key] = value
+
+
+def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> None:
+    """The observation file's typed values replace the XML's string properties."""
+    test["observation_file"] = str(path)
+    claims = check_member(doc, "claims", list, path, "the observation")
+    if claims:
+        normalized = []
+        for claim in claims:
+            if not isinstance(claim, dict):
+                raise InputError("%s: every entry of \"claims\" must be an object" % path)
+            normalized.append({"id": claim.get("id"), "kind": claim.get("kind"), "source": claim.get("source")})
+        test["claims"] = normalized
+    observations = check_member(doc, "observations", dict, path, "the observation")
+    if observations:
+        test["observations"] = observations
+    baseline = check_member(doc, "baseline", list, path, "the observation")
+    if baseline:
+        for entry in baseline:
+            if not isinstance(entry, dict):
+                raise InputError("%s: every entry of \"baseline\" must be an object" % path)
+        test["baseline"] = baseline
+    if doc.get("mutation"):
+        test["mutation"] = doc.get("mutation")
+    duration = doc.get("duration_ms")
+    if isinstance(duration, (int, float)) and not isinstance(duration, bool):
+        test["duration_ms"] = float(duration)
+    test["instrument"] = check_member(doc, "instrument", dict, path, "the observation")
+    test["device"] = check_member(doc, "device", dict, path, "the observation")
+    outcome = doc.get("outcome")
+    if test["xml_file"] is None:
+        # The fixture wrote its record, then the process ended before GoogleTest wrote the XML.
+        test["status"] = "failed" if outcome == "failed" else "notrun"
+        test["notes"].append("no GoogleTest XML (the test process ended before writing it?); the observation "
+                             "file says %s" % fmt_value(outcome))
+    elif isinstance(outcome, str) and outcome != test["status"] and test["status"] != "notrun":
+        test["notes"].append("the observation file says %s, the XML says %s" % (outcome, test["status"]))
+
+
+def load_run(run_dir: Path) -> Dict[str, Any]:
+    if not run_dir.exists():
+        raise InputError("%s: no such run folder" % run_dir)
+    if not run_dir.is_dir():
+        raise InputError("%s: not a directory (give a run folder such as build/results/latest)" % run_dir)
+    env_path = run_dir / "env.json"
+    if not env_path.is_file():
+        raise InputError("%s: no env.json in this folder; is it a streamcheck run folder "
+                         "(e.g. build/results/latest)?" % run_dir)
+    env = read_json(env_path, "env.json")
+    check_schema(env, env_path, ENV_SCHEMA, "env.json")
+    for key in ("run", "streamcheck", "build", "host", "cuda", "environment", "gpu", "tracing", "instruments"):
+        check_member(env, key, dict, env_path, "env.json")
+    check_member(env, "gpu_unavailable_reason", str, env_path, "env.json")
+
+    run_id = dig(env, "run", "id")
+    run_id = str(run_id) if run_id else run_dir.resolve().name
+    run = {"dir": str(run_dir), "id": run_id, "env": env, "tests": {}, "instruments": {}, "notes": []}
+
+    tests: Dict[str, Dict[str, Any]] = run["tests"]
+    gtest_dir = run_dir / "gtest"
+    xml_count = 0
+    if gtest_dir.is_dir():
+        for path in sorted(p for p in gtest_dir.rglob("*.xml") if p.is_file()):
+            xml_count += 1
+            stem = path.relative_to(gtest_dir).as_posix()[: -len(".xml")]
+            for test in parse_gtest_xml(path, stem):
+                test["run"] = run_id
+                tests[test["ctest_name"]] = test
+
+    obs_dir = run_dir / "observations"
+    if obs_dir.is_dir():
+        for path in sorted(p for p in obs_dir.glob("*.json") if p.is_file()):
+            doc = read_json(path, "observation")
+            check_schema(doc, path, OBSERVATION_SCHEMA, "observation")
+            ctest = doc.get("ctest_name")
+            ctest = ctest if isinstance(ctest, str) and ctest else path.stem
+            test = tests.get(ctest)
+            if test is None:
+                gname = doc.get("test") if isinstance(doc.get("test"), str) else None
+                test = new_test(ctest, gname)
+                test["run"] = run_id
+                tests[ctest] = test
+            merge_observation(test, doc, path)
+
+    instruments: Dict[str, Any] = run["instruments"]
+    for ident, record in sorted((env.get("instruments") or {}).items()):
+        if not isinstance(record, dict):
+            raise InputError("%s: instruments.%s in env.json must be an object" % (env_path, ident))
+        instruments[str(ident)] = dict(record)
+    inst_dir = run_dir / "instruments"
+    if inst_dir.is_dir():
+        for path in sorted(p for p in inst_dir.glob("*.json") if p.is_file()):
+            doc = read_json(path, "instrument record")
+            if not isinstance(doc, dict):
+                raise InputError("%s: an instrument record must be a JSON object" % path)
+            check_member(doc, "figures", dict, path, "the instrument record")
+            ident = doc.get("id") if isinstance(doc.get("id"), str) and doc.get("id") else path.stem
+            instruments[ident] = doc
+
+    counted = dig(env, "run", "gtest_xml_files")
+    if isinstance(counted, int) and not isinstance(counted, bool) and counted != xml_count:
+        run["notes"].append("env.json counts %d GoogleTest XML file(s); %d found" % (counted, xml_count))
+    if dig(env, "run", "finished_utc") is None:
+        run["notes"].append("run %s has no finish time: its finish step (streamcheck.run.finish) did not run; "
+                            "the run was interrupted or is still running" % run_id)
+    return run
+
+
+# ------------------------------------------------------------------------------------------------
+# Test plans
+# ------------------------------------------------------------------------------------------------
+
+def split_row(line: str) -> List[str]:
+    text = line.strip()
+    if text.startswith("|"):
+        text = text[1:]
+    if text.endswith("|") and not text.endswith("\\|"):
+        text = text[:-1]
+    return [cell.replace("\\|", "|").strip() for cell in re.split(r"(?<!\\)\|", text)]
+
+
+def plain(text: str) -> str:
+    """A cell without markdown emphasis and code marks."""
+    return re.sub(r"[*_`~]", "", text).strip()
+
+
+def planned_tests(cell: str) -> List[str]:
+    names = [n.strip() for n in re.findall(r"`([^`]+)`", cell) if n.strip()]
+    if names:
+        return names
+    if plain(cell).lower() in DASHES:
+        return []
+    tokens = [t.strip() for t in re.split(r"[,;]", plain(cell))]
+    return [t for t in tokens if re.fullmatch(r"[A-Za-z_][\w/]*\.[\w/*?]+", t)]
+
+
+def parse_plan(text: str) -> Tuple[List[Dict[str, Any]], Optional[str]]:
+    """Rows of the plan table (header starting with | ID |), and a note when the table is missing or
+    lacks a required column."""
+    lines = text.splitlines()
+    header_at = None
+    for number, line in enumerate(lines):
+        if line.strip().startswith("|"):
+            cells = split_row(line)
+            if cells and plain(cells[0]).lower() == "id":
+                header_at = number
+                break
+    if header_at is None:
+        return [], "the README has no plan table (a table whose header starts with | ID |)"
+    header = [plain(c).lower() for c in split_row(lines[header_at])]
+    columns = {name: index for index, name in reversed(list(enumerate(header)))}
+    missing = [name for name in ("id", "kind", "source", "tests") if name not in columns]
+    if missing:
+        return [], "the plan table lacks the column(s) %s" % ", ".join(m.capitalize() for m in missing)
+    claim_column = next((columns[c] for c in ("claim", "behavior", "behaviour", "description", "what")
+                         if c in columns), None)
+
+    rows: List[Dict[str, Any]] = []
+    for line in lines[header_at + 1:]:
+        if not line.strip().startswith("|"):
+            break
+        cells = split_row(line)
+        if all(re.fullmatch(r":?-+:?", c) for c in cells if c):
+            continue
+        cells += [""] * (len(header) - len(cells))
+        id_cell = cells[columns["id"]]
+        if not plain(id_cell):
+            continue
+        match = re.search(r"[A-Z][A-Z0-9]*-\d+[A-Za-z]?", id_cell)
+        tests_cell = cells[columns["tests"]]
+        rows.append({
+            "id": match.group(0) if match else plain(id_cell),
+            "id_cell": id_cell,
+            "retired": "retired" in id_cell.lower(),
+            "kind": plain(cells[columns["kind"]]),
+            "source": cells[columns["source"]],
+            "claim": cells[claim_column] if claim_column is not None else "",
+            "tests_cell": tests_cell,
+            "tests": planned_tests(tests_cell),
+        })
+    return rows, None
+
+
+def load_plans(source: Path) -> Dict[str, Dict[str, Any]]:
+    """family -> {path, rows, note}; a family folder without README.md gets rows None."""
+    plans: Dict[str, Dict[str, Any]] = {}
+    tests_dir = source / "tests"
+    if not tests_dir.is_dir():
+        return plans
+    for folder in sorted(p for p in tests_dir.iterdir() if p.is_dir()):
+        readme = folder / "README.md"
+        if readme.is_file():
+            rows, note = parse_plan(read_text(readme, "test plan"))
+            plans[folder.name] = {"path": str(readme), "rows": rows if note is None else None, "note": note}
+        elif (folder / "CMakeLists.txt").is_file():
+            plans[folder.name] = {"path": None, "rows": None, "note": "no README.md"}
+    return plans
+
+
+def test_matches(name: str, test: Dict[str, Any]) -> bool:
+    family = test["family"]
+    candidates = {test["gtest_name"], test["ctest_name"]}
+    if test["ctest_name"].startswith(family + "."):
+        candidates.add(test["ctest_name"][len(family) + 1:])
+    if any(ch in name for ch in "*?["):
+        return any(fnmatch.fnmatchcase(c, name) for c in candidates)
+    return name in candidates
+
+
+def aggregate(results: Sequence[Dict[str, Any]], missing: Sequence[str], differs: Sequence[str]) -> str:
+    statuses = [t["status"] for t in results]
+    if "failed" in statuses:
+        return "fail"
+    if differs:
+        return "differs"
+    if missing or not results or "notrun" in statuses:
+        return "no-result"
+    if "skipped" in statuses:
+        return "skipped"
+    return "pass"
+
+
+def coverage_detail(results: Sequence[Dict[str, Any]], missing: Sequence[str], differs: Sequence[str]) -> List[str]:
+    notes = []
+    counts: Dict[str, int] = {}
+    for t in results:
+        counts[t["status"]] = counts.get(t["status"], 0) + 1
+    if len(results) > 1 or results and missing:
+        notes.append(", ".join("%d %s" % (counts[s], TEST_LABEL[s]) for s in TEST_ORDER if s in counts)
+                     + (" of %d planned" % (len(results) + len(missing)) if missing else ""))
+    for t in results:
+        if t["status"] == "failed" and t["failures"]:
+            first = t["failures"][0].strip().splitlines()
+            notes.append("%s: %s" % (label_of(t), " ".join(first[1:2] or first[:1])))
+    reasons = sorted({t["skip_reason"] or "(no reason given)" for t in results if t["status"] == "skipped"})
+    notes.extend("skipped: %s" % r for r in reasons)
+    if missing:
+        notes.append("no result for %s" % ", ".join(missing))
+    notes.extend(differs)
+    return notes
+
+
+def label_of(test: Dict[str, Any]) -> str:
+    return "%s [%s]" % (test["gtest_name"], test["variant"]) if test["variant"] else test["gtest_name"]
+
+
+def baseline_differences(tests: Iterable[Dict[str, Any]]) -> Dict[str, List[str]]:
+    """catalog ID -> descriptions of baseline entries whose value differs."""
+    found: Dict[str, List[str]] = {}
+    for t in tests:
+        for entry in t["baseline"]:
+            status = entry.get("status")
+            if status in ("differs", "differs-gating"):
+                text = "%s/%s observed %s, baseline %s%s (%s)" % (
+                    fmt_value(entry.get("id")), fmt_value(entry.get("key")), fmt_value(entry.get("observed")),
+                    fmt_value(entry.get("expected")), ", gating" if status == "differs-gating" else "", label_of(t))
+                found.setdefault(str(entry.get("id")), []).append(text)
+    return found
+
+
+def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    by_family: Dict[str, List[Dict[str, Any]]] = {}
+    for t in tests.values():
+        by_family.setdefault(t["family"], []).append(t)
+    differs = baseline_differences(tests.values())
+
+    rows: List[Dict[str, Any]] = []
+    planned_ids = set()
+    for family in sorted(plans):
+        plan = plans[family]
+        if plan["rows"] is None:
+            continue
+        family_tests = sorted(by_family.get(family, []), key=lambda t: t["ctest_name"])
+        for row in plan["rows"]:
+            planned_ids.add(row["id"])
+            entry = {"family": family, "id": row["id"], "kind": row["kind"], "source": row["source"],
+                     "claim": row["claim"], "planned": row["tests"], "tests_cell": row["tests_cell"],
+                     "results": {}, "missing": [], "detail": []}
+            if row["retired"]:
+                entry["status"] = "retired"
+                entry["detail"] = ["marked retired in the plan"]
+                rows.append(entry)
+                continue
+            if not row["tests"]:
+                entry["status"] = "uncovered"
+                if plain(row["tests_cell"]).lower() not in DASHES:
+                    entry["detail"] = ["no test name in the Tests cell: %s" % plain(row["tests_cell"])]
+                rows.append(entry)
+                continue
+            results: List[Dict[str, Any]] = []
+            for name in row["tests"]:
+                found = [t for t in family_tests if test_matches(name, t)]
+                entry["results"][name] = [t["ctest_name"] for t in found]
+                for t in found:
+                    if row["id"] not in t["plan_ids"]:
+                        t["plan_ids"].append(row["id"])
+                        t["plan_rows"].append({"id": row["id"], "kind": row["kind"], "source": row["source"]})
+                    if t not in results:
+                        results.append(t)
+                if not found:
+                    entry["missing"].append(name)
+            diff = differs.get(row["id"], [])
+            entry["status"] = aggregate(results, entry["missing"], diff)
+            entry["detail"] = coverage_detail(results, entry["missing"], diff)
+            rows.append(entry)
+
+    # IDs that tests claim but no plan lists (families without a plan, or a plan that forgot one).
+    claimed: Dict[str, List[Dict[str, Any]]] = {}
+    for t in sorted(tests.values(), key=lambda t: t["ctest_name"]):
+        for claim in t["claims"]:
+            ident = claim.get("id")
+            if ident and str(ident) not in planned_ids:
+                claimed.setdefault(str(ident), []).append(t)
+    unplanned = []
+    for ident in sorted(claimed):
+        results = claimed[ident]
+        diff = differs.get(ident, [])
+        unplanned.append({"id": ident, "family": ", ".join(sorted({t["family"] for t in results})),
+                          "kind": ", ".join(sorted({str(c.get("kind")) for t in results for c in t["claims"]
+                                                    if c.get("id") == ident and c.get("kind")})),
+                          "tests": [t["ctest_name"] for t in results],
+                          "status": aggregate(results, [], diff),
+                          "detail": coverage_detail(results, [], diff)})
+
+    families = sorted(set(by_family) | set(plans))
+    no_plan = []
+    for family in families:
+        plan = plans.get(family)
+        if plan is None or plan["rows"] is None:
+            no_plan.append({"family": family, "tests": len(by_family.get(family, [])),
+                            "note": plan["note"] if plan else "no folder tests/%s in the source tree" % family})
+    counts = {status: 0 for status in COVERAGE_ORDER}
+    for row in rows:
+        counts[row["status"]] += 1
+    return {"rows": rows, "unplanned": unplanned, "no_plan": no_plan, "counts": counts}
+
+
+def add_planned_placeholders(coverage: Dict[str, Any], plans: Dict[str, Dict[str, Any]],
+                             tests: Dict[str, Dict[str, Any]]) -> None:
+    """A test that a plan names but no run produced counts as "not run" and gets its own row, so a
+    filtered or interrupted run shows what it left out."""
+    for row in coverage["rows"]:
+        for name in row["missing"]:
+            if any(ch in name for ch in "*?["):
+                continue
+            ctest = "%s.%s" % (row["family"], name)
+            test = tests.get(ctest)
+            if test is None:
+                test = new_test(ctest, name)
+                test["planned_only"] = True
+                tests[ctest] = test
+                test["notes"].append("planned in %s but no run produced a result for it"
+                                     % (plans[row["family"]].get("path") or "the plan"))
+            if test.get("planned_only") and row["id"] not in test["plan_ids"]:
+                test["plan_ids"].append(row["id"])
+                test["plan_rows"].append({"id": row["id"], "kind": row["kind"], "source": row["source"]})
+            row["results"][name] = [ctest]
+
+
+# ------------------------------------------------------------------------------------------------
+# Merging runs
+# ------------------------------------------------------------------------------------------------
+
+def merge_key(env: Dict[str, Any], field: str) -> Any:
+    if field == "gpu.uuid":
+        return dig(env, "gpu", "uuid")
+    return dig(env, *field.split("."))
+
+
+def check_same_environment(runs: Sequence[Dict[str, Any]]) -> None:
+    first = runs[0]
+    problems = []
+    for other in runs[1:]:
+        differing = []
+        for field in MERGE_FIELDS:
+            a, b = merge_key(first["env"], field), merge_key(other["env"], field)
+            if a != b:
+                differing.append("%s (%s vs %s)" % (field, json.dumps(a), json.dumps(b)))
+        if differing:
+            problems.append("%s and %s differ in %s" % (first["dir"], other["dir"], ", ".join(differing)))
+    if problems:
+        raise InputError("refusing to mix environments: " + "; ".join(problems))
+
+
+def merge_runs(runs: Sequence[Dict[str, Any]]) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Any]]:
+    tests: Dict[str, Dict[str, Any]] = {}
+    instruments: Dict[str, Any] = {}
+    for run in runs:
+        for name, test in run["tests"].items():
+            older = tests.get(name)
+            if older is not None:
+                test["notes"].append("also in run %s (%s); the later run is shown" % (older["run"], older["status"]))
+            tests[name] = test
+        for ident, record in run["instruments"].items():
+            instruments[ident] = dict(record, run=run["id"])
+    return tests, instruments
+
+
+def totals_of(tests: Dict[str, Dict[str, Any]]) -> Dict[str, int]:
+    totals = {"tests": len(tests), "passed": 0, "failed": 0, "skipped": 0, "notrun": 0}
+    for t in tests.values():
+        totals[t["status"]] += 1
+    return totals
+
+
+# ------------------------------------------------------------------------------------------------
+# HTML
+# ------------------------------------------------------------------------------------------------
+
+CSS = """
+:root { --line:#d0d7de; --muted:#57606a; --pass:#116329; --pass-bg:#dafbe1; --fail:#a40e26; --fail-bg:#ffebe9;
+  --skip:#424a53; --skip-bg:#eaeef2; --amber:#7d4e00; --amber-bg:#fff1b8; --differs:#6639ba; --differs-bg:#f1e5ff; }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 0 28px 48px; color: #1f2328; background: #fff;
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+h1 { font-size: 22px; margin: 20px 0 6px; }
+h2 { font-size: 18px; margin: 30px 0 10px; padding-bottom: 4px; border-bottom: 2px solid var(--line); }
+h3 { font-size: 15px; margin: 0; display: inline; }
+code, pre, .mono { font-family: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace;
+  font-size: 12px; }
+pre { margin: 4px 0; padding: 6px 8px; background: #fff5f5; border-left: 3px solid var(--fail);
+  white-space: pre-wrap; word-break: break-word; max-height: 420px; overflow: auto; }
+a { color: #0550ae; text-decoration: none; } a:hover { text-decoration: underline; }
+.muted { color: var(--muted); } .small { font-size: 12px; }
+nav.toc { margin: 8px 0 0; font-size: 13px; } nav.toc a { margin-right: 14px; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 3px 16px; margin: 10px 0; }
+dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; }
+.banner { margin: 12px 0; padding: 10px 14px; border-radius: 6px; font-weight: 600; border: 1px solid; }
+.banner.fail { background: var(--fail-bg); color: var(--fail); border-color: #ff8182; font-size: 16px; }
+.banner.ok { background: var(--pass-bg); color: var(--pass); border-color: #4ac26b; }
+.banner.warn { background: var(--amber-bg); color: var(--amber); border-color: #d4a72c; }
+.banner ul { margin: 6px 0 0; font-weight: normal; }
+.counters { display: flex; flex-wrap: wrap; gap: 10px; margin: 10px 0; }
+.counter { min-width: 110px; padding: 8px 14px; border: 1px solid var(--line); border-radius: 6px; }
+.counter b { display: block; font-size: 22px; }
+.counter.passed { background: var(--pass-bg); } .counter.failed { background: var(--fail-bg); }
+.counter.skipped { background: var(--skip-bg); } .counter.notrun { background: var(--amber-bg); }
+table { border-collapse: collapse; width: 100%; margin: 6px 0 14px; }
+th, td { border: 1px solid var(--line); padding: 4px 7px; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; font-weight: 600; position: sticky; top: 0; }
+table.narrow { width: auto; min-width: 50%; }
+table.kv { width: 100%; } table.kv td { overflow-wrap: break-word; } table.kv td:first-child { width: 40%; }
+table.tests, table.coverage { table-layout: fixed; }
+table.tests td, table.coverage td, table.tests th, table.coverage th { overflow-wrap: break-word; }
+td.id { white-space: nowrap; }
+.env-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: 0 28px; }
+.table-wrap { overflow-x: auto; }
+tr.row-failed > td { background: #fff8f8; } tr.differs > td { background: #fffbe6; }
+.bl { font-size: 12px; margin: 1px 0 3px; }
+.st { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px; font-weight: 600;
+  white-space: nowrap; border: 1px solid transparent; }
+.st-passed, .st-pass, .st-match { background: var(--pass-bg); color: var(--pass); border-color: #4ac26b; }
+.st-failed, .st-fail, .st-differs-gating { background: var(--fail-bg); color: var(--fail); border-color: #ff8182; }
+.st-skipped, .st-retired, .st-no-baseline, .st-no-entry, .st-noplan { background: var(--skip-bg); color: var(--skip);
+  border-color: #afb8c1; }
+.st-uncovered, .st-no-result, .st-notrun { background: var(--amber-bg); color: var(--amber); border-color: #d4a72c; }
+.st-differs { background: var(--differs-bg); color: var(--differs); border-color: #c297ff; }
+.tag { display: inline-block; padding: 0 6px; margin-left: 4px; border-radius: 4px; font-size: 11px;
+  background: #ddf4ff; color: #0550ae; border: 1px solid #80ccff; }
+.tag.mutation { background: #fff1e5; color: #953800; border-color: #ffb77c; }
+.kvlist { display: flex; flex-wrap: wrap; gap: 2px 10px; font-family: ui-monospace, "DejaVu Sans Mono", Menlo,
+  Consolas, monospace; font-size: 12px; } .kvlist i { color: var(--muted); font-style: normal; }
+details.family { margin: 12px 0; border: 1px solid var(--line); border-radius: 6px; padding: 6px 10px; }
+details.family > summary { cursor: pointer; padding: 2px 0; }
+details.family > summary .st { margin-left: 6px; }
+.unset { color: #8c959f; font-style: italic; }
+tr.diff-row > td { background: #fff8c5; }
+tr.group > td { background: #f6f8fa; border-top: 2px solid #afb8c1; }
+#filters { position: sticky; top: 0; z-index: 2; background: #f6f8fa; border: 1px solid var(--line);
+  border-radius: 6px; padding: 6px 10px; margin: 10px 0; }
+#filters input[type=search] { width: 320px; }
+footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
+"""
+
+SCRIPT = """
+(function () {
+  var bar = document.getElementById('filters');
+  if (!bar || !document.querySelectorAll) return;
+  bar.hidden = false;
+  var q = document.getElementById('filter-text');
+  var problems = document.getElementById('filter-problems');
+  var good = {passed: 1, pass: 1, retired: 1};
+  function apply() {
+    var text = q.value.toLowerCase();
+    var rows = document.querySelectorAll('tr[data-status]');
+    for (var i = 0; i < rows.length; i++) {
+      var row = rows[i];
+      var show = !(problems.checked && good[row.getAttribute('data-status')]) &&
+                 (!text || row.textContent.toLowerCase().indexOf(text) >= 0);
+      row.style.display = show ? '' : 'none';
+    }
+  }
+  q.addEventListener('input', apply);
+  problems.addEventListener('change', apply);
+  function toggle(open) {
+    var all = document.querySelectorAll('details.family');
+    for (var i = 0; i < all.length; i++) all[i].open = open;
+  }
+  document.getElementById('expand-all').addEventListener('click', function () { toggle(true); });
+  document.getElementById('collapse-all').addEventListener('click', function () { toggle(false); });
+})();
+"""
+
+
+def badge(status: str, label: Optional[str] = None, title: Optional[str] = None) -> str:
+    text = label if label is not None else TEST_LABEL.get(status, COVERAGE_LABEL.get(status, status))
+    extra = ' title="%s"' % h(title) if title else ""
+    return '<span class="st st-%s"%s>%s</span>' % (h(slug(status)), extra, h(text))
+
+
+def kv_list(values: Dict[str, Any]) -> str:
+    if not values:
+        return '<span class="muted">\u2014</span>'
+    items = ['<span>%s<i>=</i>%s</span>' % (h(str(k)), h(v)) for k, v in values.items()]
+    return '<div class="kvlist">%s</div>' % "".join(items)
+
+
+def test_anchor(test: Dict[str, Any]) -> str:
+    return "t-" + slug(test["ctest_name"])
+
+
+class Page:
+    def __init__(self, runs: Sequence[Dict[str, Any]], tests: Dict[str, Dict[str, Any]],
+                 instruments: Dict[str, Any], coverage: Dict[str, Any], totals: Dict[str, int],
+                 source: Path, plans: Dict[str, Dict[str, Any]]):
+        self.runs = runs
+        self.env = runs[0]["env"]
+        self.tests = tests
+        self.instruments = instruments
+        self.coverage = coverage
+        self.totals = totals
+        self.source = source
+        self.plans = plans
+        self.out: List[str] = []
+
+    def w(self, *parts: str) -> None:
+        self.out.extend(parts)
+
+    # (1) header ---------------------------------------------------------------------------------
+    def header(self) -> None:
+        env = self.env
+        ids = [r["id"] for r in self.runs]
+        self.w("<header><h1>streamcheck report</h1>")
+        self.w('<dl class="facts">')
+        run_text = []
+        for r in self.runs:
+            started = dig(r["env"], "run", "started_utc")
+            finished = dig(r["env"], "run", "finished_utc")
+            run_text.append('<span class="mono">%s</span> <span class="muted small">%s \u2192 %s</span>' % (
+                h(r["id"]), h(started or "?"), h(finished or "not finished")))
+        self.w("<dt>%s</dt><dd>%s</dd>" % ("Runs" if len(ids) > 1 else "Run", "<br>".join(run_text)))
+
+        gpu = env.get("gpu")
+        if isinstance(gpu, dict):
+            parts = [h(gpu.get("name") or "unnamed GPU")]
+            if gpu.get("compute_capability") is not None:
+                parts.append("CC %s" % h(gpu.get("compute_capability")))
+            if gpu.get("arch"):
+                parts.append(h(gpu.get("arch")))
+            if gpu.get("sm_count") is not None:
+                parts.append("%s SMs" % h(gpu.get("sm_count")))
+            if gpu.get("async_engine_count") is not None:
+                parts.append("%s copy engines" % h(gpu.get("async_engine_count")))
+            if gpu.get("concurrent_kernels") is not None:
+                parts.append("concurrent kernels %s" % h(gpu.get("concurrent_kernels")))
+            text = " \u00b7 ".join(parts)
+            if gpu.get("uuid"):
+                text += ' <span class="muted small mono">%s</span>' % h(gpu.get("uuid"))
+            self.w("<dt>GPU</dt><dd>%s</dd>" % text)
+        else:
+            reason = env.get("gpu_unavailable_reason") or "no reason recorded"
+            self.w('<dt>GPU</dt><dd><b>no GPU:</b> %s</dd>' % h(reason))
+
+        self.w("<dt>CUDA</dt><dd>driver %s \u00b7 runtime %s</dd>" % (
+            h(cuda_version(dig(env, "cuda", "driver_version"))), h(cuda_version(dig(env, "cuda", "runtime_version")))))
+        commit = dig(env, "streamcheck", "commit")
+        dirty = any(dig(r["env"], "streamcheck", "dirty") is True for r in self.runs)
+        version = dig(env, "streamcheck", "version")
+        text = '<span class="mono" title="%s">%s</span>' % (h(commit or ""),
+                                                           h(str(commit)[:12] if commit else "unknown"))
+        if dirty:
+            text += ' <span class="st st-failed" title="uncommitted changes in the source tree">dirty</span>'
+        if version:
+            text += ' <span class="muted">streamcheck %s</span>' % h(version)
+        self.w("<dt>Commit</dt><dd>%s</dd>" % text)
+        tick = dig(gpu, "timer_tick_ns") if isinstance(gpu, dict) else None
+        self.w("<dt>Timer tick</dt><dd>%s</dd>" % (h("%s ns" % fmt_value(tick)) if tick is not None else "\u2014"))
+        least, greatest = dig(gpu, "priority_range", "least"), dig(gpu, "priority_range", "greatest")
+        if least is not None or greatest is not None:
+            prio = "least %s / greatest %s" % (h(least), h(greatest))
+            if isinstance(least, int) and isinstance(greatest, int):
+                prio += ' <span class="muted">(%s)</span>' % plural(least - greatest + 1, "level")
+        else:
+            prio = "\u2014"
+        self.w("<dt>Priority range</dt><dd>%s</dd>" % prio)
+        tracing = env.get("tracing") or {}
+        on = tracing.get("enabled") is True
+        reason = tracing.get("reason")
+        self.w("<dt>Tracing</dt><dd><b>%s</b>%s</dd>" % ("on" if on else "off",
+                                                         " \u2014 %s" % h(reason) if reason else ""))
+        self.w("<dt>Plans</dt><dd class='mono small'>%s</dd>" % h(str(self.source / "tests")))
+        self.w("</dl>")
+        for r in self.runs:
+            for note in r["notes"]:
+                self.w('<div class="banner warn">%s</div>' % h(note))
+        self.w('<nav class="toc"><a href="#totals">Totals</a><a href="#coverage">Coverage</a>'
+               '<a href="#families">Families</a><a href="#instruments">Instruments</a>'
+               '<a href="#environment">Environment &amp; build</a></nav></header>')
+
+    # (2) totals ---------------------------------------------------------------------------------
+    def totals_section(self) -> None:
+        t = self.totals
+        self.w('<section id="totals"><h2>Totals</h2>')
+        failed = sorted((x for x in self.tests.values() if x["status"] == "failed"), key=lambda x: x["ctest_name"])
+        if failed:
+            self.w('<div class="banner fail">\u2717 %s FAILED<ul>' % plural(len(failed), "test"))
+            for x in failed:
+                self.w('<li><a href="#%s">%s</a></li>' % (h(test_anchor(x)), h(x["ctest_name"])))
+            self.w("</ul></div>")
+        elif t["tests"] == t["notrun"]:
+            self.w('<div class="banner warn">No test produced a result in %s%s.</div>'
+                   % ("these runs" if len(self.runs) > 1 else "this run",
+                      " (%s not run)" % plural(t["notrun"], "planned test") if t["notrun"] else ""))
+        else:
+            extra = ""
+            if t["skipped"] or t["notrun"]:
+                extra = " (%d of %d skipped%s)" % (t["skipped"], t["tests"],
+                                                  ", %d not run" % t["notrun"] if t["notrun"] else "")
+            self.w('<div class="banner %s">\u2713 No test failed%s</div>' % ("warn" if t["passed"] == 0 else "ok",
+                                                                           h(extra)))
+        self.w('<div class="counters">')
+        self.w('<div class="counter"><b>%d</b>tests</div>' % t["tests"])
+        for key, label in (("passed", "passed"), ("failed", "failed"), ("skipped", "skipped"), ("notrun", "not run")):
+            self.w('<div class="counter %s"><b>%d</b>%s</div>' % (key, t[key], label))
+        self.w("</div>")
+        reasons: Dict[str, int] = {}
+        for x in self.tests.values():
+            if x["status"] == "skipped":
+                key = x["skip_reason"] or "(no reason given)"
+                reasons[key] = reasons.get(key, 0) + 1
+        if reasons:
+            self.w("<table class='narrow'><tr><th>Skip reason</th><th>Tests</th></tr>")
+            for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+                self.w("<tr><td>%s</td><td>%d</td></tr>" % (h(reason), n))
+            self.w("</table>")
+        self.w("</section>")
+
+    # (3) coverage -------------------------------------------------------------------------------
+    def coverage_section(self) -> None:
+        cov = self.coverage
+        self.w('<section id="coverage"><h2>Coverage by catalog ID</h2>')
+        counts = cov["counts"]
+        if cov["rows"]:
+            self.w("<p>%s</p>" % " ".join("%s %d" % (badge(s), counts[s]) for s in COVERAGE_ORDER if counts[s]))
+            with_claim = any(row["claim"] for row in cov["rows"])
+            columns = 7 if with_claim else 6
+            self.w('<div class="table-wrap"><table class="coverage"><colgroup><col style="width:96px">'
+                   '<col style="width:104px">%s<col style="width:%s"><col style="width:30%%">'
+                   '<col style="width:136px"><col></colgroup><tr><th>ID</th><th>Kind</th>%s<th>Source</th>'
+                   '<th>Tests</th><th>Status</th><th>Detail</th></tr>'
+                   % ('<col style="width:16%">' if with_claim else "", "16%" if with_claim else "22%",
+                      "<th>Claim</th>" if with_claim else ""))
+            family = None
+            for row in sorted(cov["rows"], key=lambda r: r["family"]):  # stable: plan order within a family
+                if row["family"] != family:
+                    family = row["family"]
+                    plan = self.plans.get(family) or {}
+                    self.w('<tr class="group"><td colspan="%d"><a href="#f-%s"><b>%s</b></a> '
+                           '<span class="muted small">%s</span></td></tr>'
+                           % (columns, h(slug(family)), h(family), h(plan.get("path") or "")))
+                cls = ' class="row-failed"' if row["status"] == "fail" else ""
+                self.w('<tr data-status="%s"%s id="id-%s">' % (h(row["status"]), cls, h(slug(row["id"]))))
+                self.w('<td class="mono id"><b>%s</b></td><td>%s</td>' % (h(row["id"]), h(row["kind"] or "\u2014")))
+                if with_claim:
+                    self.w('<td class="small">%s</td>' % inline_md(row["claim"]))
+                self.w('<td class="small">%s</td>' % inline_md(row["source"]))
+                self.w("<td>%s</td>" % self.planned_tests_cell(row))
+                self.w("<td>%s</td><td class='small'>%s</td></tr>" % (
+                    badge(row["status"]), "<br>".join(h(d) for d in row["detail"])))
+            self.w("</table></div>")
+        else:
+            self.w('<p class="muted">No test plan with a plan table was found under %s.</p>'
+                   % h(str(self.source / "tests")))
+        if cov["no_plan"]:
+            self.w("<h3>Families without a plan</h3>")
+            self.w("<table class='narrow'><tr><th>Family</th><th>Status</th><th>Tests run</th><th>Why</th></tr>")
+            for entry in cov["no_plan"]:
+                self.w('<tr><td><a href="#f-%s">%s</a></td><td>%s</td><td>%d</td><td class="small">%s</td></tr>' % (
+                    h(slug(entry["family"])), h(entry["family"]), badge("noplan", "no plan"), entry["tests"],
+                    h(entry["note"])))
+            self.w("</table>")
+        if cov["unplanned"]:
+            self.w("<h3>IDs claimed by tests but absent from every plan</h3>")
+            self.w("<table><tr><th>ID</th><th>Family</th><th>Kind</th><th>Tests</th><th>Status</th>"
+                   "<th>Detail</th></tr>")
+            for row in cov["unplanned"]:
+                links = "<br>".join(self.test_link(self.tests[name]) for name in row["tests"])
+                self.w('<tr data-status="%s"><td class="mono"><b>%s</b></td><td>%s</td><td>%s</td><td>%s</td>'
+                       '<td>%s</td><td class="small">%s</td></tr>' % (
+                           h(row["status"]), h(row["id"]), h(row["family"]), h(row["kind"] or "\u2014"), links,
+                           badge(row["status"]), "<br>".join(h(d) for d in row["detail"])))
+            self.w("</table>")
+        self.w("</section>")
+
+    def test_link(self, test: Dict[str, Any], show_status: bool = True) -> str:
+        label = '<a href="#%s" class="mono">%s</a>' % (h(test_anchor(test)), breakable(test["gtest_name"]))
+        if test["variant"]:
+            label += '<span class="tag">%s</span>' % h(test["variant"])
+        if show_status:
+            label += " " + badge(test["status"])
+        return label
+
+    def planned_tests_cell(self, row: Dict[str, Any]) -> str:
+        if not row["planned"]:
+            return '<span class="muted">\u2014</span>'
+        lines = []
+        for name in row["planned"]:
+            found = [self.tests[c] for c in row["results"].get(name, []) if c in self.tests]
+            if not found:
+                lines.append('<code>%s</code> %s' % (breakable(name), badge("no-result")))
+                continue
+            chips = []
+            for t in found:
+                if t.get("planned_only"):
+                    chips.append('<a href="#%s">%s</a>' % (h(test_anchor(t)), badge("no-result", "no result")))
+                    continue
+                label = t["variant"] or TEST_LABEL[t["status"]]
+                if t["variant"]:
+                    label = "%s: %s" % (t["variant"], TEST_LABEL[t["status"]])
+                chips.append('<a href="#%s">%s</a>' % (h(test_anchor(t)), badge(t["status"], label, t["ctest_name"])))
+            lines.append("<code>%s</code> %s" % (breakable(name), " ".join(chips)))
+        return "<br>".join(lines)
+
+    # (4) families -------------------------------------------------------------------------------
+    def families_section(self) -> None:
+        self.w('<section id="families"><h2>Results by family</h2>')
+        self.w('<div id="filters" hidden><label>Filter rows: <input type="search" id="filter-text" '
+               'placeholder="test name, ID, reason..."></label> &nbsp; <label><input type="checkbox" '
+               'id="filter-problems"> only problems (hide passes)</label> &nbsp; '
+               '<button type="button" id="expand-all">expand all</button> '
+               '<button type="button" id="collapse-all">collapse all</button></div>')
+        by_family: Dict[str, List[Dict[str, Any]]] = {}
+        for t in self.tests.values():
+            by_family.setdefault(t["family"], []).append(t)
+        if not by_family:
+            self.w('<p class="muted">No test results.</p>')
+        multi_run = len(self.runs) > 1
+        for family in sorted(by_family):
+            tests = sorted(by_family[family], key=lambda t: (TEST_ORDER[t["status"]], t["gtest_name"], t["variant"]))
+            counts = {s: sum(1 for t in tests if t["status"] == s) for s in TEST_ORDER}
+            summary = " ".join(badge(s, "%d %s" % (counts[s], TEST_LABEL[s])) for s in TEST_ORDER if counts[s])
+            plan = self.plans.get(family)
+            plan_note = ("plan: %s" % plural(len(plan["rows"]), "ID")) if plan and plan["rows"] is not None \
+                else "no plan"
+            variants = sorted({t["variant"] for t in tests if t["variant"]})
+            variant_note = (" \u00b7 variants: %s" % ", ".join(variants)) if variants else ""
+            self.w('<details class="family" open id="f-%s"><summary><h3>%s</h3> <span class="muted">%s \u00b7 %s%s'
+                   '</span> %s</summary>' % (h(slug(family)), h(family), plural(len(tests), "test"), h(plan_note),
+                                            h(variant_note), summary))
+            # Fixed layout; the Test column takes what the others leave, more when a family has no
+            # observed values or baseline comparisons.
+            observed = "12%" if any(t["observations"] for t in tests) else "100px"
+            base = "16%" if any(t["baseline"] for t in tests) else "100px"
+            self.w('<div class="table-wrap"><table class="tests"><colgroup><col style="width:76px"><col>'
+                   '<col style="width:80px"><col style="width:104px"><col style="width:8%%"><col style="width:90px">'
+                   '<col style="width:22%%"><col style="width:%s"><col style="width:%s"></colgroup>'
+                   '<tr><th>Status</th><th>Test</th><th>ID</th><th>Kind</th><th>Doc source</th>'
+                   '<th>Duration</th><th>Result</th><th>Observed</th><th>Baseline</th></tr>' % (observed, base))
+            for t in tests:
+                self.test_row(t, multi_run)
+            self.w("</table></div></details>")
+        self.w("</section>")
+
+    def test_row(self, t: Dict[str, Any], multi_run: bool) -> None:
+        cls = ' class="row-failed"' if t["status"] == "failed" else ""
+        self.w('<tr id="%s" data-status="%s"%s>' % (h(test_anchor(t)), h(t["status"]), cls))
+        self.w("<td>%s</td>" % badge(t["status"]))
+        name = '<span class="mono" title="%s">%s</span>' % (h(t["ctest_name"]), breakable(t["gtest_name"]))
+        if t["variant"]:
+            name += '<span class="tag" title="ctest prefix %s.%s.">%s</span>' % (h(t["family"]), h(t["variant"]),
+                                                                               h(t["variant"]))
+        if multi_run:
+            name += '<div class="muted small">run %s</div>' % h(t["run"])
+        self.w("<td>%s</td>" % name)
+        if t["claims"]:
+            ids = "<br>".join('<a href="#id-%s" class="mono">%s</a>' % (h(slug(str(c.get("id")))), h(c.get("id")))
+                              for c in t["claims"])
+            kinds = "<br>".join(h(c.get("kind") or "\u2014") for c in t["claims"])
+            sources = "<br>".join(h(c.get("source") or "\u2014") for c in t["claims"])
+        elif t["plan_rows"]:
+            # No claim recorded (e.g. skipped before the test body ran): show what the plan says.
+            plan_note = ' <span class="muted small">(plan)</span>'
+            ids = "<br>".join('<a href="#id-%s" class="mono">%s</a>%s' % (h(slug(r["id"])), h(r["id"]), plan_note)
+                              for r in t["plan_rows"])
+            kinds = "<br>".join(h(r["kind"] or "\u2014") for r in t["plan_rows"])
+            sources = "<br>".join(inline_md(r["source"]) or "\u2014" for r in t["plan_rows"])
+        else:
+            ids = kinds = sources = '<span class="muted">\u2014</span>'
+        self.w('<td>%s</td><td>%s</td><td class="small">%s</td>' % (ids, kinds, sources))
+        self.w('<td class="small" style="white-space:nowrap">%s</td>' % h(fmt_duration(t["duration_ms"])))
+
+        result = []
+        if t["mutation"]:
+            result.append('<span class="tag mutation">mutation: %s</span>' % h(t["mutation"]))
+        if t["status"] == "skipped":
+            result.append("<div><b>skipped:</b> %s</div>" % h(t["skip_reason"] or "(no reason given)"))
+            if t["skip_location"]:
+                result.append('<div class="muted small mono">%s</div>' % h(t["skip_location"]))
+        for failure in t["failures"]:
+            text = failure if len(failure) <= 20000 else failure[:20000] + "\n... (%d more characters)" % (
+                len(failure) - 20000)
+            result.append("<pre>%s</pre>" % h(text))
+        for note in t["notes"]:
+            result.append('<div class="muted small">%s</div>' % h(note))
+        self.w("<td>%s</td>" % ("".join(result) or '<span class="muted">\u2014</span>'))
+        self.w("<td>%s</td>" % kv_list(t["observations"]))
+        claim_ids = sorted({str(c.get("id")) for c in t["claims"]})
+        self.w("<td>%s</td></tr>" % self.baseline_list(t["baseline"], claim_ids))
+
+    @staticmethod
+    def baseline_list(entries: List[Dict[str, Any]], claim_ids: Sequence[str]) -> str:
+        """One line per baseline comparison: status, key, observed, expected, gating, detail."""
+        if not entries:
+            return '<span class="muted">\u2014</span>'
+        single = len(claim_ids) == 1 and all(str(e.get("id")) in claim_ids for e in entries)
+        out = []
+        for e in entries:
+            status = str(e.get("status"))
+            key = h(e.get("key")) if single else "%s/%s" % (h(e.get("id")), h(e.get("key")))
+            parts = ['<span class="mono">%s</span>' % key]
+            if "observed" in e:
+                parts.append('= <span class="mono">%s</span>' % h(e["observed"]))
+            facts = []
+            if "expected" in e:
+                facts.append('expected <span class="mono">%s</span>' % h(e["expected"]))
+            gating = e.get("gating")
+            if gating is not None:
+                facts.append("gating" if gating is True else "not gating" if gating is False else
+                             "gating %s" % h(gating))
+            if facts:
+                parts.append('<span class="muted">(%s)</span>' % ", ".join(facts))
+            line = "%s %s" % (badge(status, BASELINE_LABEL.get(status, status)), " ".join(parts))
+            if isinstance(e.get("detail"), str) and e.get("detail"):
+                line += '<div class="muted small">%s</div>' % h(e["detail"])
+            out.append('<div class="bl">%s</div>' % line)
+        return "".join(out)
+
+    # (5) instruments ----------------------------------------------------------------------------
+    def instruments_section(self) -> None:
+        self.w('<section id="instruments"><h2>Instruments</h2>')
+        if not self.instruments:
+            self.w('<p class="muted">No instrument records (they are written by the GPU instrument tests).</p>')
+        else:
+            self.w("<table><tr><th>ID</th><th>Test</th><th>Figures</th></tr>")
+            for ident in sorted(self.instruments):
+                record = self.instruments[ident]
+                test_name = record.get("test")
+                test = self.tests.get(test_name) if isinstance(test_name, str) else None
+                test_cell = self.test_link(test) if test else h(test_name or "\u2014")
+                figures = record.get("figures") if isinstance(record.get("figures"), dict) else {}
+                self.w('<tr><td class="mono"><b>%s</b></td><td>%s</td><td>%s</td></tr>' % (
+                    h(ident), test_cell, kv_list(figures)))
+            self.w("</table>")
+        self.w("</section>")
+
+    # (6) environment ----------------------------------------------------------------------------
+    def kv_table(self, title: str, rows: List[Tuple[str, List[Any]]], unset_label: str = "null") -> None:
+        self.w("<div><h3>%s</h3>" % h(title))
+        if not rows:
+            self.w('<p class="muted">not recorded</p></div>')
+            return
+        multi = len(self.runs) > 1
+        head = "".join("<th>%s</th>" % h(r["id"]) for r in self.runs) if multi else "<th>Value</th>"
+        self.w("<table class='kv'><tr><th>Key</th>%s</tr>" % head)
+        for key, values in rows:
+            differs = multi and len({fmt_value(v) for v in values}) > 1
+            cells = "".join("<td class='mono'>%s</td>" % ('<span class="unset">%s</span>' % h(unset_label)
+                                                          if v is None else h(v)) for v in values)
+            self.w("<tr%s><td class='mono'>%s</td>%s</tr>" % (' class="diff-row"' if differs else "", h(key), cells))
+        self.w("</table></div>")
+
+    def section_rows(self, key: str) -> List[Tuple[str, List[Any]]]:
+        flat = [dict(flatten(r["env"].get(key) or {})) for r in self.runs]
+        keys: List[str] = []
+        for f in flat:
+            keys.extend(k for k in f if k not in keys)
+        return [(k, [f.get(k) for f in flat]) for k in keys]
+
+    def environment_section(self) -> None:
+        self.w('<section id="environment"><h2>Environment and build</h2><div class="env-grid">')
+        variables = self.section_rows("environment")
+        variables.sort(key=lambda kv: (all(v is None for v in kv[1]), kv[0]))
+        self.kv_table("Environment variables", variables, unset_label="unset")
+        self.kv_table("Build", self.section_rows("build"))
+        self.kv_table("streamcheck", self.section_rows("streamcheck"))
+        cuda_rows = [(k, [cuda_version(v) if isinstance(v, int) else v for v in vals]) for k, vals in
+                     self.section_rows("cuda")]
+        cuda_rows += [("%s (raw)" % k, vals) for k, vals in self.section_rows("cuda")]
+        self.kv_table("CUDA", cuda_rows)
+        self.kv_table("Host", self.section_rows("host"))
+        self.kv_table("Tracing", self.section_rows("tracing"))
+        gpu_rows = self.section_rows("gpu")
+        if any(not isinstance(r["env"].get("gpu"), dict) for r in self.runs):
+            gpu_rows.insert(0, ("unavailable_reason", [r["env"].get("gpu_unavailable_reason") for r in self.runs]))
+        self.kv_table("GPU", gpu_rows)
+        self.kv_table("Run", self.section_rows("run") + [("folder", [r["dir"] for r in self.runs])])
+        self.w("</div></section>")
+
+    # page ---------------------------------------------------------------------------------------
+    def render(self, data_json: str) -> str:
+        title = "streamcheck report \u2014 %s" % ", ".join(r["id"] for r in self.runs)
+        if self.totals["failed"]:
+            title = "[%d FAILED] %s" % (self.totals["failed"], title)
+        self.w("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+               "<title>%s</title><style>%s</style></head><body>\n" % (h(title), CSS))
+        self.header()
+        self.totals_section()
+        self.coverage_section()
+        self.families_section()
+        self.instruments_section()
+        self.environment_section()
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.w("<footer>Generated by %s %s at %s from %s.</footer>\n" % (
+            GENERATOR, GENERATOR_VERSION, now, h(", ".join(r["dir"] for r in self.runs))))
+        self.w('<script type="application/json" id="data">%s</script>\n' % data_json)
+        self.w("<script>%s</script>\n</body></html>\n" % SCRIPT)
+        return "".join(self.out)
+
+
+def finite(data: Any) -> Any:
+    """The data with NaN and infinities as strings: JSON.parse rejects them as numbers."""
+    if isinstance(data, float) and (data != data or data in (float("inf"), float("-inf"))):
+        return repr(data)
+    if isinstance(data, dict):
+        return {str(k): finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(v) for v in data]
+    return data
+
+
+def embed_json(data: Any) -> str:
+    """JSON that cannot end its <script> element: every "</" becomes "<\\/" (a valid JSON escape)."""
+    text = json.dumps(finite(data), ensure_ascii=True, sort_keys=False, default=str, allow_nan=False)
+    return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
+
+
+def build_report(run_dirs: Sequence[Path], source: Path) -> Tuple[str, Dict[str, Any]]:
+    runs = []
+    seen = set()
+    for run_dir in run_dirs:
+        key = os.path.realpath(str(run_dir))
+        if key in seen:
+            continue
+        seen.add(key)
+        runs.append(load_run(run_dir))
+    check_same_environment(runs)
+    tests, instruments = merge_runs(runs)
+    plans = load_plans(source)
+    coverage = build_coverage(plans, tests)
+    add_planned_placeholders(coverage, plans, tests)
+    totals = totals_of(tests)
+    data = {
+        "generator": {"name": GENERATOR, "version": GENERATOR_VERSION},
+        "runs": [{"dir": r["dir"], "id": r["id"], "env": r["env"], "notes": r["notes"]} for r in runs],
+        "source": str(source),
+        "totals": totals,
+        "coverage": coverage,
+        "plans": plans,
+        "tests": [tests[name] for name in sorted(tests)],
+        "instruments": instruments,
+    }
+    page = Page(runs, tests, instruments, coverage, totals, source, plans)
+    return page.render(embed_json(data)), {"totals": totals, "uncovered": coverage["counts"]["uncovered"]}
+
+
+def write_atomically(path: Path, text: str) -> None:
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, temporary = tempfile.mkstemp(prefix=".%s." % path.name, suffix=".tmp", dir=str(directory))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as out:
+            out.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, str(path))
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="streamcheck_report.py",
+        description="Write one self-contained HTML report from streamcheck run folders.")
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                        help="a run's results folder, e.g. build/results/latest or build/results/runs/<id>")
+    parser.add_argument("--source", metavar="SRC_DIR",
+                        help="the streamcheck source tree, for the test plans tests/*/README.md "
+                             "(default: the folder above reports/)")
+    parser.add_argument("-o", "--output", metavar="OUT.html",
+                        help="where to write the page (default: report.html in the first RUN_DIR)")
+    args = parser.parse_args(argv)
+
+    run_dirs = [Path(d) for d in args.run_dirs]
+    source = Path(args.source) if args.source else Path(__file__).resolve().parent.parent
+    output = Path(args.output) if args.output else run_dirs[0] / "report.html"
+    try:
+        if args.source and not source.is_dir():
+            raise InputError("%s: the --source folder does not exist" % source)
+        text, summary = build_report(run_dirs, source)
+        try:
+            write_atomically(output, text)
+        except OSError as e:
+            raise InputError("%s: cannot write the report: %s" % (output, e.strerror or e))
+    except InputError as e:
+        print("%s: error: %s" % (GENERATOR, e), file=sys.stderr)
+        return 2
+    t = summary["totals"]
+    print("report: %s (%d tests: %d passed, %d failed, %d skipped; %d IDs uncovered)"
+          % (output, t["tests"], t["passed"], t["failed"], t["skipped"], summary["uncovered"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,421 @@
+"""Tests of reports/streamcheck_report.py on synthetic run folders (standard library only).
+
+Run: python3 -m unittest discover -s reports/tests -v
+"""
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE.parent / "streamcheck_report.py"
+sys.path.insert(0, str(HERE.parent))
+
+import streamcheck_report as report  # noqa: E402  (imported after the path is set)
+
+UUID_A = "GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
+UUID_B = "GPU-ffffffff-4f50-6172-8394-a5b6c7d8e9f0"
+SCRIPT_TEXT = "<script>alert('x')</script>"
+
+
+def env_doc(run_id, uuid=UUID_A, driver=13000, runtime=13000, commit="c9f25ae7e95e168af0e38dd402fd67bef72247ab",
+            gpu=True):
+    doc = {
+        "schema": "streamcheck.env",
+        "schema_version": "1.0.0",
+        "run": {"id": run_id, "started_utc": "2026-01-01T00:00:00Z", "finished_utc": "2026-01-01T00:01:00Z"},
+        "streamcheck": {"version": "0.1.0", "commit": commit, "dirty": False, "source_dir": "/src"},
+        "build": {"build_type": "RelWithDebInfo", "cuda_architectures": "90", "generator": "Ninja"},
+        "host": {"hostname": "runner", "machine": "x86_64", "os": "Linux"},
+        "cuda": {"driver_version": driver, "runtime_version": runtime},
+        "environment": {"CUDA_LAUNCH_BLOCKING": None, "STREAMCHECK_DEVICE": "0"},
+        "tracing": {"enabled": False, "reason": "CUPTI tracing is not part of this build yet"},
+        "instruments": {"INST-01": {"id": "INST-01", "test": "instruments.Instruments.TickIsMeasured",
+                                    "figures": {"tick_ns": 32, "reads": 4096}}},
+    }
+    if gpu:
+        doc["gpu"] = {"name": "NVIDIA H200", "uuid": uuid, "compute_capability": "9.0", "arch": "sm_90",
+                      "sm_count": 132, "async_engine_count": 3, "concurrent_kernels": 1,
+                      "priority_range": {"least": 0, "greatest": -5}, "timer_tick_ns": 32}
+    else:
+        doc["gpu"] = None
+        doc["gpu_unavailable_reason"] = "no usable CUDA device: cudaGetDeviceCount -> cudaErrorInsufficientDriver"
+    return doc
+
+
+def gtest_xml(suite, name, failures=(), skip=None, properties=None, seconds="0.012", notrun=False):
+    """One GoogleTest 1.12-shaped XML document with one <testcase>."""
+    children = []
+    if properties:
+        children.append("<properties>" + "".join(
+            "<property name=%s value=%s/>" % (quoteattr(k), quoteattr(str(v))) for k, v in properties.items())
+            + "</properties>")
+    for text in failures:
+        children.append('<failure message=%s type=""><![CDATA[%s]]></failure>' % (quoteattr(text), text))
+    if skip is not None:
+        children.append("<skipped message=%s><![CDATA[%s]]></skipped>" % (quoteattr(skip), skip))
+    status = "notrun" if notrun else "run"
+    result = "skipped" if skip is not None else "suppressed" if notrun else "completed"
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites tests="1" name="AllTests">\n'
+            '  <testsuite name=%s tests="1">\n'
+            '    <testcase name=%s file="/src/tests/x_test.cpp" line="10" status="%s" result="%s" time=%s '
+            'classname=%s>%s</testcase>\n  </testsuite>\n</testsuites>\n'
+            % (quoteattr(suite), quoteattr(name), status, result, quoteattr(seconds), quoteattr(suite),
+               "".join(children)))
+
+
+def observation(ctest, test, claims, observations=None, baseline=None, outcome="passed", mutation=None):
+    doc = {"schema": "streamcheck.observation", "schema_version": "1.0.0", "test": test, "ctest_name": ctest,
+           "claims": [{"id": i, "kind": k, "source": s} for i, k, s in claims],
+           "observations": observations or {}, "baseline": baseline or [],
+           "device": {"index": 0, "name": "NVIDIA H200", "compute_capability": 90}, "outcome": outcome,
+           "duration_ms": 3.25}
+    if mutation:
+        doc["mutation"] = mutation
+    return doc
+
+
+PLAN = """# priority_flags: test plan
+
+The plan lists every catalog ID of the family. (This line | has a bar but is not a table.)
+
+| ID | Claim | Kind | Source | Tests | Skip rule |
+|----|-------|------|--------|-------|-----------|
+| PRIO-01 | Range is ordered | documented | RT `cudaDeviceGetStreamPriorityRange` | `PriorityFlags.RangeIsOrdered` | no GPU |
+| PRIO-02 | Driver range equals runtime range | documented | DRV `cuCtxGetStreamPriorityRange` | `PriorityFlags.DriverRangeMatches` | no GPU |
+| PRIO-03 | Clamping | documented | RT `cudaStreamCreateWithPriority` | `PriorityFlags.ClampsOutOfRange` | no GPU |
+| PRIO-04 | Driver clamping | documented | DRV `cuStreamCreateWithPriority` | \u2014 | |
+| PRIO-05 | In-range values read back | documented | RT `cudaStreamGetPriority` | `PriorityFlags.NeverRan` | |
+| PRIO-07 | Special handles | observed | not stated in docs | `PriorityFlags.SpecialHandles` | |
+| PRIO-08 *(retired)* | Old claim | documented | RT | \u2014 | |
+
+Text after the table.
+"""
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def make_source(root):
+    """A source tree with one plan (priority_flags) and one family folder without a plan (unit)."""
+    write(root / "tests" / "priority_flags" / "README.md", PLAN)
+    write(root / "tests" / "priority_flags" / "CMakeLists.txt", "# family\n")
+    write(root / "tests" / "unit" / "CMakeLists.txt", "# family\n")
+    return root
+
+
+def make_run(root, run_id="20260101T000000Z-1", **env_args):
+    """A run with a pass, a failure, a skip, a ptds pair, a differing baseline and a host test."""
+    run = root / run_id
+    write(run / "env.json", json.dumps(env_doc(run_id, **env_args), indent=2))
+    g = run / "gtest"
+    write(g / "priority_flags.PriorityFlags.RangeIsOrdered.xml", gtest_xml(
+        "PriorityFlags", "RangeIsOrdered",
+        properties={"catalog_id": "PRIO-01", "verdict_kind": "documented", "doc_source": "RT range",
+                    "least": 0, "greatest": -5, "baseline.PRIO-01.least": "match"}))
+    write(g / "priority_flags.PriorityFlags.DriverRangeMatches.xml", gtest_xml(
+        "PriorityFlags", "DriverRangeMatches",
+        failures=["/src/tests/priority_test.cpp:61\nExpected equality of these values:\n  least_\n    Which is: 0\n"
+                  "  seen " + SCRIPT_TEXT,
+                  "/src/tests/priority_test.cpp:62\nsecond failure </pre> here"],
+        properties={"catalog_id": "PRIO-02", "verdict_kind": "documented", "doc_source": "DRV range"}))
+    write(g / "priority_flags.PriorityFlags.ClampsOutOfRange.xml", gtest_xml(
+        "PriorityFlags", "ClampsOutOfRange",
+        skip="/src/fixtures/src/gpu_test.cpp:22\nstream priorities are not supported on this device"))
+    special = {"catalog_id": "PRIO-07", "verdict_kind": "observed", "doc_source": "not stated in docs"}
+    write(g / "priority_flags.PriorityFlags.SpecialHandles.xml", gtest_xml("PriorityFlags", "SpecialHandles",
+                                                                          properties=special))
+    write(g / "priority_flags.ptds.PriorityFlags.SpecialHandles.xml", gtest_xml("PriorityFlags", "SpecialHandles",
+                                                                               properties=special))
+    write(g / "unit.Handle.OwnedHandleIsReleasedOnce.xml", gtest_xml("Handle", "OwnedHandleIsReleasedOnce"))
+
+    o = run / "observations"
+    baseline = [{"id": "PRIO-07", "key": "legacy.priority", "observed": 0, "expected": 0, "gating": True,
+                 "status": "match"},
+                {"id": "PRIO-07", "key": "per_thread.flags", "observed": 1, "expected": 0, "gating": False,
+                 "status": "differs", "detail": "first sm_90 value to confirm"}]
+    for prefix in ("priority_flags.", "priority_flags.ptds."):
+        ctest = prefix + "PriorityFlags.SpecialHandles"
+        write(o / (ctest + ".json"), json.dumps(observation(
+            ctest, "PriorityFlags.SpecialHandles", [("PRIO-07", "observed", "not stated in docs")],
+            {"legacy.priority": 0, "per_thread.flags": 1, "note": "</script><b>bold</b>"}, baseline)))
+    write(o / "priority_flags.PriorityFlags.RangeIsOrdered.json", json.dumps(observation(
+        "priority_flags.PriorityFlags.RangeIsOrdered", "PriorityFlags.RangeIsOrdered",
+        [("PRIO-01", "documented", "RT range")], {"least": 0, "greatest": -5, "levels": 6},
+        [{"id": "PRIO-01", "key": "least", "observed": 0, "expected": 0, "gating": True, "status": "match"}],
+        mutation="PRIO-01")))
+    write(run / "instruments" / "INST-01.json", json.dumps(
+        {"id": "INST-01", "test": "instruments.Instruments.TickIsMeasured",
+         "figures": {"tick_ns": 32, "max_step_ns": 64, "cupti_active": False}}))
+    return run
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, str(SCRIPT)] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def embedded_data(page):
+    match = re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)
+    assert match, "no embedded data block"
+    return match.group(1), json.loads(match.group(1))
+
+
+class ReportTestCase(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="streamcheck-report-test-")
+        self.root = Path(self._tmp.name)
+        self.source = make_source(self.root / "src")
+        self.run_dir = make_run(self.root / "results")
+        self.out = self.root / "report.html"
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def generate(self, *run_dirs):
+        result = run_cli(*(run_dirs or (self.run_dir,)), "--source", self.source, "-o", self.out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+        return result, self.out.read_text(encoding="utf-8")
+
+    def assert_refused(self, result, *needles):
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+        for needle in needles:
+            self.assertIn(needle, result.stderr)
+
+
+class TotalsAndSummary(ReportTestCase):
+    def test_summary_line_counts_every_outcome(self):
+        result, page = self.generate()
+        self.assertEqual(result.stdout.strip(),
+                         "report: %s (7 tests: 4 passed, 1 failed, 1 skipped; 1 IDs uncovered)" % self.out)
+        _, data = embedded_data(page)
+        # The planned test without a result (PriorityFlags.NeverRan) counts as not run.
+        self.assertEqual(data["totals"], {"tests": 7, "passed": 4, "failed": 1, "skipped": 1, "notrun": 1})
+        never = next(t for t in data["tests"] if t["gtest_name"] == "PriorityFlags.NeverRan")
+        self.assertEqual((never["status"], never["plan_ids"]), ("notrun", ["PRIO-05"]))
+
+    def test_failure_banner_names_the_failed_test(self):
+        _, page = self.generate()
+        banner = re.search(r'<div class="banner fail">(.*?)</div>', page, re.S)
+        self.assertIsNotNone(banner)
+        self.assertIn("1 test FAILED", banner.group(1))
+        self.assertIn("priority_flags.PriorityFlags.DriverRangeMatches", banner.group(1))
+
+    def test_no_banner_of_failure_when_nothing_failed(self):
+        (self.run_dir / "gtest" / "priority_flags.PriorityFlags.DriverRangeMatches.xml").unlink()
+        result, page = self.generate()
+        self.assertIn("0 failed", result.stdout)
+        self.assertNotIn('class="banner fail"', page)
+        self.assertIn("No test failed", page)
+
+    def test_failed_tests_do_not_change_the_exit_status_and_default_output_is_in_the_run(self):
+        result = run_cli(self.run_dir, "--source", self.source)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue((self.run_dir / "report.html").is_file())
+        self.assertIn(str(self.run_dir / "report.html"), result.stdout)
+
+
+class Coverage(ReportTestCase):
+    def statuses(self, page):
+        _, data = embedded_data(page)
+        return {row["id"]: row["status"] for row in data["coverage"]["rows"]}
+
+    def test_each_plan_row_gets_its_status(self):
+        _, page = self.generate()
+        self.assertEqual(self.statuses(page), {
+            "PRIO-01": "pass", "PRIO-02": "fail", "PRIO-03": "skipped", "PRIO-04": "uncovered",
+            "PRIO-05": "no-result", "PRIO-07": "differs", "PRIO-08": "retired"})
+        for label in ("uncovered", "no-result", "observed-differs", "retired", "FAIL"):
+            self.assertIn(label, page)
+
+    def test_family_without_plan_and_unplanned_ids_are_listed(self):
+        write(self.run_dir / "gtest" / "instruments.Instruments.TickIsMeasured.xml", gtest_xml(
+            "Instruments", "TickIsMeasured",
+            properties={"catalog_id": "INST-01", "verdict_kind": "observed", "doc_source": "PTX"}))
+        _, page = self.generate()
+        _, data = embedded_data(page)
+        # unit has a folder but no README; instruments has results but no folder in this source tree.
+        self.assertEqual([e["family"] for e in data["coverage"]["no_plan"]], ["instruments", "unit"])
+        self.assertIn("no plan", page)
+        self.assertEqual([(r["id"], r["status"]) for r in data["coverage"]["unplanned"]], [("INST-01", "pass")])
+        self.assertIn("IDs claimed by tests but absent from every plan", page)
+
+    def test_skip_reason_of_a_skipped_id_is_shown(self):
+        _, page = self.generate()
+        row = re.search(r'<tr data-status="skipped"[^>]*id="id-PRIO-03">(.*?)</tr>', page, re.S)
+        self.assertIsNotNone(row)
+        self.assertIn("stream priorities are not supported on this device", row.group(1))
+
+    def test_plan_parser_reads_the_table_and_ignores_other_text(self):
+        rows, note = report.parse_plan(PLAN)
+        self.assertIsNone(note)
+        self.assertEqual([r["id"] for r in rows],
+                         ["PRIO-01", "PRIO-02", "PRIO-03", "PRIO-04", "PRIO-05", "PRIO-07", "PRIO-08"])
+        self.assertEqual(rows[0]["tests"], ["PriorityFlags.RangeIsOrdered"])
+        self.assertEqual(rows[3]["tests"], [])
+        self.assertTrue(rows[6]["retired"])
+        self.assertEqual(rows[5]["kind"], "observed")
+        rows, note = report.parse_plan("# a plan\n\nno table here\n")
+        self.assertEqual(rows, [])
+        self.assertIn("no plan table", note)
+
+    def test_several_tests_in_one_cell(self):
+        rows, _ = report.parse_plan("| ID | Kind | Source | Tests |\n|---|---|---|---|\n"
+                                    "| X-01 | documented | RT | `A.B`, `C.D` |\n")
+        self.assertEqual(rows[0]["tests"], ["A.B", "C.D"])
+
+
+class TestDetails(ReportTestCase):
+    def test_skip_reason_is_shown_without_the_file_line_prefix(self):
+        _, page = self.generate()
+        self.assertIn("<b>skipped:</b> stream priorities are not supported on this device", page)
+        _, data = embedded_data(page)
+        test = next(t for t in data["tests"] if t["gtest_name"] == "PriorityFlags.ClampsOutOfRange")
+        self.assertEqual(test["skip_reason"], "stream priorities are not supported on this device")
+        self.assertEqual(test["skip_location"], "/src/fixtures/src/gpu_test.cpp:22")
+
+    def test_every_failure_text_is_shown_in_a_pre(self):
+        _, page = self.generate()
+        blocks = re.findall(r"<pre>(.*?)</pre>", page, re.S)
+        self.assertEqual(len(blocks), 2)
+        self.assertIn("Expected equality of these values:", blocks[0])
+        self.assertIn("second failure &lt;/pre&gt; here", blocks[1])
+
+    def test_script_in_a_failure_message_is_escaped(self):
+        _, page = self.generate()
+        self.assertNotIn(SCRIPT_TEXT, page)
+        self.assertIn("&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;", page)
+        self.assertNotIn("<b>bold</b>", page)
+        raw, _ = embedded_data(page)
+        outside = page.replace(raw, "")
+        self.assertEqual(outside.count("<script"), 2)  # the data block and the optional filter script
+
+    def test_embedded_json_escapes_every_closing_tag(self):
+        _, page = self.generate()
+        raw, data = embedded_data(page)
+        self.assertNotIn("</", raw)
+        self.assertIn("<\\/script>", raw)
+        failed = next(t for t in data["tests"] if t["status"] == "failed")
+        self.assertIn(SCRIPT_TEXT, failed["failures"][0])
+
+    def test_no_external_urls(self):
+        _, page = self.generate()
+        self.assertNotIn("http://", page)
+        self.assertNotIn("https://", page)
+        self.assertNotRegex(page, r"""(src|href)\s*=\s*["']?(//|[a-z]+:)""")
+
+    def test_failed_first_within_a_family_and_ptds_labelled(self):
+        _, page = self.generate()
+        family = re.search(r'<details class="family" open id="f-priority_flags">(.*?)</details>', page, re.S)
+        self.assertIsNotNone(family)
+        statuses = re.findall(r'<tr id="t-[^"]+" data-status="(\w+)"', family.group(1))
+        self.assertEqual(statuses, ["failed", "notrun", "skipped", "passed", "passed", "passed"])
+        self.assertIn('<span class="tag" title="ctest prefix priority_flags.ptds.">ptds</span>', family.group(1))
+        self.assertNotIn('id="f-ptds"', page)
+
+    def test_observed_values_baseline_and_mutation(self):
+        _, page = self.generate()
+        row = re.search(r'<tr id="t-priority_flags.PriorityFlags.SpecialHandles".*?</td></tr>\s*(?=<tr id=|</table>)',
+                        page, re.S)
+        self.assertIsNotNone(row)
+        text = row.group(0)
+        self.assertIn("legacy.priority<i>=</i>0", text)
+        self.assertIn("per_thread.flags", text)
+        self.assertIn("st-differs", text)
+        self.assertIn("first sm_90 value to confirm", text)
+        self.assertIn("mutation: PRIO-01", page)
+
+    def test_header_shows_gpu_versions_and_commit(self):
+        _, page = self.generate()
+        header = page[page.index("<header>"):page.index("</header>")]
+        for needle in ("NVIDIA H200", "CC 9.0", "132 SMs", "driver 13.0", "runtime 13.0", "c9f25ae7e95e",
+                       "32 ns", "least 0 / greatest -5", "<b>off</b>", "CUPTI tracing is not part of this build yet"):
+            self.assertIn(needle, header)
+        self.assertIn("INST-01", page[page.index('id="instruments"'):])
+
+    def test_header_without_gpu_shows_the_reason(self):
+        run = make_run(self.root / "nogpu", gpu=False, driver=0)
+        _, page = self.generate(run)
+        header = page[page.index("<header>"):page.index("</header>")]
+        self.assertIn("no GPU:</b> no usable CUDA device: cudaGetDeviceCount -&gt; cudaErrorInsufficientDriver", header)
+        self.assertIn("driver none (0)", header)
+
+    def test_version_formatting(self):
+        self.assertEqual(report.cuda_version(13000), "13.0")
+        self.assertEqual(report.cuda_version(12080), "12.8")
+        self.assertEqual(report.cuda_version(0), "none (0)")
+
+
+class Merging(ReportTestCase):
+    def test_runs_of_one_environment_are_merged(self):
+        second = self.root / "results2" / "20260101T010000Z-2"
+        write(second / "env.json", json.dumps(env_doc("20260101T010000Z-2")))
+        write(second / "gtest" / "priority_flags.PriorityFlags.NeverRan.xml",
+              gtest_xml("PriorityFlags", "NeverRan"))
+        result, page = self.generate(self.run_dir, second)
+        self.assertIn("7 tests: 5 passed, 1 failed, 1 skipped", result.stdout)
+        _, data = embedded_data(page)
+        self.assertEqual([r["id"] for r in data["runs"]], ["20260101T000000Z-1", "20260101T010000Z-2"])
+        self.assertEqual({r["id"]: r["status"] for r in data["coverage"]["rows"]}["PRIO-05"], "pass")
+
+    def test_runs_on_different_gpus_are_refused(self):
+        other = make_run(self.root / "other", uuid=UUID_B)
+        result = run_cli(self.run_dir, other, "--source", self.source, "-o", self.out)
+        self.assert_refused(result, "refusing to mix environments", "gpu.uuid", UUID_B)
+        self.assertFalse(self.out.exists())
+
+    def test_refusal_names_every_differing_field(self):
+        other = make_run(self.root / "other", driver=12080, commit="0123456789")
+        result = run_cli(self.run_dir, other, "--source", self.source, "-o", self.out)
+        self.assert_refused(result, "cuda.driver_version", "streamcheck.commit")
+        self.assertNotIn("gpu.uuid", result.stderr)
+
+
+class BadInput(ReportTestCase):
+    def test_missing_env_json(self):
+        (self.run_dir / "env.json").unlink()
+        result = run_cli(self.run_dir, "--source", self.source, "-o", self.out)
+        self.assert_refused(result, "env.json", str(self.run_dir))
+
+    def test_missing_run_folder(self):
+        result = run_cli(self.root / "nowhere", "--source", self.source, "-o", self.out)
+        self.assert_refused(result, "no such run folder")
+
+    def test_invalid_xml_names_the_file(self):
+        bad = self.run_dir / "gtest" / "unit.Broken.Test.xml"
+        write(bad, '<?xml version="1.0"?>\n<testsuites><testsuite name="Broken">')
+        result = run_cli(self.run_dir, "--source", self.source, "-o", self.out)
+        self.assert_refused(result, str(bad), "invalid XML")
+
+    def test_invalid_observation_json_names_the_file(self):
+        bad = self.run_dir / "observations" / "priority_flags.PriorityFlags.RangeIsOrdered.json"
+        write(bad, '{"schema": "streamcheck.observation", ')
+        result = run_cli(self.run_dir, "--source", self.source, "-o", self.out)
+        self.assert_refused(result, str(bad), "invalid JSON")
+
+    def test_wrongly_shaped_env_json_is_an_error_not_a_traceback(self):
+        doc = env_doc("r")
+        doc["gpu"] = "NVIDIA H200"
+        write(self.run_dir / "env.json", json.dumps(doc))
+        result = run_cli(self.run_dir, "--source", self.source, "-o", self.out)
+        self.assert_refused(result, "env.json", '"gpu"')
+
+    def test_env_json_of_another_schema_is_refused(self):
+        doc = env_doc("r")
+        doc["schema_version"] = "2.0.0"
+        write(self.run_dir / "env.json", json.dumps(doc))
+        result = run_cli(self.run_dir, "--source", self.source, "-o", self.out)
+        self.assert_refused(result, "schema version 2.0.0")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,8 @@
+// The Instruments fixture, shared by the family's translation units (one class per suite name).
+#pragma once
+
+#include "sc/fixtures/gpu_test.hpp"
+
+namespace sc::testing {
+class Instruments : public GpuTest {};
+}  // namespace sc::testing
