@@ -20,7 +20,7 @@ if [ "${SKIP_MUTATION:-0}" != 1 ]; then
     PRIO-01 PRIO-02 PRIO-03 PRIO-04 PRIO-05 PRIO-06 PRIO-07 PRIO-08 PRIO-09 PRIO-10 PRIO-11 PRIO-12 PRIO-13 \
     2>&1 | tee "$out/mutation.log"
   mutation_rc=${PIPESTATUS[0]}
-  bash "$src/ci/mutation.sh" "$build" instruments INST-01 INST-02 INST-03 INST-05 INST-08 \
+  bash "$src/ci/mutation.sh" "$build" instruments INST-01 INST-02 INST-03 INST-04 INST-05 INST-06 INST-07 INST-08 \
     2>&1 | tee -a "$out/mutation.log"
   [ "${PIPESTATUS[0]}" -ne 0 ] && mutation_rc=1
 fi
