@@ -29,8 +29,9 @@ __global__ void gate_kernel(gate_word* gate, std::uint64_t watchdog_ns, bool ban
   sys_u64(gate->end_ns).store(now_ns(), cuda::memory_order_release);
 }
 
-__global__ void mark_kernel(mark_board* board, unsigned id) {
-  const std::uint32_t ticket = sys_u32(board->next).fetch_add(1u, cuda::memory_order_acq_rel) + 1u;
+__global__ void mark_kernel(std::uint32_t* counter, mark_board* board, unsigned id) {
+  using device_u32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
+  const std::uint32_t ticket = device_u32(*counter).fetch_add(1u, cuda::memory_order_acq_rel) + 1u;
   sys_u64(board->stamp_ns[id]).store(now_ns(), cuda::memory_order_relaxed);
   sys_u32(board->ticket[id]).store(ticket, cuda::memory_order_release);
 }
@@ -98,9 +99,9 @@ cudaError_t launch_gate(cudaStream_t stream, gate_word* gate, std::uint64_t watc
   return cudaGetLastError();
 }
 
-cudaError_t launch_mark(cudaStream_t stream, mark_board* board, unsigned id) {
+cudaError_t launch_mark(cudaStream_t stream, std::uint32_t* counter, mark_board* board, unsigned id) {
   if (id >= kMarkSlots) return cudaErrorInvalidValue;
-  mark_kernel<<<1, 1, 0, stream>>>(board, id);
+  mark_kernel<<<1, 1, 0, stream>>>(counter, board, id);
   return cudaGetLastError();
 }
 

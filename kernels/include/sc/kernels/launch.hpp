@@ -19,8 +19,8 @@ namespace sc::kernels {
 // CTest turns into a failure. Only a test of the watchdog itself passes banner = false.
 cudaError_t launch_gate(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns, bool banner = true);
 
-// One thread takes the next ticket from board->next and stores it in board->ticket[id].
-cudaError_t launch_mark(cudaStream_t stream, mark_board* board, unsigned id);
+// One thread takes the next ticket from *counter (device memory) and stores it in board->ticket[id].
+cudaError_t launch_mark(cudaStream_t stream, std::uint32_t* counter, mark_board* board, unsigned id);
 
 // `blocks` blocks of `threads` threads each spin for spin_ns of %globaltimer time; thread 0 of each
 // block writes records[blockIdx.x].

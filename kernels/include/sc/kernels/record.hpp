@@ -16,12 +16,12 @@ struct gate_word {
   std::uint64_t end_ns;     // %globaltimer when it stopped waiting (released or timed out)
 };
 
-// Order encoded in values: each mark takes a ticket from `next` and stores it in its slot.
+// Order encoded in values: each mark takes a ticket from a counter in *device* memory (atomic
+// read-modify-write on mapped host memory is not atomic from the host's side, and compute-sanitizer
+// rejects it) and publishes it with a plain system-scope store into this board, in mapped host memory.
 inline constexpr unsigned kMarkSlots = 64;
 struct mark_board {
-  std::uint32_t next;                   // ticket counter; the first mark gets ticket 1
-  std::uint32_t reserved;
-  std::uint32_t ticket[kMarkSlots];     // 0 = not landed yet
+  std::uint32_t ticket[kMarkSlots];     // 0 = not landed yet; else 1 for the board's first mark, 2, ...
   std::uint64_t stamp_ns[kMarkSlots];   // %globaltimer when the mark landed
 };
 
