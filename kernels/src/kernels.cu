@@ -81,7 +81,11 @@ __global__ void beacon_kernel(beacon* out, std::uint64_t spin_ns) {
   sys_u64(out->start_ns).store(t0, cuda::memory_order_relaxed);
   sys_u32(out->started).store(1u, cuda::memory_order_release);
   std::uint64_t now = t0;
-  while (now - t0 < spin_ns) now = now_ns();
+  while (now - t0 < spin_ns) {
+    now = now_ns();
+    sys_u64(out->now_ns).store(now, cuda::memory_order_relaxed);
+    __threadfence_system();  // push the stamp out to host memory now, not whenever the write buffer drains
+  }
   sys_u64(out->end_ns).store(now, cuda::memory_order_relaxed);
   sys_u32(out->done).store(1u, cuda::memory_order_release);
 }

@@ -30,7 +30,7 @@ cudaError_t launch_spin(cudaStream_t stream, block_record* records, unsigned blo
 // One thread reads %globaltimer `reads` times back to back and summarizes the steps.
 cudaError_t launch_timer_probe(cudaStream_t stream, timer_probe* out, unsigned reads);
 
-// Publishes %globaltimer at start, spins spin_ns, publishes it again.
+// Publishes %globaltimer at start, then continuously (beacon::now_ns) for spin_ns, then at the end.
 cudaError_t launch_beacon(cudaStream_t stream, beacon* out, std::uint64_t spin_ns);
 
 // Does nothing: launch cost (INST-05).

@@ -46,10 +46,11 @@ struct timer_probe {
   std::uint32_t steps;        // number of non-zero differences seen
 };
 
-// A kernel that publishes %globaltimer at its start and end to the host (instrument INST-02).
+// A kernel that publishes %globaltimer to the host continuously while it runs (instrument INST-02).
 struct beacon {
   std::uint64_t start_ns;
   std::uint64_t end_ns;
+  std::uint64_t now_ns;   // rewritten on every loop iteration, followed by a system fence
   std::uint32_t started;  // 1 once start_ns is valid
   std::uint32_t done;     // 1 once end_ns is valid
 };
