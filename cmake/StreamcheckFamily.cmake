@@ -2,8 +2,8 @@
 #
 # sc_behavior_family(FAMILY <label> SOURCES <file>...
 #                    [NOGPU] [EXCLUSIVE] [TIMEOUT <seconds>]
-#                    [PER_THREAD_SOURCES <file>...]
-#                    [ENV_VARIANT <name> <gtest-filter> <VAR=value>])
+#                    [PER_THREAD_SOURCES <file>...] [NVCC_PER_THREAD_SOURCES <file.cu>...]
+#                    [ENV_VARIANT <name> <gtest-filter> <VAR=value> [<name> <filter> <VAR=value>]...])
 #
 # - Every test of the family runs in its own process (gtest_discover_tests, DISCOVERY_MODE PRE_TEST, so
 #   discovery happens on the machine that runs the tests) and writes its own GoogleTest XML into the run's
@@ -11,23 +11,28 @@
 # - Labels: the family, and `gpu` or `nogpu` (NOGPU: host-only tests that never touch CUDA).
 # - GPU tests ask CTest for one GPU (RESOURCE_GROUPS gpus:1) and fail on the kernel watchdog banner.
 # - EXCLUSIVE: RUN_SERIAL (timing-sensitive families).
-# - PER_THREAD_SOURCES: these sources are also built a second time with
-#   CUDA_API_PER_THREAD_DEFAULT_STREAM=1 (host .cpp) / --default-stream=per-thread (.cu), as a second
-#   executable whose tests carry the prefix <family>.ptds.
-# - ENV_VARIANT: tests matching the filter run in their own entries with the variable set before CUDA
-#   initializes; all other tests run without it.
+# - PER_THREAD_SOURCES: also built as a second executable with -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1;
+#   its tests carry the prefix <family>.ptds.
+# - NVCC_PER_THREAD_SOURCES (.cu only): also built as a third executable with nvcc
+#   --default-stream=per-thread; its tests carry the prefix <family>.ptds_nvcc.
+#   Every source is also part of the main (legacy default stream) executable. Each executable gets
+#   SC_BUILD_VARIANT="legacy" / "ptds" / "ptds_nvcc".
+# - ENV_VARIANT (triples): tests matching a filter run only in their own entries
+#   (<family>.<name>.Suite.Test) with the variable set before CUDA initializes.
 #
 # Property values are given one key at a time (LABELS a LABELS b): a list value inside PROPERTIES shifts
 # the key/value pairs and later properties are silently lost (CMake issue 17812).
 set(SC_WATCHDOG_BANNER "STREAMCHECK-WATCHDOG" CACHE INTERNAL "Printed by a kernel whose watchdog fired")
 set(SC_RUN_FIXTURE streamcheck_run)
 
-function(_sc_add_family_executable exe per_thread)
+function(_sc_add_family_executable exe variant)
   add_executable(${exe} ${ARGN})
   target_link_libraries(${exe} PRIVATE sc::fixtures sc::kernels sc::main GTest::gtest)
+  target_compile_definitions(${exe} PRIVATE SC_BUILD_VARIANT="${variant}")
   sc_warnings(${exe})
-  if(per_thread)
-    target_compile_definitions(${exe} PRIVATE CUDA_API_PER_THREAD_DEFAULT_STREAM=1 SC_PER_THREAD_BUILD=1)
+  if(variant STREQUAL "ptds")
+    target_compile_definitions(${exe} PRIVATE CUDA_API_PER_THREAD_DEFAULT_STREAM=1)
+  elseif(variant STREQUAL "ptds_nvcc")
     target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--default-stream=per-thread>)
   endif()
 endfunction()
@@ -47,7 +52,7 @@ endfunction()
 
 function(sc_behavior_family)
   cmake_parse_arguments(PARSE_ARGV 0 arg "NOGPU;EXCLUSIVE" "FAMILY;TIMEOUT"
-                        "SOURCES;PER_THREAD_SOURCES;ENV_VARIANT")
+                        "SOURCES;PER_THREAD_SOURCES;NVCC_PER_THREAD_SOURCES;ENV_VARIANT")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "sc_behavior_family: unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -60,12 +65,16 @@ function(sc_behavior_family)
   if(NOT DEFINED arg_TIMEOUT)
     set(arg_TIMEOUT 60)
   endif()
-  if(arg_ENV_VARIANT)
-    list(LENGTH arg_ENV_VARIANT n)
-    if(NOT n EQUAL 3)
-      message(FATAL_ERROR "sc_behavior_family: ENV_VARIANT takes exactly <name> <gtest-filter> <VAR=value>")
-    endif()
+  list(LENGTH arg_ENV_VARIANT n)
+  math(EXPR rest_of_three "${n} % 3")
+  if(NOT rest_of_three EQUAL 0)
+    message(FATAL_ERROR "sc_behavior_family: ENV_VARIANT takes triples <name> <gtest-filter> <VAR=value>")
   endif()
+  foreach(source IN LISTS arg_NVCC_PER_THREAD_SOURCES)
+    if(NOT source MATCHES "\\.cu$")
+      message(FATAL_ERROR "sc_behavior_family: NVCC_PER_THREAD_SOURCES must be .cu files (${source})")
+    endif()
+  endforeach()
 
   set(props LABELS ${arg_FAMILY} TIMEOUT ${arg_TIMEOUT} FIXTURES_REQUIRED ${SC_RUN_FIXTURE})
   if(arg_NOGPU)
@@ -78,23 +87,32 @@ function(sc_behavior_family)
   endif()
 
   set(exe sc_${arg_FAMILY}_tests)
-  _sc_add_family_executable(${exe} OFF ${arg_SOURCES} ${arg_PER_THREAD_SOURCES})
+  _sc_add_family_executable(${exe} legacy ${arg_SOURCES} ${arg_PER_THREAD_SOURCES} ${arg_NVCC_PER_THREAD_SOURCES})
   set(targets ${exe})
   set(prefixes "${arg_FAMILY}.")
   if(arg_PER_THREAD_SOURCES)
-    _sc_add_family_executable(${exe}_ptds ON ${arg_PER_THREAD_SOURCES})
+    _sc_add_family_executable(${exe}_ptds ptds ${arg_PER_THREAD_SOURCES})
     list(APPEND targets ${exe}_ptds)
     list(APPEND prefixes "${arg_FAMILY}.ptds.")
   endif()
+  if(arg_NVCC_PER_THREAD_SOURCES)
+    _sc_add_family_executable(${exe}_ptds_nvcc ptds_nvcc ${arg_NVCC_PER_THREAD_SOURCES})
+    list(APPEND targets ${exe}_ptds_nvcc)
+    list(APPEND prefixes "${arg_FAMILY}.ptds_nvcc.")
+  endif()
 
   foreach(target prefix IN ZIP_LISTS targets prefixes)
-    set(rest "*")
-    if(arg_ENV_VARIANT)
-      list(GET arg_ENV_VARIANT 0 vname)
-      list(GET arg_ENV_VARIANT 1 vfilter)
-      list(GET arg_ENV_VARIANT 2 venv)
-      set(rest "-${vfilter}")
+    set(excluded "")
+    set(remaining ${arg_ENV_VARIANT})
+    while(remaining)
+      list(POP_FRONT remaining vname vfilter venv)
+      list(APPEND excluded "${vfilter}")
       _sc_discover(${target} "${prefix}${vname}." "${vfilter}" "${props}" ENVIRONMENT "${venv}")
+    endwhile()
+    set(rest "*")
+    if(excluded)
+      list(JOIN excluded ":" joined)
+      set(rest "-${joined}")
     endif()
     _sc_discover(${target} "${prefix}" "${rest}" "${props}")
   endforeach()

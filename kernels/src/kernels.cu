@@ -1,6 +1,4 @@
-#include <cstdio>
-
-#include "device.cuh"
+#include "sc/kernels/device.cuh"
 #include "sc/kernels/launch.hpp"
 
 namespace sc::kernels {
@@ -10,30 +8,12 @@ using device::now_ns;
 using device::sys_u32;
 using device::sys_u64;
 
-constexpr unsigned kGatePollNs = 1000;  // __nanosleep between polls of the host flag
-
 __global__ void gate_kernel(gate_word* gate, std::uint64_t watchdog_ns, bool banner) {
-  const std::uint64_t since = now_ns();
-  sys_u64(gate->start_ns).store(since, cuda::memory_order_relaxed);
-  sys_u32(gate->started).store(1u, cuda::memory_order_release);
-  while (sys_u32(gate->open).load(cuda::memory_order_acquire) == 0u) {
-    if (now_ns() - since > watchdog_ns) {
-      sys_u32(gate->timed_out).store(1u, cuda::memory_order_release);
-      if (banner)
-        printf("STREAMCHECK-WATCHDOG: gate %p was not opened within %llu ns\n", static_cast<void*>(gate),
-             static_cast<unsigned long long>(watchdog_ns));
-      break;
-    }
-    __nanosleep(kGatePollNs);
-  }
-  sys_u64(gate->end_ns).store(now_ns(), cuda::memory_order_release);
+  device::gate_wait(gate, watchdog_ns, banner);
 }
 
 __global__ void mark_kernel(std::uint32_t* counter, mark_board* board, unsigned id) {
-  using device_u32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
-  const std::uint32_t ticket = device_u32(*counter).fetch_add(1u, cuda::memory_order_acq_rel) + 1u;
-  sys_u64(board->stamp_ns[id]).store(now_ns(), cuda::memory_order_relaxed);
-  sys_u32(board->ticket[id]).store(ticket, cuda::memory_order_release);
+  device::mark_land(counter, board, id);
 }
 
 __global__ void spin_kernel(block_record* records, std::uint64_t spin_ns) {

@@ -25,8 +25,8 @@ class PriorityFlags : public GpuTest {
   int least_ = 0;     // numerically largest: lowest priority
   int greatest_ = 0;  // numerically smallest: highest priority
 
-  // The build mode of this translation unit (the per-thread variant defines SC_PER_THREAD_BUILD).
-#ifdef SC_PER_THREAD_BUILD
+  // The build mode of this translation unit.
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
   static constexpr default_stream_mode kMode = default_stream_mode::per_thread;
   static constexpr const char* kModeName = "per_thread_build";
 #else

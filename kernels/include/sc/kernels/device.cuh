@@ -1,0 +1,65 @@
+// Device-side building blocks: timer, SM id, and the bodies of the gate and mark kernels. kernels/
+// uses them for its own kernels; a test translation unit whose subject is launch syntax (a launch
+// without a stream, built in several default-stream modes) defines its own __global__ wrappers with them.
+// Such kernels must be loaded before any gate closes (sc::preload_kernel).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+
+#include <cuda/atomic>
+
+#include "sc/kernels/record.hpp"
+
+namespace sc::kernels::device {
+
+using sys_u32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>;
+using sys_u64 = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>;
+
+// %globaltimer: nanoseconds, updated at a GPU-dependent granularity (measured by INST-01).
+__device__ __forceinline__ std::uint64_t now_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ std::uint32_t sm_id() {
+  std::uint32_t id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+__device__ __forceinline__ std::uint32_t sm_count_bound() {
+  std::uint32_t n;
+  asm volatile("mov.u32 %0, %%nsmid;" : "=r"(n));
+  return n;
+}
+
+// Waits until the host opens the gate or the watchdog fires (see launch_gate).
+__device__ inline void gate_wait(gate_word* gate, std::uint64_t watchdog_ns, bool banner) {
+  constexpr unsigned kPollNs = 1000;  // __nanosleep between polls of the host flag
+  const std::uint64_t since = now_ns();
+  sys_u64(gate->start_ns).store(since, cuda::memory_order_relaxed);
+  sys_u32(gate->started).store(1u, cuda::memory_order_release);
+  while (sys_u32(gate->open).load(cuda::memory_order_acquire) == 0u) {
+    if (now_ns() - since > watchdog_ns) {
+      sys_u32(gate->timed_out).store(1u, cuda::memory_order_release);
+      if (banner)
+        printf("STREAMCHECK-WATCHDOG: gate %p was not opened within %llu ns\n", static_cast<void*>(gate),
+               static_cast<unsigned long long>(watchdog_ns));
+      break;
+    }
+    __nanosleep(kPollNs);
+  }
+  sys_u64(gate->end_ns).store(now_ns(), cuda::memory_order_release);
+}
+
+// Takes the next ticket from *counter (device memory) and publishes it in board->ticket[id].
+__device__ inline void mark_land(std::uint32_t* counter, mark_board* board, unsigned id) {
+  using device_u32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
+  const std::uint32_t ticket = device_u32(*counter).fetch_add(1u, cuda::memory_order_acq_rel) + 1u;
+  sys_u64(board->stamp_ns[id]).store(now_ns(), cuda::memory_order_relaxed);
+  sys_u32(board->ticket[id]).store(ticket, cuda::memory_order_release);
+}
+
+}  // namespace sc::kernels::device

@@ -1,0 +1,82 @@
+// DFLT-15 and DFLT-22: behaviors chosen by environment variables set before CUDA initializes. Each runs
+// in its own ctest entry with the variable (default_streams.conn1.*, default_streams.launch_blocking.*).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "default_streams.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using DefaultStreams = sc::testing::DefaultStreams;
+
+bool variable_is(const char* name, const char* value) {
+  const char* set = std::getenv(name);
+  return set != nullptr && std::string(set) == value;
+}
+
+// Launches the gate from the helper thread of call_while_gated and reports the launch's error.
+cudaError_t hold_from_helper(sc::gate& g, const sc::stream& s) {
+  try {
+    g.hold(s);
+    return cudaSuccess;
+  } catch (const sc::cuda_error& e) {
+    return e.code();
+  }
+}
+
+// DFLT-15 · RTAS24 rule R2; Megatron-LM #533 (observed): with CUDA_DEVICE_MAX_CONNECTIONS=1 kernels of
+// all streams share one hardware queue in host enqueue order, so a gated kernel in A holds back a later,
+// independent kernel in B. (Without the variable DFLT-01 shows B's kernel running.)
+TEST_F(DefaultStreams, WithOneConnectionAGatedStreamHoldsBackAnotherStream) {
+  sc::claim("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2; Megatron-LM #533, #5105; ColossalAI #5891");
+  if (!variable_is("CUDA_DEVICE_MAX_CONNECTIONS", "1"))
+    GTEST_SKIP() << "needs CUDA_DEVICE_MAX_CONNECTIONS=1 before CUDA starts (ctest entry default_streams.conn1.*)";
+  sc::marks m;
+  const sc::stream a = make(stream_flags::non_blocking, "a");
+  const sc::stream b = make(stream_flags::non_blocking, "b");
+  sc::gate g;
+  hold(g, a);
+  drop(m, b, 1);
+  ASSERT_TRUE(g.wait_started());
+  const ::testing::AssertionResult held_back = sc::absent_while_gated(m, 1, g);
+  g.open();
+  drain();
+  const bool was_held_back = static_cast<bool>(held_back);
+  sc::observe("held_back", was_held_back);
+  sc::observe("detail", held_back.message());
+  EXPECT_TRUE(sc::matches_baseline("DFLT-15", "held_back", sc::mutate("DFLT-15", was_held_back, !was_held_back)));
+}
+
+// DFLT-22 · PG (environment variables) negative control: without CUDA_LAUNCH_BLOCKING a launch returns
+// while its kernel still runs.
+TEST_F(DefaultStreams, LaunchReturnsBeforeTheKernelEnds) {
+  sc::claim("DFLT-22", sc::verdict_kind::documented, "PG environment variables (CUDA_LAUNCH_BLOCKING unset)");
+  if (variable_is("CUDA_LAUNCH_BLOCKING", "1")) GTEST_SKIP() << "CUDA_LAUNCH_BLOCKING=1 is set";
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  sc::gate g;
+  const sc::return_observation seen = sc::call_while_gated([&] { return hold_from_helper(g, s); }, g);
+  drain();
+  sc::observe("detail", seen.detail);
+  EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+  EXPECT_TRUE(sc::mutate("DFLT-22", seen.returned_while_gated, !seen.returned_while_gated)) << seen.detail;
+}
+
+// DFLT-22 · PG (environment variables): with CUDA_LAUNCH_BLOCKING=1 a kernel launch returns only after
+// the kernel has completed: the launch of a gate cannot return while the gate is closed.
+TEST_F(DefaultStreams, LaunchReturnsOnlyAfterTheKernelWithLaunchBlocking) {
+  sc::claim("DFLT-22", sc::verdict_kind::documented, "PG environment variables (CUDA_LAUNCH_BLOCKING=1)");
+  if (!variable_is("CUDA_LAUNCH_BLOCKING", "1"))
+    GTEST_SKIP() << "needs CUDA_LAUNCH_BLOCKING=1 before CUDA starts (ctest entry default_streams.launch_blocking.*)";
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  sc::gate g;
+  const sc::return_observation seen = sc::call_while_gated([&] { return hold_from_helper(g, s); }, g);
+  drain();
+  sc::observe("detail", seen.detail);
+  EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+  EXPECT_FALSE(sc::mutate("DFLT-22", seen.returned_while_gated, !seen.returned_while_gated)) << seen.detail;
+}
+
+}  // namespace

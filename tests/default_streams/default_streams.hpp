@@ -1,0 +1,51 @@
+// The DefaultStreams fixture: streams that the timeline knows by name, and gate/mark helpers that label
+// what they enqueue, so every test's observation file shows the order it proved.
+#pragma once
+
+#include <string>
+
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/predicates.hpp"
+#include "sc/fixtures/stream.hpp"
+
+namespace sc::testing {
+
+class DefaultStreams : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // Special handles first: learning their CUPTI ids may need a probe launch, which must not meet a gate.
+    timeline().track(legacy_);
+    timeline().track(per_thread_);
+  }
+
+  stream make(stream_flags flags, const std::string& name) {
+    stream s = stream::create(flags, 0, name);
+    timeline().track(s);
+    return s;
+  }
+  void hold(gate& g, const stream& s) {
+    const auto label = timeline().label("gate@" + s.name());
+    g.hold(s);
+  }
+  void drop(marks& m, const stream& s, unsigned id) {
+    const auto label = timeline().label("mark" + std::to_string(id) + "@" + s.name());
+    m.drop(s, id);
+  }
+  // Waits for the whole device with a deadline (every gate must be open by then).
+  void drain() { SC_CHECK_CUDA(synchronize_within(legacy_, kWorkDeadline)); SC_CHECK_CUDA(cudaDeviceSynchronize()); }
+
+  const stream legacy_ = stream::legacy();
+  const stream per_thread_ = stream::per_thread();
+};
+
+}  // namespace sc::testing
+
+// Concurrency rows need concurrentKernels (catalog preconditions).
+#define SC_REQUIRE_CONCURRENT_KERNELS()                                                               \
+  do {                                                                                                \
+    if (properties().concurrentKernels == 0) GTEST_SKIP() << "cudaDevAttrConcurrentKernels == 0";     \
+  } while (false)

@@ -1,0 +1,234 @@
+// DFLT-01..05, -10..14: the legacy default stream against blocking and non-blocking streams.
+// Orderings are proven with gates: the host checks "not yet" (or "already") while a gate holds a stream.
+#include <gtest/gtest.h>
+
+#include "default_streams.hpp"
+#include "sc/fixtures/child.hpp"
+#include "sc/fixtures/event.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using DefaultStreams = sc::testing::DefaultStreams;
+
+// DFLT-02 · SSB "Legacy default stream": an action in the legacy stream first waits for all earlier work
+// in blocking streams.
+TEST_F(DefaultStreams, LegacyStreamWaitsForEarlierBlockingStreamWork) {
+  sc::claim("DFLT-02", sc::verdict_kind::documented, "SSB: the legacy stream first waits on all blocking streams");
+  sc::marks m;
+  const sc::stream s1 = make(sc::mutate("DFLT-02", stream_flags::blocking, stream_flags::non_blocking), "s1");
+  sc::gate g;
+  hold(g, s1);
+  drop(m, legacy_, 1);
+  ASSERT_TRUE(g.wait_started());
+  EXPECT_TRUE(sc::absent_while_gated(m, 1, g));
+  timeline().host_event("gate opened");
+  g.open();
+  drain();
+  EXPECT_EQ(1u, m.ticket_of(1));
+  EXPECT_GE(m.stamp_ns_of(1), g.end_ns()) << "the legacy mark landed before the gate in s1 ended";
+}
+
+// DFLT-04 · SSB; RT cudaStreamCreateWithFlags: a non-blocking stream does not synchronize with the
+// legacy stream — here the legacy stream does not wait for it. (Mirror and negative control of DFLT-02.)
+TEST_F(DefaultStreams, LegacyStreamDoesNotWaitForNonBlockingStreamWork) {
+  sc::claim("DFLT-04", sc::verdict_kind::documented, "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
+  sc::marks m;
+  const sc::stream s1 = make(sc::mutate("DFLT-04", stream_flags::non_blocking, stream_flags::blocking), "s1");
+  sc::gate g;
+  hold(g, s1);
+  drop(m, legacy_, 1);
+  ASSERT_TRUE(g.wait_started());
+  EXPECT_TRUE(sc::present_while_gated(m, 1, g));
+}
+
+// DFLT-03 · SSB example k1(s); k2(0); k3(s): work issued to a blocking stream after a legacy-stream
+// action waits for it. k1 holds blocking s1, k2 goes to the legacy stream, k3 to blocking s2: k2 waits
+// for k1 (first edge) and k3 for k2 (second edge: nothing else could hold k3 back).
+TEST_F(DefaultStreams, BlockingStreamWaitsForEarlierLegacyWork) {
+  sc::claim("DFLT-03", sc::verdict_kind::documented, "SSB example k1<<<s>>>, k2<<<0>>>, k3<<<s>>>");
+  sc::marks m;
+  const sc::stream s1 = make(stream_flags::blocking, "s1");
+  const sc::stream s2 = make(sc::mutate("DFLT-03", stream_flags::blocking, stream_flags::non_blocking), "s2");
+  sc::gate k1;
+  hold(k1, s1);
+  drop(m, legacy_, 2);
+  drop(m, s2, 3);
+  ASSERT_TRUE(k1.wait_started());
+  EXPECT_TRUE(sc::absent_while_gated("k3 (mark 3 in blocking s2)", [&] { return m.ticket_of(3) != 0; }, k1));
+  EXPECT_EQ(0u, m.ticket_of(2)) << "k2 ran before k1 ended";
+  k1.open();
+  drain();
+  EXPECT_EQ(1u, m.ticket_of(2)) << "k2 (legacy) must land first";
+  EXPECT_EQ(2u, m.ticket_of(3)) << "k3 (s2) must land after k2";
+}
+
+// DFLT-04 · SSB: the other direction — a non-blocking stream does not wait for legacy work.
+// (Mirror and negative control of DFLT-03.)
+TEST_F(DefaultStreams, NonBlockingStreamDoesNotWaitForLegacyWork) {
+  sc::claim("DFLT-04", sc::verdict_kind::documented, "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
+  sc::marks m;
+  const sc::stream s2 = make(sc::mutate("DFLT-04", stream_flags::non_blocking, stream_flags::blocking), "s2");
+  sc::gate g;
+  hold(g, legacy_);
+  drop(m, s2, 3);
+  ASSERT_TRUE(g.wait_started());
+  EXPECT_TRUE(sc::present_while_gated(m, 3, g));
+}
+
+// DFLT-05 · SSB ("such as a kernel launch or cudaStreamWaitEvent()"): a wait on the legacy stream is a
+// legacy action: later blocking-stream work waits for it (and so for busy blocking s1), non-blocking
+// work does not.
+TEST_F(DefaultStreams, WaitEventOnTheLegacyStreamHoldsLaterBlockingWorkOnly) {
+  sc::claim("DFLT-05", sc::verdict_kind::documented, "SSB: cudaStreamWaitEvent on the legacy stream");
+  sc::marks m;
+  const sc::stream idle = make(stream_flags::non_blocking, "idle");
+  const sc::stream s1 = make(stream_flags::blocking, "s1");
+  const sc::stream s2 = make(stream_flags::blocking, "s2");
+  const sc::stream s3 = make(stream_flags::non_blocking, "s3");
+  const sc::event done = sc::event::create(sc::event_flags::disable_timing);
+  SC_CHECK_CUDA(cudaEventRecord(done.get(), idle.get()));
+  SC_CHECK_CUDA(sc::synchronize_within(idle, sc::kWorkDeadline));  // the event is complete: the wait is a no-op
+  sc::gate g;
+  hold(g, s1);
+  if (!sc::mutation_active("DFLT-05")) SC_CHECK_CUDA(cudaStreamWaitEvent(legacy_.get(), done.get(), 0));
+  drop(m, s2, 2);
+  drop(m, s3, 3);
+  ASSERT_TRUE(g.wait_started());
+  EXPECT_TRUE(sc::present_while_gated(m, 3, g)) << "non-blocking s3 must not wait";
+  EXPECT_TRUE(sc::absent_while_gated(m, 2, g)) << "blocking s2 must wait for the legacy wait, which waits for s1";
+  g.open();
+  drain();
+  EXPECT_NE(0u, m.ticket_of(2));
+}
+
+// DFLT-01 · PG §2.3 (observed): kernels in two non-blocking streams may run concurrently.
+TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
+  sc::claim("DFLT-01", sc::verdict_kind::observed, "PG 2.3: concurrent kernel execution");
+  SC_REQUIRE_CONCURRENT_KERNELS();
+  const sc::stream a = make(stream_flags::non_blocking, "a");
+  const sc::stream b = make(stream_flags::non_blocking, "b");
+  const sc::stream& second = sc::mutation_active("DFLT-01") ? a : b;  // mutation: the mark queues behind the gate
+  const sc::observation seen = sc::measure_within(sc::kObservedAttempts, [&] {
+    sc::marks m;
+    sc::gate g;
+    hold(g, a);
+    if (!g.wait_started()) return ::testing::AssertionFailure() << "the gate did not start";
+    drop(m, second, 1);
+    return sc::present_while_gated(m, 1, g);
+  });
+  sc::observe("DFLT-01", seen);
+  EXPECT_TRUE(sc::matches_baseline("DFLT-01", "holds", seen.holds));
+}
+
+// DFLT-10 · undocumented (observed): cudaStreamQuery on the legacy stream while only a blocking stream is
+// busy.
+TEST_F(DefaultStreams, QueryOfTheLegacyStreamWhileABlockingStreamIsBusy) {
+  sc::claim("DFLT-10", sc::verdict_kind::observed, "undocumented; hip-tests _SubmitWorkOnStreamAndQueryNullStream");
+  const sc::stream s1 = make(stream_flags::blocking, "s1");
+  sc::gate g;
+  hold(g, s1);
+  ASSERT_TRUE(g.wait_started());
+  const std::string code = sc::error_name(cudaStreamQuery(legacy_.get()));
+  g.open();
+  drain();
+  sc::observe("rc.cudaStreamQuery(legacy)", code);
+  EXPECT_TRUE(sc::matches_baseline("DFLT-10", "rc", sc::mutate("DFLT-10", code, std::string("mutated"))));
+}
+
+// DFLT-11 · contested (observed): cudaStreamSynchronize on an empty blocking stream after legacy work —
+// does it wait for that work?
+TEST_F(DefaultStreams, SynchronizeOfAnEmptyBlockingStreamAfterLegacyWork) {
+  sc::claim("DFLT-11", sc::verdict_kind::observed, "contested: ROCm/hip PR #639, #1105; chipStar #1103");
+  const sc::stream s1 = make(stream_flags::blocking, "s1");
+  sc::gate g;
+  hold(g, legacy_);
+  ASSERT_TRUE(g.wait_started());
+  const sc::return_observation seen = sc::call_while_gated([&] { return cudaStreamSynchronize(s1.get()); }, g);
+  drain();
+  sc::observe("returned_while_gated", seen.returned_while_gated);
+  sc::observe("detail", seen.detail);
+  EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+  EXPECT_TRUE(sc::matches_baseline("DFLT-11", "returned_while_gated",
+                                   sc::mutate("DFLT-11", seen.returned_while_gated, !seen.returned_while_gated)));
+}
+
+// DFLT-12 · hip-tests _NullStreamSynchronization (observed): cudaStreamSynchronize(cudaStreamLegacy) waits
+// for a busy blocking stream but not for a busy non-blocking one.
+TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) {
+  sc::claim("DFLT-12", sc::verdict_kind::observed, "hip-tests _NullStreamSynchronization (AMD-only)");
+  for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
+    const std::string kind = flags == stream_flags::blocking ? "blocking" : "non_blocking";
+    const sc::stream s = make(flags, kind);
+    sc::gate g;
+    hold(g, s);
+    ASSERT_TRUE(g.wait_started());
+    const sc::return_observation seen = sc::call_while_gated([&] { return cudaStreamSynchronize(legacy_.get()); }, g);
+    drain();
+    sc::observe(kind + ".returned_while_gated", seen.returned_while_gated);
+    sc::observe(kind + ".detail", seen.detail);
+    EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+    EXPECT_TRUE(sc::matches_baseline("DFLT-12", kind + ".returned_while_gated",
+                                     sc::mutate("DFLT-12", seen.returned_while_gated, !seen.returned_while_gated)));
+  }
+}
+
+// Child process body for DFLT-13: tries to destroy both default streams, then uses them.
+[[noreturn]] void destroy_default_streams(const sc::child_channel& channel) {
+  sc::marks m;
+  channel.write("destroy.legacy", sc::error_name(cudaStreamDestroy(cudaStreamLegacy)));
+  channel.write("destroy.per_thread", sc::error_name(cudaStreamDestroy(cudaStreamPerThread)));
+  (void)cudaGetLastError();
+  m.drop(sc::stream::legacy(), 1);
+  m.drop(sc::stream::per_thread(), 2);
+  const cudaError_t synced = cudaDeviceSynchronize();
+  channel.write("sync_after", sc::error_name(synced));
+  channel.write("usable.legacy", m.ticket_of(1) != 0 ? "true" : "false");
+  channel.write("usable.per_thread", m.ticket_of(2) != 0 ? "true" : "false");
+  std::exit(0);
+}
+
+// DFLT-13 · ZLUDA stream_cant_destroy_default (observed): the default streams cannot be destroyed; the
+// call returns an error and the stream stays usable. In a child process: a crash must not end this one.
+TEST_F(DefaultStreams, DefaultStreamsCannotBeDestroyed) {
+  sc::claim("DFLT-13", sc::verdict_kind::observed, "vosen/ZLUDA stream_cant_destroy_default; hip-tests");
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const sc::child_channel channel("DFLT13");
+  EXPECT_EXIT(destroy_default_streams(channel), ::testing::ExitedWithCode(0), "");
+  const auto lines = channel.read();
+  EXPECT_EQ(5u, lines.size()) << "the child reported " << lines.size() << " of 5 facts";
+  for (const auto& [key, value] : lines) {
+    sc::observe(key, value);
+    EXPECT_TRUE(sc::matches_baseline("DFLT-13", key, sc::mutate("DFLT-13", value, std::string("mutated"))));
+  }
+}
+
+// DFLT-14 · DRV cuStreamBeginCapture, cuStreamIsCapturing: capture cannot begin on the legacy stream, and
+// while a blocking stream captures (global mode), using the legacy stream fails with
+// cudaErrorStreamCaptureImplicit.
+TEST_F(DefaultStreams, CaptureExcludesTheLegacyStream) {
+  sc::claim("DFLT-14", sc::verdict_kind::documented, "DRV cuStreamBeginCapture, cuStreamIsCapturing");
+  const cudaError_t begin_on_legacy = cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeGlobal);
+  (void)cudaGetLastError();
+  sc::observe("rc.begin_capture(legacy)", sc::error_name(begin_on_legacy));
+  EXPECT_NE(cudaSuccess, begin_on_legacy) << "capture began on the legacy stream";
+  if (begin_on_legacy == cudaSuccess) {
+    cudaGraph_t graph = nullptr;
+    (void)cudaStreamEndCapture(cudaStreamLegacy, &graph);
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  }
+  const sc::stream capturing =
+      make(sc::mutate("DFLT-14", stream_flags::blocking, stream_flags::non_blocking), "capturing");
+  SC_CHECK_CUDA(cudaStreamBeginCapture(capturing.get(), cudaStreamCaptureModeRelaxed));
+  const cudaError_t legacy_use = sc::kernels::launch_empty(legacy_.get());
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(capturing.get(), &graph);
+  if (graph != nullptr) SC_CHECK_CUDA(cudaGraphDestroy(graph));
+  (void)cudaGetLastError();
+  sc::observe("rc.legacy_launch_during_capture", sc::error_name(legacy_use));
+  sc::observe("rc.end_capture", sc::error_name(ended));
+  EXPECT_CUDA_EQ(cudaErrorStreamCaptureImplicit, legacy_use);
+}
+
+}  // namespace

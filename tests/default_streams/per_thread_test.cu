@@ -1,0 +1,209 @@
+// DFLT-06..09: the per-thread default stream. This file is built three ways (plan: README.md): in the
+// legacy build, with -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 and with nvcc --default-stream=per-thread.
+// It is a .cu file because launch syntax is its subject: `<<<1, 1>>>` without a stream goes to stream 0,
+// which is the legacy stream or this thread's default stream depending on how this file was built.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "default_streams.hpp"
+#include "sc/kernels/device.cuh"
+
+namespace {
+
+using sc::stream_flags;
+using DefaultStreams = sc::testing::DefaultStreams;
+
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+constexpr bool kPerThreadBuild = true;
+#else
+constexpr bool kPerThreadBuild = false;
+#endif
+
+// Kernels of this translation unit, launched without a stream.
+__global__ void gate_here(sc::kernels::gate_word* gate, std::uint64_t watchdog_ns, bool banner) {
+  sc::kernels::device::gate_wait(gate, watchdog_ns, banner);
+}
+__global__ void mark_here(std::uint32_t* counter, sc::kernels::mark_board* board, unsigned id) {
+  sc::kernels::device::mark_land(counter, board, id);
+}
+cudaError_t launch_gate_without_stream(sc::kernels::gate_word* w, std::uint64_t ns, bool banner) {
+  gate_here<<<1, 1>>>(w, ns, banner);
+  return cudaGetLastError();
+}
+cudaError_t launch_mark_without_stream(std::uint32_t* counter, sc::kernels::mark_board* board, unsigned id) {
+  mark_here<<<1, 1>>>(counter, board, id);
+  return cudaGetLastError();
+}
+
+class PerThreadStreams : public DefaultStreams {
+ protected:
+  void SetUp() override {
+    DefaultStreams::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // This file's own kernels: loaded now, before any gate, like the library's.
+    for (const void* k : {reinterpret_cast<const void*>(gate_here), reinterpret_cast<const void*>(mark_here)}) {
+      cudaFuncAttributes attributes{};
+      SC_CHECK_CUDA(cudaFuncGetAttributes(&attributes, k));
+    }
+    sc::observe("build_variant", SC_BUILD_VARIANT);
+    sc::observe("per_thread_build", kPerThreadBuild);
+  }
+};
+
+// DFLT-06 · SSB; PG 2.3.6: the per-thread default stream does not synchronize with other (blocking)
+// streams; the explicit cudaStreamPerThread handle behaves so in every build mode.
+TEST_F(PerThreadStreams, PerThreadStreamDoesNotWaitForBlockingStreams) {
+  sc::claim("DFLT-06", sc::verdict_kind::documented, "SSB (per-thread default stream); PG 2.3.6");
+  sc::marks m;
+  const sc::stream s1 = make(stream_flags::blocking, "s1");
+  const sc::stream s2 = make(stream_flags::blocking, "s2");
+  const sc::stream& target = sc::mutation_active("DFLT-06") ? legacy_ : per_thread_;
+  sc::gate g;
+  hold(g, s1);
+  drop(m, target, 1);
+  drop(m, s2, 2);  // a blocking stream after per-thread work: no implicit wait either
+  ASSERT_TRUE(g.wait_started());
+  EXPECT_TRUE(sc::present_while_gated(m, 1, g)) << "per-thread stream work waited for blocking s1";
+  EXPECT_TRUE(sc::present_while_gated(m, 2, g)) << "blocking s2 after per-thread work waited";
+}
+
+// DFLT-07 · SSB: the per-thread default stream is not non-blocking: it synchronizes with the legacy
+// stream, in both directions.
+TEST_F(PerThreadStreams, PerThreadStreamSynchronizesWithTheLegacyStream) {
+  sc::claim("DFLT-07", sc::verdict_kind::documented, "SSB (per-thread stream and the legacy stream)");
+  const sc::stream nb = make(stream_flags::non_blocking, "nb");
+  const sc::stream& subject = sc::mutation_active("DFLT-07") ? nb : per_thread_;
+  {
+    sc::marks m;
+    sc::gate g;
+    hold(g, legacy_);
+    drop(m, subject, 1);
+    ASSERT_TRUE(g.wait_started());
+    EXPECT_TRUE(sc::absent_while_gated(m, 1, g)) << "per-thread work did not wait for earlier legacy work";
+    g.open();
+    drain();
+  }
+  {
+    sc::marks m;
+    sc::gate g;
+    hold(g, subject);
+    drop(m, legacy_, 2);
+    ASSERT_TRUE(g.wait_started());
+    EXPECT_TRUE(sc::absent_while_gated(m, 2, g)) << "legacy work did not wait for earlier per-thread work";
+    g.open();
+    drain();
+  }
+}
+
+// DFLT-08 · SSB; PG 2.3.6.2: the per-thread default streams of two host threads are distinct
+// (cudaStreamGetId differs) and independent (one's gate does not hold the other's work).
+TEST_F(PerThreadStreams, PerThreadStreamsOfTwoThreadsAreDistinctAndIndependent) {
+  sc::claim("DFLT-08", sc::verdict_kind::documented, "SSB; PG 2.3.6.2");
+  sc::marks m;
+  sc::gate g;
+  unsigned long long id_a = 0;
+  unsigned long long id_b = 0;
+  SC_CHECK_CUDA(cudaStreamGetId(cudaStreamPerThread, &id_a));
+  hold(g, per_thread_);  // this thread's per-thread stream
+  ASSERT_TRUE(g.wait_started());
+  cudaError_t in_thread = cudaSuccess;
+  const bool same_thread = sc::mutation_active("DFLT-08");  // mutation: B uses A's stream
+  std::thread b([&] {
+    in_thread = cudaSetDevice(device());
+    if (in_thread == cudaSuccess) in_thread = cudaStreamGetId(cudaStreamPerThread, &id_b);
+    if (in_thread == cudaSuccess && !same_thread) m.drop(sc::stream::per_thread(), 1);
+  });
+  if (same_thread) m.drop(per_thread_, 1);
+  b.join();
+  EXPECT_CUDA_EQ(cudaSuccess, in_thread);
+  EXPECT_NE(id_a, id_b) << "two host threads share one per-thread stream id";
+  EXPECT_TRUE(sc::present_while_gated(m, 1, g)) << "thread B's per-thread work waited for thread A's gate";
+  sc::observe("id.thread_a", id_a);
+  sc::observe("id.thread_b", id_b);
+}
+
+// DFLT-08 · PG 2.3.6.2 (the classic example): the default streams of 8 host threads run concurrently.
+// Each thread launches a gate without a stream; all eight run at once while none is open. In the legacy
+// build stream 0 is the one legacy stream, so the same code must NOT get there (negative control).
+TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
+  sc::claim("DFLT-08", sc::verdict_kind::documented, "PG 2.3.6.2 (8 host threads, <<<>>> without a stream)");
+  SC_REQUIRE_CONCURRENT_KERNELS();
+  constexpr int kThreads = 8;
+  std::vector<std::unique_ptr<sc::gate>> gates;
+  for (int i = 0; i < kThreads; ++i) gates.push_back(std::make_unique<sc::gate>());
+  std::vector<cudaError_t> codes(kThreads, cudaSuccess);
+  std::atomic<int> launched{0};
+  std::atomic<bool> finished{false};  // threads stay alive (their default streams too) until the end
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      codes[i] = cudaSetDevice(device());
+      try {
+        if (codes[i] == cudaSuccess) gates[i]->hold_by(launch_gate_without_stream);
+      } catch (const sc::cuda_error& e) {
+        codes[i] = e.code();
+      }
+      ++launched;
+      while (!finished) std::this_thread::yield();
+    });
+  const auto until = std::chrono::steady_clock::now() + sc::kPresenceDeadline;
+  while (launched < kThreads && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  const bool expect_concurrent = sc::mutate("DFLT-08", kPerThreadBuild, !kPerThreadBuild);
+  const auto all_started = [&] {
+    for (const auto& g : gates)
+      if (!g->started()) return false;
+    return true;
+  };
+  const ::testing::AssertionResult together =
+      expect_concurrent ? sc::present_while_gated("all 8 gates running", all_started, *gates[0])
+                        : sc::absent_while_gated("all 8 gates running", all_started, *gates[0]);
+  int running = 0;
+  for (const auto& g : gates) running += g->started();
+  for (auto& g : gates) g->open();
+  SC_CHECK_CUDA(cudaDeviceSynchronize());
+  finished = true;
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kThreads; ++i) EXPECT_CUDA_EQ(cudaSuccess, codes[i]) << "thread " << i;
+  EXPECT_TRUE(together) << (kPerThreadBuild ? "per-thread build" : "legacy build (negative control)");
+  sc::observe("gates_running_together", running);
+}
+
+// DFLT-09 · SSB; PG 2.3.6.2: the build mode decides what stream 0 and a launch without a stream mean,
+// per translation unit. Gate blocking s1; a mark launched here without a stream waits for it in the
+// legacy build (legacy stream) and does not in per-thread builds. The library's launcher, compiled in
+// legacy mode, still sends handle 0 to the legacy stream in every build: each unit keeps its own mode.
+TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
+  sc::claim("DFLT-09", sc::verdict_kind::documented, "SSB; PG 2.3.6.2 (--default-stream per-thread, -DCUDA_API_PER_THREAD_DEFAULT_STREAM)");
+  sc::marks m;
+  const sc::stream s1 = make(stream_flags::blocking, "s1");
+  sc::gate g;
+  hold(g, s1);
+  {
+    const auto label = timeline().label("mark1@<<<>>>");
+    m.drop_by(1, launch_mark_without_stream);
+  }
+  drop(m, sc::stream::null(), 2);  // through the legacy-mode library: always the legacy stream
+  ASSERT_TRUE(g.wait_started());
+  const bool per_thread_here = sc::mutate("DFLT-09", kPerThreadBuild, !kPerThreadBuild);
+  if (per_thread_here)
+    EXPECT_TRUE(sc::present_while_gated(m, 1, g)) << "<<<>>> without a stream went to the legacy stream";
+  else
+    EXPECT_TRUE(sc::absent_while_gated(m, 1, g)) << "<<<>>> without a stream did not go to the legacy stream";
+  EXPECT_TRUE(sc::absent_while_gated(m, 2, g)) << "the legacy-mode library's handle 0 did not mean the legacy stream";
+  g.open();
+  drain();
+  unsigned long long zero = 0, legacy = 0, per_thread = 0;
+  SC_CHECK_CUDA(cudaStreamGetId(0, &zero));
+  SC_CHECK_CUDA(cudaStreamGetId(cudaStreamLegacy, &legacy));
+  SC_CHECK_CUDA(cudaStreamGetId(cudaStreamPerThread, &per_thread));
+  EXPECT_EQ(kPerThreadBuild ? per_thread : legacy, zero) << "stream 0's id in this translation unit";
+  sc::observe("id.stream0", zero);
+  sc::observe("id.legacy", legacy);
+  sc::observe("id.per_thread", per_thread);
+}
+
+}  // namespace
