@@ -27,10 +27,22 @@ cudaError_t hold_from_helper(sc::gate& g, const sc::stream& s) {
   }
 }
 
-// DFLT-15 · RTAS24 rule R2; Megatron-LM #533 (observed): with CUDA_DEVICE_MAX_CONNECTIONS=1 kernels of
-// all streams share one hardware queue in host enqueue order, so a gated kernel in A holds back a later,
-// independent kernel in B. (Without the variable DFLT-01 shows B's kernel running.)
-TEST_F(DefaultStreams, WithOneConnectionAGatedStreamHoldsBackAnotherStream) {
+// The DFLT-15 arrangement: a gate runs in A and a mark waits behind it in A (pending at the head of A's
+// queue); then an independent mark goes to B. Returns whether B's mark stayed absent while A was gated.
+::testing::AssertionResult independent_work_held_back(sc::testing::DefaultStreams& self, const sc::stream& a,
+                                                      const sc::stream& b, sc::marks& m, sc::gate& g) {
+  g.hold(a);
+  m.drop(a, 2);  // pending behind the gate
+  m.drop(b, 1);
+  if (!g.wait_started()) return ::testing::AssertionFailure() << "the gate did not start";
+  (void)self;
+  return sc::absent_while_gated(m, 1, g);
+}
+
+// DFLT-15 · RTAS24 rule R2; Megatron-LM #533 (observed): with CUDA_DEVICE_MAX_CONNECTIONS=1 all streams
+// share one hardware queue in host enqueue order, so a kernel pending behind a gate in A holds back a
+// later, independent kernel in B (a false dependency).
+TEST_F(DefaultStreams, WithOneConnectionAPendingKernelHoldsBackAnotherStream) {
   sc::claim("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2; Megatron-LM #533, #5105; ColossalAI #5891");
   if (!variable_is("CUDA_DEVICE_MAX_CONNECTIONS", "1"))
     GTEST_SKIP() << "needs CUDA_DEVICE_MAX_CONNECTIONS=1 before CUDA starts (ctest entry default_streams.conn1.*)";
@@ -38,16 +50,31 @@ TEST_F(DefaultStreams, WithOneConnectionAGatedStreamHoldsBackAnotherStream) {
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   sc::gate g;
-  hold(g, a);
-  drop(m, b, 1);
-  ASSERT_TRUE(g.wait_started());
-  const ::testing::AssertionResult held_back = sc::absent_while_gated(m, 1, g);
+  const ::testing::AssertionResult held_back = independent_work_held_back(*this, a, b, m, g);
   g.open();
   drain();
   const bool was_held_back = static_cast<bool>(held_back);
   sc::observe("held_back", was_held_back);
   sc::observe("detail", held_back.message());
   EXPECT_TRUE(sc::matches_baseline("DFLT-15", "held_back", sc::mutate("DFLT-15", was_held_back, !was_held_back)));
+}
+
+// DFLT-15 negative control (default connections): the same arrangement does not hold B back.
+TEST_F(DefaultStreams, WithDefaultConnectionsAPendingKernelDoesNotHoldBackAnotherStream) {
+  sc::claim("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2 (negative control: default connections)");
+  if (std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") != nullptr)
+    GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS is set; this control needs the default";
+  sc::marks m;
+  const sc::stream a = make(stream_flags::non_blocking, "a");
+  const sc::stream b = make(stream_flags::non_blocking, "b");
+  sc::gate g;
+  const ::testing::AssertionResult held_back = independent_work_held_back(*this, a, b, m, g);
+  g.open();
+  drain();
+  const bool was_held_back = static_cast<bool>(held_back);
+  sc::observe("held_back", was_held_back);
+  EXPECT_TRUE(sc::matches_baseline("DFLT-15", "default.held_back",
+                                   sc::mutate("DFLT-15", was_held_back, !was_held_back)));
 }
 
 // DFLT-22 · PG (environment variables) negative control: without CUDA_LAUNCH_BLOCKING a launch returns
