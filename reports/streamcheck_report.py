@@ -21,6 +21,7 @@ import datetime
 import fnmatch
 import html
 import json
+import math
 import os
 import re
 import sys
@@ -248,6 +249,7 @@ def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
         "duration_ms": None,
         "instrument": None,
         "device": None,
+        "timeline": None,
         "source_file": None,
         "source_line": None,
         "xml_file": None,
@@ -401,6 +403,7 @@ def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> 
         test["duration_ms"] = float(duration)
     test["instrument"] = check_member(doc, "instrument", dict, path, "the observation")
     test["device"] = check_member(doc, "device", dict, path, "the observation")
+    test["timeline"] = check_member(doc, "timeline", dict, path, "the observation")
     outcome = doc.get("outcome")
     if test["xml_file"] is None:
         # The fixture wrote its record, then the process ended before GoogleTest wrote the XML.
@@ -778,6 +781,503 @@ def totals_of(tests: Dict[str, Dict[str, Any]]) -> Dict[str, int]:
 
 
 # ------------------------------------------------------------------------------------------------
+# Timelines (observation schema 1.1 "timeline"): one inline SVG per test, computed here
+# ------------------------------------------------------------------------------------------------
+
+TL_WIDTH = 900             # the drawing's width in px, labels included
+TL_LABEL_W = 112           # lane labels on the left
+TL_RIGHT = 16              # room for the last tick label
+TL_PLOT_W = TL_WIDTH - TL_LABEL_W - TL_RIGHT
+TL_AXIS_H = 22
+TL_ROW_H = 16              # one row of items or NVTX ranges
+TL_BLOCK_H = 3             # one row of per-block bars (plus 1 px gap)
+TL_HOST_H = 20
+TL_MAX_ITEMS = 200         # items drawn per test
+TL_MAX_LANES = 48          # stream lanes drawn per test
+TL_MAX_BLOCK_ROWS = 32     # block rows under the kernels of one lane
+TL_MAX_BLOCKS = 2000       # block bars drawn per test
+TL_MAX_RANGES = 200
+TL_MAX_RANGE_ROWS = 10
+TL_MAX_HOST = 200
+TL_ZOOM_BELOW = 0.25       # a second, zoomed drawing when the items fill less than this share of the span
+TL_CHAR_W = 6.1            # width of one character at the drawing's 10 px monospace font
+
+TL_KIND_STYLE = {          # fill, stroke
+    "kernel": ("#8cb8f2", "#1f5fae"),
+    "memcpy": ("#8fd6a8", "#1a7f4e"),
+    "memset": ("#f5c27a", "#a2630f"),
+}
+TL_OTHER_STYLE = ("#d0d7de", "#57606a")
+TL_BLOCK_FILL = "#0b3d91"
+TL_RANGE_STYLE = ("#e4d8fb", "#6639ba")
+TL_HOST_COLOR = "#cf222e"
+
+
+def as_ns(value: Any) -> Optional[int]:
+    """A timestamp or duration in ns as an int; None when it is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        return int(round(value))
+    return value
+
+
+def fmt_ns(ns: float, signed: bool = False) -> str:
+    """A duration (or an offset, with signed=True) in the unit that suits it: 850 ns, 12.3 µs, 228.074 ms."""
+    sign = ("+" if ns >= 0 else "\u2212") if signed else ("\u2212" if ns < 0 else "")
+    value = abs(ns)
+    for limit, divisor, unit in ((1e3, 1.0, "ns"), (1e6, 1e3, "\u00b5s"), (1e9, 1e6, "ms")):
+        if value < limit:
+            break
+    else:
+        divisor, unit = 1e9, "s"
+    scaled = value / divisor
+    if unit == "ns":
+        return "%s%d ns" % (sign, round(scaled))
+    digits = 3 if signed or scaled < 10 else 2 if scaled < 100 else 1
+    return "%s%.*f %s" % (sign, digits, scaled, unit)
+
+
+def fmt_bytes(n: Any) -> str:
+    """8388608 -> "8,388,608 B (8 MiB)"."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        return fmt_value(n)
+    for size, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if n >= size:
+            return "%s B (%.4g %s)" % (format(n, ","), n / size, unit)
+    return "%s B" % format(n, ",")
+
+
+def timeline_state(test: Dict[str, Any]) -> str:
+    """'none' (no timeline object), 'off' (tracing off), 'empty' (on, nothing recorded) or 'drawn'."""
+    tl = test.get("timeline")
+    if not isinstance(tl, dict):
+        return "none"
+    if dig(tl, "tracing", "enabled") is not True:
+        return "off"
+    model = timeline_model(tl)
+    return "drawn" if model["items"] or model["ranges"] else "empty"
+
+
+def entries_of(tl: Dict[str, Any], key: str) -> Tuple[List[Dict[str, Any]], int]:
+    """The well-formed entries of tl[key] (objects with a numeric start_ns), and how many were not."""
+    raw = tl.get(key)
+    if not isinstance(raw, list):
+        return [], 0 if raw is None else 1
+    good, bad = [], 0
+    for entry in raw:
+        if isinstance(entry, dict) and as_ns(entry.get("start_ns")) is not None:
+            good.append(entry)
+        else:
+            bad += 1
+    return good, bad
+
+
+def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
+    """Items, ranges and host events with integer times, the span, and what is drawn of them.
+    Times stay integers (CUPTI's are ~1.8e18 ns, beyond a double's exact range) until t0 is subtracted."""
+    raw_items, bad_items = entries_of(tl, "items")
+    raw_ranges, bad_ranges = entries_of(tl, "ranges")
+    raw_host, bad_host = entries_of(tl, "host_events")
+
+    items = []
+    for entry in raw_items:
+        start = as_ns(entry["start_ns"])
+        end = as_ns(entry.get("end_ns"))
+        items.append({"raw": entry, "s": start, "e": end if end is not None and end >= start else start,
+                      "kind": str(entry.get("kind") or "?"), "stream": fmt_value(entry.get("stream"))
+                      if entry.get("stream") not in (None, "") else "(no stream)",
+                      "label": entry.get("label") if isinstance(entry.get("label"), str) else ""})
+    ranges = []
+    for entry in raw_ranges:
+        start = as_ns(entry["start_ns"])
+        end = as_ns(entry.get("end_ns"))
+        is_open = end is None or end == 0
+        ranges.append({"raw": entry, "s": start, "e": None if is_open else max(end, start), "open": is_open,
+                       "name": fmt_value(entry.get("name")) if entry.get("name") is not None else ""})
+    host = [{"raw": e, "s": as_ns(e["start_ns"]),
+             "label": e.get("label") if isinstance(e.get("label"), str) else fmt_value(e.get("label"))}
+            for e in raw_host]
+
+    starts = [x["s"] for x in items] + [x["s"] for x in ranges] + [x["s"] for x in host]
+    t0 = min(starts) if starts else 0
+    ends = [x["e"] for x in items] + [x["e"] for x in ranges if not x["open"]] + starts
+    t1 = max(ends) if ends else 0
+
+    # What is drawn: the first items by start time, in at most TL_MAX_LANES stream lanes.
+    items.sort(key=lambda x: (x["s"], x["e"]))
+    lanes: List[str] = []
+    drawn = []
+    for item in items:
+        if len(drawn) >= TL_MAX_ITEMS:
+            break
+        if item["stream"] not in lanes:
+            if len(lanes) >= TL_MAX_LANES:
+                continue
+            lanes.append(item["stream"])
+        drawn.append(item)
+    ranges.sort(key=lambda x: (x["s"], -(x["e"] if x["e"] is not None else t1)))
+    host.sort(key=lambda x: x["s"])
+    return {"t0": t0, "t1": t1, "items": items, "drawn": drawn, "lanes": lanes,
+            "ranges": ranges, "host": host, "bad": bad_items + bad_ranges + bad_host}
+
+
+def pack_rows(spans: Sequence[Tuple[float, float]], max_rows: int) -> List[Optional[int]]:
+    """A row for each (start, end), in the given order, so that spans in one row do not overlap; None
+    where more than max_rows would be needed."""
+    row_ends: List[float] = []
+    rows: List[Optional[int]] = []
+    for start, end in spans:
+        for number, last in enumerate(row_ends):
+            if start >= last:
+                row_ends[number] = max(end, start)
+                rows.append(number)
+                break
+        else:
+            if len(row_ends) < max_rows:
+                row_ends.append(max(end, start))
+                rows.append(len(row_ends) - 1)
+            else:
+                rows.append(None)
+    return rows
+
+
+def tick_step(span: float) -> float:
+    """A round step (1, 2 or 5 times a power of ten) giving about six ticks over span ns."""
+    raw = max(span / 6.0, 1e-9)
+    power = 10.0 ** int(("%e" % raw).split("e")[1])
+    for factor in (1, 2, 5, 10):
+        if factor * power >= raw:
+            return factor * power
+    return 10 * power
+
+
+def axis_unit(span: float) -> Tuple[float, str]:
+    if span >= 2e9:
+        return 1e9, "s"
+    if span >= 2e6:
+        return 1e6, "ms"
+    if span >= 2e3:
+        return 1e3, "\u00b5s"
+    return 1.0, "ns"
+
+
+def fits(text: str, width: float) -> bool:
+    return bool(text) and len(text) * TL_CHAR_W + 6 <= width
+
+
+def svg_text(x: float, y: float, text: str, extra: str = "") -> str:
+    return '<text x="%.1f" y="%.1f"%s>%s</text>' % (x, y, extra, h(text))
+
+
+def item_tooltip(item: Dict[str, Any], t0: int) -> str:
+    raw = item["raw"]
+    lines = ["%s \u2014 %s" % (item["label"] or "(unlabelled)", item["kind"]),
+             "stream %s%s" % (item["stream"], " (CUPTI stream %s)" % fmt_value(raw["stream_id"])
+                              if raw.get("stream_id") is not None else ""),
+             "start %s, duration %s" % (fmt_ns(item["s"] - t0, signed=True), fmt_ns(item["e"] - item["s"]))]
+    if item["kind"] in ("memcpy", "memset") or "bytes" in raw:
+        parts = []
+        if raw.get("bytes") is not None:
+            parts.append(fmt_bytes(raw.get("bytes")))
+        if raw.get("copy_kind"):
+            parts.append(fmt_value(raw.get("copy_kind")))
+        if raw.get("src_kind") or raw.get("dst_kind"):
+            parts.append("%s \u2192 %s" % (fmt_value(raw.get("src_kind") or "?"), fmt_value(raw.get("dst_kind") or "?")))
+        if parts:
+            lines.append(", ".join(parts))
+    if raw.get("name"):
+        name = fmt_value(raw.get("name"))
+        lines.append("name %s" % (name if len(name) <= 160 else name[:157] + "..."))
+    if isinstance(raw.get("blocks"), list) and raw.get("blocks"):
+        lines.append("%s recorded" % plural(len(raw["blocks"]), "block"))
+    if raw.get("correlation_id") is not None:
+        lines.append("correlation %s" % fmt_value(raw.get("correlation_id")))
+    return "\n".join(lines)
+
+
+def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple[str, int]:
+    """One drawing of the window [w0, w1] (ns on the test's clock); x = (t - w0) * scale.
+    Returns the SVG and the number of block bars that did not fit."""
+    t0 = model["t0"]
+    span = max(w1 - w0, 1)
+    scale = TL_PLOT_W / float(span)
+    left, right = float(TL_LABEL_W), float(TL_LABEL_W + TL_PLOT_W)
+
+    def x_of(t: int) -> float:
+        return left + (t - w0) * scale
+
+    body: List[str] = []
+    lanes_out: List[str] = []
+    y = float(TL_AXIS_H)
+    blocks_left = [TL_MAX_BLOCKS]
+    blocks_skipped = 0
+
+    def lane(title: str, tooltip: str, height: float, shade: bool) -> float:
+        nonlocal y
+        top = y
+        if shade:
+            lanes_out.append('<rect x="0" y="%.1f" width="%d" height="%.1f" fill="#f6f8fa"/>' % (top, TL_WIDTH, height))
+        shown = title if len(title) <= 17 else title[:16] + "\u2026"
+        lanes_out.append('<g class="lane-label"><title>%s</title>%s</g>' % (
+            h(tooltip), svg_text(4, top + min(height, TL_ROW_H + 4) / 2 + 3.5, shown,
+                                 ' font-weight="600" fill="#24292f"')))
+        lanes_out.append('<line x1="0" x2="%d" y1="%.1f" y2="%.1f" stroke="#d0d7de"/>'
+                         % (TL_WIDTH, top + height, top + height))
+        y += height
+        return top
+
+    # Stream lanes: item rows, then block rows under the kernels.
+    shade = False
+    for name in model["lanes"]:
+        mine = [it for it in model["drawn"] if it["stream"] == name]
+        rows = pack_rows([(it["s"], it["e"]) for it in mine], 1000)
+        n_rows = max(r for r in rows if r is not None) + 1 if mine else 1
+        block_plan = []
+        n_block_rows = 0
+        for it in mine:
+            blocks = it["raw"].get("blocks")
+            if it["kind"] != "kernel" or not isinstance(blocks, list) or not blocks:
+                continue
+            good = []
+            for index, b in enumerate(blocks):
+                bs, be = as_ns(b.get("t0_ns")) if isinstance(b, dict) else None, \
+                    as_ns(b.get("t1_ns")) if isinstance(b, dict) else None
+                if bs is None:
+                    blocks_skipped += 1
+                    continue
+                good.append((bs, be if be is not None and be >= bs else bs, index, b))
+            good.sort(key=lambda g: (g[0], g[1]))
+            block_rows = pack_rows([(g[0], g[1]) for g in good], TL_MAX_BLOCK_ROWS)
+            block_plan.append((it, good, block_rows, len(blocks)))
+            used = [r for r in block_rows if r is not None]
+            n_block_rows = max(n_block_rows, max(used) + 1 if used else 0)
+        height = n_rows * TL_ROW_H + n_block_rows * (TL_BLOCK_H + 1) + (4 if n_block_rows else 0) + 4
+        ids = sorted({fmt_value(it["raw"].get("stream_id")) for it in mine if it["raw"].get("stream_id") is not None})
+        top = lane(name, "stream %s%s: %s drawn" % (name, " (CUPTI stream %s)" % ", ".join(ids) if ids else "",
+                                                     plural(len(mine), "item")), height, shade)
+        shade = not shade
+        for it, row in zip(mine, rows):
+            fill, stroke = TL_KIND_STYLE.get(it["kind"], TL_OTHER_STYLE)
+            xs, xe = x_of(it["s"]), x_of(it["e"])
+            width = max(xe - xs, 1.0)
+            ry = top + 2 + (row or 0) * TL_ROW_H
+            faded = '' if it["label"] else ' fill-opacity="0.45" stroke-dasharray="2 1"'
+            shape = '<rect x="%.2f" y="%.1f" width="%.2f" height="%d" fill="%s" stroke="%s" stroke-width="%s"%s/>' % (
+                xs, ry, width, TL_ROW_H - 3, fill, stroke, "1" if width >= 3 else "0.5", faded)
+            text = ""
+            if fits(it["label"], width):
+                text = svg_text(xs + 3, ry + TL_ROW_H - 6, it["label"], ' fill="#0b1f33"')
+            body.append('<g class="item %s"><title>%s</title>%s%s</g>' % (
+                h(slug(it["kind"])), h(item_tooltip(it, t0)), shape, text))
+        blocks_top = top + 2 + n_rows * TL_ROW_H + 2
+        for it, good, block_rows, total in block_plan:
+            who = it["label"] or "kernel"
+            for (bs, be, index, b), row in zip(good, block_rows):
+                if row is None or blocks_left[0] <= 0:
+                    blocks_skipped += 1
+                    continue
+                blocks_left[0] -= 1
+                xs, xe = x_of(bs), x_of(be)
+                sm = "SM %s" % fmt_value(b.get("sm_begin"))
+                if b.get("sm_end") != b.get("sm_begin"):
+                    sm += " at start, SM %s at end" % fmt_value(b.get("sm_end"))
+                tip = "%s \u2014 block %d of %d\n%s\nstart %s, duration %s" % (
+                    who, index + 1, total, sm, fmt_ns(bs - t0, signed=True), fmt_ns(be - bs))
+                if b.get("max_gap_ns") is not None:
+                    tip += "\nlargest gap between stamps %s ns" % fmt_value(b.get("max_gap_ns"))
+                body.append('<rect class="block" x="%.2f" y="%.1f" width="%.2f" height="%d" fill="%s"><title>%s'
+                            '</title></rect>' % (xs, blocks_top + row * (TL_BLOCK_H + 1), max(xe - xs, 1.0),
+                                                 TL_BLOCK_H, TL_BLOCK_FILL, h(tip)))
+
+    # NVTX lane: nested or overlapping ranges in sub-rows; an open range runs to the end of the span.
+    ranges = model["ranges"][:TL_MAX_RANGES]
+    if ranges:
+        ends = [r["e"] if r["e"] is not None else max(model["t1"], r["s"]) for r in ranges]
+        rows = pack_rows([(r["s"], e) for r, e in zip(ranges, ends)], TL_MAX_RANGE_ROWS)
+        used = [r for r in rows if r is not None]
+        n_rows = max(used) + 1 if used else 1
+        top = lane("NVTX", "NVTX ranges (CUPTI marker records)", n_rows * TL_ROW_H + 4, shade)
+        shade = not shade
+        for r, end, row in zip(ranges, ends, rows):
+            if row is None:
+                continue
+            xs, xe = x_of(r["s"]), x_of(end)
+            if xe < left or xs > right:
+                continue
+            clipped_left, clipped_right = xs < left, xe > right
+            xs, xe = max(xs, left), min(xe, right)
+            width = max(xe - xs, 1.0)
+            ry = top + 2 + row * TL_ROW_H
+            fill, stroke = TL_RANGE_STYLE
+            dash = ' stroke-dasharray="4 2"' if r["open"] else ""
+            shape = '<rect x="%.2f" y="%.1f" width="%.2f" height="%d" fill="%s" stroke="%s"%s/>' % (
+                xs, ry, width, TL_ROW_H - 3, fill, stroke, dash)
+            label = r["name"] + (" (open)" if r["open"] else "")
+            label = ("\u25c2 " if clipped_left else "") + label + (" \u25b8" if clipped_right else "")
+            if not fits(label, width):
+                label = r["name"] if fits(r["name"], width) else ""
+            text = svg_text(xs + 3, ry + TL_ROW_H - 6, label, ' fill="#3b1d7a"') if label else ""
+            domain = r["raw"].get("domain")
+            tip = "NVTX range %s%s\nstart %s, %s" % (
+                r["name"] or "(unnamed)", " (domain %s)" % fmt_value(domain) if domain else "",
+                fmt_ns(r["s"] - t0, signed=True),
+                "open: no end when collected (end_ns 0); drawn to the end of the span" if r["open"]
+                else "duration %s" % fmt_ns(r["e"] - r["s"]))
+            body.append('<g class="range%s"><title>%s</title>%s%s</g>' % (" open" if r["open"] else "", h(tip),
+                                                                          shape, text))
+
+    # Host lane: a tick for each host event, and a faint line through the lanes above.
+    host = [e for e in model["host"][:TL_MAX_HOST] if w0 <= e["s"] <= w1]
+    if model["host"]:
+        top = lane("host", "host moments the test recorded", TL_HOST_H, shade)
+        for e in host:
+            x = x_of(e["s"])
+            tip = "host: %s\nat %s" % (e["label"] or "(no label)", fmt_ns(e["s"] - t0, signed=True))
+            text = svg_text(x + 4, top + TL_HOST_H - 6, e["label"], ' fill="%s"' % TL_HOST_COLOR) \
+                if e["label"] and x + 4 + len(e["label"]) * TL_CHAR_W <= TL_WIDTH else ""
+            body.append('<line x1="%.2f" x2="%.2f" y1="%d" y2="%.1f" stroke="%s" stroke-opacity="0.35" '
+                        'stroke-dasharray="3 3"/>' % (x, x, TL_AXIS_H, top, TL_HOST_COLOR))
+            body.append('<g class="host"><title>%s</title><line x1="%.2f" x2="%.2f" y1="%.1f" y2="%.1f" stroke="%s" '
+                        'stroke-width="2"/><path d="M%.2f %.1fl-4 -6h8z" fill="%s"/>%s</g>' % (
+                            h(tip), x, x, top + 3, top + TL_HOST_H - 2, TL_HOST_COLOR, x, top + 9, TL_HOST_COLOR,
+                            text))
+
+    height = int(y + 1)
+    # Axis: round ticks of the offset from the test's t0, in one unit chosen by the window.
+    divisor, unit = axis_unit(span)
+    step = tick_step(span)
+    decimals = 0
+    while decimals < 6 and abs(round(step / divisor, decimals) - step / divisor) > 1e-9 * max(1.0, step / divisor):
+        decimals += 1
+    axis = ['<text x="4" y="14" fill="#57606a">time (%s)</text>' % unit]
+    first = math.ceil((w0 - t0) / step)
+    k = first
+    while True:
+        offset = k * step
+        x = x_of(t0 + offset)
+        if x > right + 0.01:
+            break
+        if x >= left - 0.01:
+            axis.append('<line x1="%.2f" x2="%.2f" y1="%d" y2="%d" stroke="#d8dee4"/>' % (x, x, TL_AXIS_H - 4, height))
+            axis.append(svg_text(x, 14, "%.*f" % (decimals, offset / divisor), ' text-anchor="middle" fill="#57606a"'))
+        k += 1
+        if k - first > 100:
+            break
+    axis.append('<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#8c959f"/>' % (left, right, TL_AXIS_H, TL_AXIS_H))
+    svg = ('<svg class="tl" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" '
+           'font-family="ui-monospace, DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="10">'
+           '%s%s%s</svg>' % (TL_WIDTH, height, TL_WIDTH, height, h(caption), "".join(lanes_out), "".join(axis),
+                            "".join(body)))
+    return svg, blocks_skipped
+
+
+def timeline_summary(model: Dict[str, Any]) -> str:
+    parts = [plural(len(model["items"]), "item")]
+    streams = {it["stream"] for it in model["items"]}
+    if streams:
+        parts[0] += " on %s" % plural(len(streams), "stream")
+    parts.append(plural(len(model["ranges"]), "NVTX range"))
+    if model["host"]:
+        parts.append(plural(len(model["host"]), "host event"))
+    parts.append("span %s" % fmt_ns(model["t1"] - model["t0"]))
+    return ", ".join(parts)
+
+
+def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
+    """The collapsed timeline of one test: legend, the drawing (and a zoom on the items when they fill
+    a small part of the span), the clock line and what was left out."""
+    model = timeline_model(tl)
+    t0, t1 = model["t0"], max(model["t1"], model["t0"] + 1)
+    out = ['<details class="tl" id="%s"><summary><b>Timeline</b> <span class="muted">%s</span></summary>'
+           % (h(anchor), h(timeline_summary(model)))]
+    legend = "".join('<span class="tl-key"><i style="background:%s;border-color:%s"></i>%s</span>' % (f, s, k)
+                     for k, (f, s) in TL_KIND_STYLE.items())
+    legend += '<span class="tl-key"><i style="background:%s;border-color:%s;height:4px"></i>block</span>' % (
+        TL_BLOCK_FILL, TL_BLOCK_FILL)
+    legend += '<span class="tl-key"><i style="background:%s;border-color:%s"></i>NVTX range</span>' % TL_RANGE_STYLE
+    legend += ('<span class="tl-key"><i style="background:%s;border-color:%s;width:3px"></i>host event</span>'
+               % (TL_HOST_COLOR, TL_HOST_COLOR))
+    legend += '<span class="muted">faded, dashed: unlabelled \u00b7 hover for details</span>'
+    out.append('<div class="tl-legend small">%s</div>' % legend)
+    out.append('<div class="tl-caption small muted">whole test: t0 = first record, %s</div>' % h(fmt_ns(t1 - t0)))
+    svg, skipped_blocks = timeline_svg(model, t0, t1, "timeline of the whole test")
+    out.append('<div class="tl-svg">%s</div>' % svg)
+    drawn = model["drawn"]
+    if drawn:
+        first = drawn[0]["s"]
+        last = max(it["e"] for it in drawn)
+        extent = last - first
+        if extent < TL_ZOOM_BELOW * (t1 - t0):
+            pad = max(extent // 50, 500)
+            z0, z1 = max(first - pad, t0), min(last + pad, t1)
+            zoom_svg, _ = timeline_svg(model, z0, max(z1, z0 + 1), "timeline zoomed on the items")
+            out.append('<div class="tl-caption small muted">zoom on the items: %s \u2026 %s (%s); NVTX ranges '
+                       'clipped (\u25c2 \u25b8)</div>' % (h(fmt_ns(z0 - t0, signed=True)), h(fmt_ns(z1 - t0, signed=True)),
+                                                         h(fmt_ns(z1 - z0))))
+            out.append('<div class="tl-svg">%s</div>' % zoom_svg)
+
+    clock_map = tl.get("clock_map") if isinstance(tl.get("clock_map"), dict) else {}
+    line = ["clock <span class=\"mono\">%s</span>" % h(tl.get("clock") or "not stated")]
+    if clock_map:
+        if clock_map.get("valid") is False:
+            line.append("<b>clock map not valid</b>")
+        offset = clock_map.get("globaltimer_to_cupti_offset_ns")
+        line.append("offset %s ns <span class=\"muted\">(cupti = globaltimer + offset)</span>" % h(
+            offset if offset is not None else "\u2014"))
+        residual = clock_map.get("residual_ns")
+        line.append("residual %s ns%s" % (h(residual if residual is not None else "\u2014"),
+                                          " (%s)" % h(plural(clock_map["samples"], "sample"))
+                                          if isinstance(clock_map.get("samples"), int) else ""))
+    else:
+        line.append("no clock map")
+    line.append(h(plural(len(model["items"]), "item")))
+    unlabelled = tl.get("unlabelled_records")
+    line.append("%s unlabelled" % h(unlabelled if unlabelled is not None else "\u2014"))
+    dropped = tl.get("dropped_records_in_process")
+    if isinstance(dropped, int) and not isinstance(dropped, bool) and dropped:
+        line.append("<b>%s dropped in the process</b>" % h(plural(dropped, "CUPTI record")))
+    out.append('<div class="tl-clock small">%s</div>' % " \u00b7 ".join(line))
+
+    notes = []
+    left_out = len(model["items"]) - len(drawn)
+    if left_out:
+        notes.append("%d of %d items not drawn (at most %d items and %d streams per test, first by start time)"
+                     % (left_out, len(model["items"]), TL_MAX_ITEMS, TL_MAX_LANES))
+    if len(model["ranges"]) > TL_MAX_RANGES:
+        notes.append("%d of %d NVTX ranges not drawn" % (len(model["ranges"]) - TL_MAX_RANGES, len(model["ranges"])))
+    if len(model["host"]) > TL_MAX_HOST:
+        notes.append("%d of %d host events not drawn" % (len(model["host"]) - TL_MAX_HOST, len(model["host"])))
+    if skipped_blocks:
+        notes.append("%s not drawn (at most %d rows per stream, %d per test)"
+                     % (plural(skipped_blocks, "block record"), TL_MAX_BLOCK_ROWS, TL_MAX_BLOCKS))
+    if model["bad"]:
+        notes.append("%s without a numeric start_ns ignored" % plural(model["bad"], "entry", "entries"))
+    for note in notes:
+        out.append('<div class="tl-note small">%s</div>' % h(note))
+    out.append("</details>")
+    return "".join(out)
+
+
+def timeline_note(test: Dict[str, Any]) -> Optional[str]:
+    """One line for the Result cell when a timeline object exists but nothing is drawn."""
+    tl = test.get("timeline")
+    state = timeline_state(test)
+    if state == "off":
+        reason = dig(tl, "tracing", "reason")
+        return "no timeline: tracing off (%s)" % (reason if isinstance(reason, str) and reason else "no reason given")
+    if state == "empty":
+        return "timeline: tracing on, nothing recorded (%s unlabelled)" % fmt_value(tl.get("unlabelled_records", 0))
+    return None
+
+
+def timeline_anchor(test: Dict[str, Any]) -> str:
+    return "tl-" + slug(test["ctest_name"])
+
+
+# ------------------------------------------------------------------------------------------------
 # HTML
 # ------------------------------------------------------------------------------------------------
 
@@ -844,6 +1344,14 @@ tr.group > td { background: #f6f8fa; border-top: 2px solid #afb8c1; }
   border-radius: 6px; padding: 6px 10px; margin: 10px 0; }
 #filters input[type=search] { width: 320px; }
 footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
+tr.tl-row > td { background: #fcfcfd; padding: 2px 7px 4px; }
+details.tl > summary { cursor: pointer; font-size: 13px; }
+.tl-svg { overflow-x: auto; margin: 2px 0; } svg.tl { display: block; background: #fff; border: 1px solid var(--line); }
+svg.tl g.item:hover rect, svg.tl g.range:hover rect, svg.tl rect.block:hover { stroke: #000; stroke-width: 1.5; }
+.tl-legend { display: flex; flex-wrap: wrap; gap: 2px 14px; margin: 4px 0; }
+.tl-key i { display: inline-block; width: 14px; height: 10px; border: 1px solid; margin-right: 4px;
+  vertical-align: middle; }
+.tl-caption { margin-top: 6px; } .tl-clock { margin: 3px 0; } .tl-note { color: var(--amber); }
 """
 
 SCRIPT = """
@@ -862,6 +1370,8 @@ SCRIPT = """
       var show = !(problems.checked && good[row.getAttribute('data-status')]) &&
                  (!text || row.textContent.toLowerCase().indexOf(text) >= 0);
       row.style.display = show ? '' : 'none';
+      var next = row.nextElementSibling;
+      if (next && next.className === 'tl-row') next.style.display = row.style.display;
     }
   }
   q.addEventListener('input', apply);
@@ -978,7 +1488,8 @@ class Page:
             for note in r["notes"]:
                 self.w('<div class="banner warn">%s</div>' % h(note))
         self.w('<nav class="toc"><a href="#totals">Totals</a><a href="#coverage">Coverage</a>'
-               '<a href="#families">Families</a><a href="#instruments">Instruments</a>'
+               '<a href="#families">Families</a><a href="#timelines">Timelines</a>'
+               '<a href="#instruments">Instruments</a>'
                '<a href="#environment">Environment &amp; build</a></nav></header>')
 
     # (2) totals ---------------------------------------------------------------------------------
@@ -1186,10 +1697,16 @@ class Page:
             result.append("<pre>%s</pre>" % h(text))
         for note in t["notes"]:
             result.append('<div class="muted small">%s</div>' % h(note))
+        tl_note = timeline_note(t)
+        if tl_note:
+            result.append('<div class="muted small">%s</div>' % h(tl_note))
         self.w("<td>%s</td>" % ("".join(result) or '<span class="muted">\u2014</span>'))
         self.w("<td>%s</td>" % kv_list(t["observations"]))
         claim_ids = sorted({str(c.get("id")) for c in t["claims"]})
         self.w("<td>%s</td></tr>" % self.baseline_list(t["baseline"], claim_ids))
+        if timeline_state(t) == "drawn":
+            # The drawing takes the table's whole width, in a row of its own under the test's row.
+            self.w('<tr class="tl-row"><td colspan="9">%s</td></tr>' % timeline_html(t["timeline"], timeline_anchor(t)))
 
     @staticmethod
     def baseline_list(entries: List[Dict[str, Any]], claim_ids: Sequence[str]) -> str:
@@ -1218,6 +1735,43 @@ class Page:
                 line += '<div class="muted small">%s</div>' % h(e["detail"])
             out.append('<div class="bl">%s</div>' % line)
         return "".join(out)
+
+    # (4b) timelines -----------------------------------------------------------------------------
+    def timelines_section(self) -> None:
+        self.w('<section id="timelines"><h2>Timelines</h2>')
+        tests = sorted(self.tests.values(), key=lambda t: t["ctest_name"])
+        states: Dict[str, List[Dict[str, Any]]] = {}
+        for t in tests:
+            states.setdefault(timeline_state(t), []).append(t)
+        drawn = states.get("drawn", [])
+        if drawn:
+            self.w('<p class="small muted">Each drawing is under its test\'s row in the family tables, collapsed; '
+                   'the links open it.</p>')
+            self.w("<table class='narrow'><tr><th>Test</th><th>Recorded</th><th>Items' extent</th></tr>")
+            for t in drawn:
+                model = timeline_model(t["timeline"])
+                extent = "\u2014"
+                if model["items"]:
+                    extent = fmt_ns(max(it["e"] for it in model["items"]) - min(it["s"] for it in model["items"]))
+                label = '<a href="#%s" class="mono">%s</a>' % (h(timeline_anchor(t)), breakable(t["gtest_name"]))
+                if t["variant"]:
+                    label += '<span class="tag">%s</span>' % h(t["variant"])
+                self.w('<tr><td>%s %s</td><td class="small">%s</td><td class="small">%s</td></tr>' % (
+                    label, badge(t["status"]), h(timeline_summary(model)), h(extent)))
+            self.w("</table>")
+        else:
+            self.w('<p class="muted">No test recorded a timeline (observation files of schema 1.1 with tracing on).</p>')
+        others = []
+        if states.get("empty"):
+            others.append("%s traced with nothing recorded" % plural(len(states["empty"]), "test"))
+        if states.get("off"):
+            reasons = sorted({str(dig(t["timeline"], "tracing", "reason") or "no reason given") for t in states["off"]})
+            others.append("%s with tracing off (%s)" % (plural(len(states["off"]), "test"), "; ".join(reasons)))
+        if states.get("none"):
+            others.append("%s without a timeline record" % plural(len(states["none"]), "test"))
+        if others:
+            self.w('<p class="small muted">%s.</p>' % h("; ".join(others)))
+        self.w("</section>")
 
     # (5) instruments ----------------------------------------------------------------------------
     def instruments_section(self) -> None:
@@ -1292,6 +1846,7 @@ class Page:
         self.totals_section()
         self.coverage_section()
         self.families_section()
+        self.timelines_section()
         self.instruments_section()
         self.environment_section()
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
