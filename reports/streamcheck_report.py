@@ -824,8 +824,9 @@ def as_ns(value: Any) -> Optional[int]:
     return value
 
 
-def fmt_ns(ns: float, signed: bool = False) -> str:
-    """A duration (or an offset, with signed=True) in the unit that suits it: 850 ns, 12.3 µs, 228.074 ms."""
+def fmt_ns(ns: float, signed: bool = False, exact: bool = False) -> str:
+    """A duration (or an offset, with signed=True) in the unit that suits it: 850 ns, 12.3 µs, 228.074 ms;
+    exact=True keeps every nanosecond (+228.074315 ms)."""
     sign = ("+" if ns >= 0 else "\u2212") if signed else ("\u2212" if ns < 0 else "")
     value = abs(ns)
     for limit, divisor, unit in ((1e3, 1.0, "ns"), (1e6, 1e3, "\u00b5s"), (1e9, 1e6, "ms")):
@@ -836,7 +837,10 @@ def fmt_ns(ns: float, signed: bool = False) -> str:
     scaled = value / divisor
     if unit == "ns":
         return "%s%d ns" % (sign, round(scaled))
-    digits = 3 if signed or scaled < 10 else 2 if scaled < 100 else 1
+    if exact:
+        digits = {"\u00b5s": 3, "ms": 6, "s": 9}[unit]
+    else:
+        digits = 3 if signed or scaled < 10 else 2 if scaled < 100 else 1
     return "%s%.*f %s" % (sign, digits, scaled, unit)
 
 
@@ -898,7 +902,8 @@ def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
         ranges.append({"raw": entry, "s": start, "e": None if is_open else max(end, start), "open": is_open,
                        "name": fmt_value(entry.get("name")) if entry.get("name") is not None else ""})
     host = [{"raw": e, "s": as_ns(e["start_ns"]),
-             "label": e.get("label") if isinstance(e.get("label"), str) else fmt_value(e.get("label"))}
+             "label": e.get("label") if isinstance(e.get("label"), str)
+             else "" if e.get("label") is None else fmt_value(e.get("label"))}
             for e in raw_host]
 
     starts = [x["s"] for x in items] + [x["s"] for x in ranges] + [x["s"] for x in host]
@@ -977,7 +982,8 @@ def item_tooltip(item: Dict[str, Any], t0: int) -> str:
     lines = ["%s \u2014 %s" % (item["label"] or "(unlabelled)", item["kind"]),
              "stream %s%s" % (item["stream"], " (CUPTI stream %s)" % fmt_value(raw["stream_id"])
                               if raw.get("stream_id") is not None else ""),
-             "start %s, duration %s" % (fmt_ns(item["s"] - t0, signed=True), fmt_ns(item["e"] - item["s"]))]
+             "start %s, duration %s" % (fmt_ns(item["s"] - t0, signed=True, exact=True),
+                                         fmt_ns(item["e"] - item["s"]))]
     if item["kind"] in ("memcpy", "memset") or "bytes" in raw:
         parts = []
         if raw.get("bytes") is not None:
@@ -985,7 +991,8 @@ def item_tooltip(item: Dict[str, Any], t0: int) -> str:
         if raw.get("copy_kind"):
             parts.append(fmt_value(raw.get("copy_kind")))
         if raw.get("src_kind") or raw.get("dst_kind"):
-            parts.append("%s \u2192 %s" % (fmt_value(raw.get("src_kind") or "?"), fmt_value(raw.get("dst_kind") or "?")))
+            parts.append("memory %s \u2192 %s" % (fmt_value(raw.get("src_kind") or "?"),
+                                                  fmt_value(raw.get("dst_kind") or "?")))
         if parts:
             lines.append(", ".join(parts))
     if raw.get("name"):
@@ -1061,7 +1068,9 @@ def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple
         shade = not shade
         for it, row in zip(mine, rows):
             fill, stroke = TL_KIND_STYLE.get(it["kind"], TL_OTHER_STYLE)
-            xs, xe = x_of(it["s"]), x_of(it["e"])
+            if it["e"] < w0 or it["s"] > w1:
+                continue  # outside a zoomed window
+            xs, xe = max(x_of(it["s"]), left), min(x_of(it["e"]), right)
             width = max(xe - xs, 1.0)
             ry = top + 2 + (row or 0) * TL_ROW_H
             faded = '' if it["label"] else ' fill-opacity="0.45" stroke-dasharray="2 1"'
@@ -1079,13 +1088,15 @@ def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple
                 if row is None or blocks_left[0] <= 0:
                     blocks_skipped += 1
                     continue
+                if be < w0 or bs > w1:
+                    continue
                 blocks_left[0] -= 1
-                xs, xe = x_of(bs), x_of(be)
+                xs, xe = max(x_of(bs), left), min(x_of(be), right)
                 sm = "SM %s" % fmt_value(b.get("sm_begin"))
                 if b.get("sm_end") != b.get("sm_begin"):
                     sm += " at start, SM %s at end" % fmt_value(b.get("sm_end"))
                 tip = "%s \u2014 block %d of %d\n%s\nstart %s, duration %s" % (
-                    who, index + 1, total, sm, fmt_ns(bs - t0, signed=True), fmt_ns(be - bs))
+                    who, index + 1, total, sm, fmt_ns(bs - t0, signed=True, exact=True), fmt_ns(be - bs))
                 if b.get("max_gap_ns") is not None:
                     tip += "\nlargest gap between stamps %s ns" % fmt_value(b.get("max_gap_ns"))
                 body.append('<rect class="block" x="%.2f" y="%.1f" width="%.2f" height="%d" fill="%s"><title>%s'
@@ -1123,7 +1134,7 @@ def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple
             domain = r["raw"].get("domain")
             tip = "NVTX range %s%s\nstart %s, %s" % (
                 r["name"] or "(unnamed)", " (domain %s)" % fmt_value(domain) if domain else "",
-                fmt_ns(r["s"] - t0, signed=True),
+                fmt_ns(r["s"] - t0, signed=True, exact=True),
                 "open: no end when collected (end_ns 0); drawn to the end of the span" if r["open"]
                 else "duration %s" % fmt_ns(r["e"] - r["s"]))
             body.append('<g class="range%s"><title>%s</title>%s%s</g>' % (" open" if r["open"] else "", h(tip),
@@ -1135,7 +1146,7 @@ def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple
         top = lane("host", "host moments the test recorded", TL_HOST_H, shade)
         for e in host:
             x = x_of(e["s"])
-            tip = "host: %s\nat %s" % (e["label"] or "(no label)", fmt_ns(e["s"] - t0, signed=True))
+            tip = "host: %s\nat %s" % (e["label"] or "(no label)", fmt_ns(e["s"] - t0, signed=True, exact=True))
             text = svg_text(x + 4, top + TL_HOST_H - 6, e["label"], ' fill="%s"' % TL_HOST_COLOR) \
                 if e["label"] and x + 4 + len(e["label"]) * TL_CHAR_W <= TL_WIDTH else ""
             body.append('<line x1="%.2f" x2="%.2f" y1="%d" y2="%.1f" stroke="%s" stroke-opacity="0.35" '
@@ -1206,17 +1217,23 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
     svg, skipped_blocks = timeline_svg(model, t0, t1, "timeline of the whole test")
     out.append('<div class="tl-svg">%s</div>' % svg)
     drawn = model["drawn"]
-    if drawn:
-        first = drawn[0]["s"]
-        last = max(it["e"] for it in drawn)
+    # The test's own NVTX range usually covers its set-up, so the items fill a sliver of the span:
+    # then a second drawing zooms on the labelled items (on all drawn items when none is labelled).
+    focus = [it for it in drawn if it["label"]] or drawn
+    if focus:
+        first = min(it["s"] for it in focus)
+        last = max(it["e"] for it in focus)
         extent = last - first
         if extent < TL_ZOOM_BELOW * (t1 - t0):
-            pad = max(extent // 50, 500)
+            pad = max(extent // 40, 500)
             z0, z1 = max(first - pad, t0), min(last + pad, t1)
             zoom_svg, _ = timeline_svg(model, z0, max(z1, z0 + 1), "timeline zoomed on the items")
-            out.append('<div class="tl-caption small muted">zoom on the items: %s \u2026 %s (%s); NVTX ranges '
-                       'clipped (\u25c2 \u25b8)</div>' % (h(fmt_ns(z0 - t0, signed=True)), h(fmt_ns(z1 - t0, signed=True)),
-                                                         h(fmt_ns(z1 - z0))))
+            what = "the labelled items" if focus is not drawn else "the items"
+            outside = sum(1 for it in drawn if it["e"] < z0 or it["s"] > z1)
+            out.append('<div class="tl-caption small muted">zoom on %s: %s \u2026 %s (%s)%s; ranges and items '
+                       'reaching past it are clipped</div>' % (
+                           what, h(fmt_ns(z0 - t0, signed=True)), h(fmt_ns(z1 - t0, signed=True)), h(fmt_ns(z1 - z0)),
+                           h(", %s outside" % plural(outside, "item")) if outside else ""))
             out.append('<div class="tl-svg">%s</div>' % zoom_svg)
 
     clock_map = tl.get("clock_map") if isinstance(tl.get("clock_map"), dict) else {}
@@ -1244,8 +1261,11 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
     notes = []
     left_out = len(model["items"]) - len(drawn)
     if left_out:
-        notes.append("%d of %d items not drawn (at most %d items and %d streams per test, first by start time)"
-                     % (left_out, len(model["items"]), TL_MAX_ITEMS, TL_MAX_LANES))
+        streams_out = len({it["stream"] for it in model["items"]}) - len(model["lanes"])
+        why = ["at most %d items per test, the first by start time" % TL_MAX_ITEMS]
+        if streams_out:
+            why.append("%s beyond the first %d not drawn" % (plural(streams_out, "stream"), TL_MAX_LANES))
+        notes.append("%d of %d items not drawn (%s)" % (left_out, len(model["items"]), "; ".join(why)))
     if len(model["ranges"]) > TL_MAX_RANGES:
         notes.append("%d of %d NVTX ranges not drawn" % (len(model["ranges"]) - TL_MAX_RANGES, len(model["ranges"])))
     if len(model["host"]) > TL_MAX_HOST:
@@ -1346,7 +1366,8 @@ tr.group > td { background: #f6f8fa; border-top: 2px solid #afb8c1; }
 footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 tr.tl-row > td { background: #fcfcfd; padding: 2px 7px 4px; }
 details.tl > summary { cursor: pointer; font-size: 13px; }
-.tl-svg { overflow-x: auto; margin: 2px 0; } svg.tl { display: block; background: #fff; border: 1px solid var(--line); }
+.tl-svg { overflow-x: auto; margin: 2px 0; }
+svg.tl { display: block; max-width: 100%; height: auto; background: #fff; border: 1px solid var(--line); }
 svg.tl g.item:hover rect, svg.tl g.range:hover rect, svg.tl rect.block:hover { stroke: #000; stroke-width: 1.5; }
 .tl-legend { display: flex; flex-wrap: wrap; gap: 2px 14px; margin: 4px 0; }
 .tl-key i { display: inline-block; width: 14px; height: 10px; border: 1px solid; margin-right: 4px;
@@ -1382,6 +1403,16 @@ SCRIPT = """
   }
   document.getElementById('expand-all').addEventListener('click', function () { toggle(true); });
   document.getElementById('collapse-all').addEventListener('click', function () { toggle(false); });
+  // A link to a collapsed timeline (or into a collapsed family) opens it.
+  function openTarget() {
+    var target = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+    for (var node = target; node; node = node.parentElement) {
+      if (node.tagName === 'DETAILS') node.open = true;
+    }
+    if (target && target.scrollIntoView) target.scrollIntoView();
+  }
+  window.addEventListener('hashchange', openTarget);
+  openTarget();
 })();
 """
 
@@ -1744,23 +1775,26 @@ class Page:
         for t in tests:
             states.setdefault(timeline_state(t), []).append(t)
         drawn = states.get("drawn", [])
+        models = {t["ctest_name"]: timeline_model(t["timeline"]) for t in drawn}
+        with_items = [t for t in drawn if models[t["ctest_name"]]["items"]]
+        ranges_only = [t for t in drawn if not models[t["ctest_name"]]["items"]]
         if drawn:
             self.w('<p class="small muted">Each drawing is under its test\'s row in the family tables, collapsed; '
                    'the links open it.</p>')
+        if with_items:
             self.w("<table class='narrow'><tr><th>Test</th><th>Recorded</th><th>Items' extent</th></tr>")
-            for t in drawn:
-                model = timeline_model(t["timeline"])
-                extent = "\u2014"
-                if model["items"]:
-                    extent = fmt_ns(max(it["e"] for it in model["items"]) - min(it["s"] for it in model["items"]))
-                label = '<a href="#%s" class="mono">%s</a>' % (h(timeline_anchor(t)), breakable(t["gtest_name"]))
-                if t["variant"]:
-                    label += '<span class="tag">%s</span>' % h(t["variant"])
+            for t in with_items:
+                model = models[t["ctest_name"]]
+                extent = fmt_ns(max(it["e"] for it in model["items"]) - min(it["s"] for it in model["items"]))
                 self.w('<tr><td>%s %s</td><td class="small">%s</td><td class="small">%s</td></tr>' % (
-                    label, badge(t["status"]), h(timeline_summary(model)), h(extent)))
+                    self.timeline_link(t), badge(t["status"]), h(timeline_summary(model)), h(extent)))
             self.w("</table>")
-        else:
-            self.w('<p class="muted">No test recorded a timeline (observation files of schema 1.1 with tracing on).</p>')
+        if ranges_only:
+            self.w('<p class="small">NVTX ranges only (%d): %s</p>' % (
+                len(ranges_only), ", ".join(self.timeline_link(t) for t in ranges_only)))
+        if not drawn:
+            self.w('<p class="muted">No test recorded a timeline (observation files of schema 1.1 with tracing '
+                   'on).</p>')
         others = []
         if states.get("empty"):
             others.append("%s traced with nothing recorded" % plural(len(states["empty"]), "test"))
@@ -1772,6 +1806,13 @@ class Page:
         if others:
             self.w('<p class="small muted">%s.</p>' % h("; ".join(others)))
         self.w("</section>")
+
+    @staticmethod
+    def timeline_link(test: Dict[str, Any]) -> str:
+        label = '<a href="#%s" class="mono">%s</a>' % (h(timeline_anchor(test)), breakable(test["gtest_name"]))
+        if test["variant"]:
+            label += '<span class="tag">%s</span>' % h(test["variant"])
+        return label
 
     # (5) instruments ----------------------------------------------------------------------------
     def instruments_section(self) -> None:

@@ -417,5 +417,268 @@ class BadInput(ReportTestCase):
         self.assert_refused(result, "schema version 2.0.0")
 
 
+# A CUPTI-like clock: nanoseconds near 1.8e18, beyond a double's exact range, so that lost precision shows.
+T0 = 1795317993000000000
+
+
+def tl_item(kind, label, stream, start_us, duration_ns, **extra):
+    item = {"kind": kind, "label": label, "stream": stream, "stream_id": 16, "correlation_id": 1,
+            "start_ns": T0 + int(start_us * 1000), "end_ns": T0 + int(start_us * 1000) + duration_ns, "name": ""}
+    if kind == "kernel":
+        item["name"] = "_Z11spin_kernelPv"
+    else:
+        item.update({"bytes": 8388608, "copy_kind": "HtoD" if kind == "memcpy" else "", "src_kind": "pinned",
+                     "dst_kind": "device"})
+    item.update(extra)
+    return item
+
+
+def timeline_doc(items=None, ranges=None, host_events=None, tracing=True, reason=None, unlabelled=1):
+    if not tracing:
+        return {"tracing": {"enabled": False, "reason": reason}}
+    return {"tracing": {"enabled": True, "cupti_library": "libcupti.so", "cupti_api_version": 130001,
+                        "nvtx_routed": True, "nvtx_detail": "NVTX_INJECTION64_PATH"},
+            "clock": "cupti",
+            "clock_map": {"valid": True, "globaltimer_to_cupti_offset_ns": -100433, "residual_ns": 1280,
+                          "samples": 16},
+            "items": items or [], "ranges": ranges or [], "host_events": host_events or [],
+            "unlabelled_records": unlabelled, "dropped_records_in_process": 0}
+
+
+def two_streams_timeline():
+    """Two kernels (one with per-block records) on s1 and s2, a copy after the second, a zero-length memset,
+    the test's NVTX range with a nested one, an open range and a host moment."""
+    blocks = [{"t0_ns": T0 + 10000 + 5 * i, "t1_ns": T0 + 2010000 + 5 * i, "max_gap_ns": 96, "sm_begin": 2 * i,
+               "sm_end": 2 * i} for i in range(3)]
+    return timeline_doc(
+        items=[tl_item("kernel", "k1", "s1", 10, 2000000, blocks=blocks),
+               tl_item("kernel", "k2", "s2", 70, 2000000, stream_id=17),
+               tl_item("memcpy", "copy", "s2", 2075, 150000, stream_id=17),
+               tl_item("memset", "", "cupti:15", 5, 0, stream_id=15)],
+        ranges=[{"name": "Timeline.Test", "domain": "streamcheck", "start_ns": T0, "end_ns": T0 + 3000000},
+                {"name": "enqueue", "domain": "streamcheck", "start_ns": T0 + 8000, "end_ns": T0 + 140000},
+                {"name": "still-open", "domain": "streamcheck", "start_ns": T0 + 2500000, "end_ns": 0}],
+        host_events=[{"kind": "host", "label": "enqueued", "start_ns": T0 + 141000, "end_ns": T0 + 141000}])
+
+
+class Timelines(ReportTestCase):
+    def add_test(self, name, timeline, family="harness", suite="Timeline"):
+        """A passed test of the given family whose observation file holds the timeline; returns its ctest name."""
+        ctest = "%s.%s.%s" % (family, suite, name)
+        write(self.run_dir / "gtest" / (ctest + ".xml"), gtest_xml(suite, name))
+        doc = observation(ctest, "%s.%s" % (suite, name), [])
+        doc["schema_version"] = "1.1.0"
+        doc["timeline"] = timeline
+        write(self.run_dir / "observations" / (ctest + ".json"), json.dumps(doc))
+        return ctest
+
+    def drawing(self, page, ctest):
+        match = re.search(r'<details class="tl" id="tl-%s">(.*?)</details>' % re.escape(ctest), page, re.S)
+        self.assertIsNotNone(match, "no timeline for %s" % ctest)
+        return match.group(1)
+
+    @staticmethod
+    def rects(svg, cls):
+        """(x, width) of the first <rect> in each element of the class."""
+        return [(float(x), float(w)) for x, w in re.findall(
+            r'<g class="%s"><title>.*?</title><rect x="([-\d.]+)" y="[\d.]+" width="([\d.]+)"' % cls, svg, re.S)]
+
+    def test_svg_is_drawn_collapsed_under_the_tests_row_and_listed_under_timelines(self):
+        ctest = self.add_test("TwoStreams", two_streams_timeline())
+        _, page = self.generate()
+        row = re.search(r'<tr id="t-%s".*?</tr><tr class="tl-row"><td colspan="9">(.*?)</td></tr>'
+                        % re.escape(ctest), page, re.S)
+        self.assertIsNotNone(row, "the timeline row does not follow the test's row")
+        self.assertIn('<details class="tl" id="tl-%s"><summary>' % ctest, row.group(1))  # collapsed: no open
+        svgs = re.findall(r"<svg\b.*?</svg>", self.drawing(page, ctest), re.S)
+        # One drawing: the items fill most of the span here, so there is no zoom (see the zoom test).
+        self.assertEqual(len(svgs), 1)
+        self.assertIn('width="900"', svgs[0])
+        self.assertNotIn("http://", page)  # inline SVG in HTML needs no namespace
+        nav = page[page.index('<nav class="toc">'):page.index("</nav>")]
+        self.assertIn('<a href="#timelines">Timelines</a>', nav)
+        section = page[page.index('<section id="timelines">'):]
+        section = section[:section.index("</section>")]
+        self.assertIn('href="#tl-%s"' % ctest, section)
+        self.assertIn("4 items on 3 streams, 3 NVTX ranges, 1 host event", section)
+        # Tests without a timeline record are counted, not listed.
+        self.assertIn("without a timeline record", section)
+        self.assertNotIn("RangeIsOrdered", section)
+
+    def test_lanes_are_the_stream_names_then_nvtx_and_host(self):
+        ctest = self.add_test("TwoStreams", two_streams_timeline())
+        _, page = self.generate()
+        svg = re.search(r"<svg\b.*?</svg>", self.drawing(page, ctest), re.S).group(0)
+        lanes = re.findall(r'<g class="lane-label"><title>[^<]*</title><text [^>]*>([^<]*)</text></g>', svg)
+        self.assertEqual(lanes, ["cupti:15", "s1", "s2", "NVTX", "host"])  # streams by first start
+        self.assertIn("<title>stream s2 (CUPTI stream 17): 2 items drawn</title>", svg)
+        # The item's label is written inside its bar when it fits; kernels, copies and memsets differ in colour.
+        self.assertRegex(svg, r'(?s)<g class="item kernel"><title>k1 \u2014 kernel\n.*?</title><rect [^>]*/>'
+                              r'<text [^>]*>k1</text></g>')
+        fills = {kind: re.search(r'<g class="item %s"><title>.*?</title><rect [^>]*fill="(#\w+)"' % kind, svg,
+                                 re.S).group(1) for kind in ("kernel", "memcpy", "memset")}
+        self.assertEqual(len(set(fills.values())), 3)
+
+    def test_copy_tooltip_carries_bytes_and_memory_kinds(self):
+        ctest = self.add_test("TwoStreams", two_streams_timeline())
+        _, page = self.generate()
+        tips = re.findall(r'<g class="item memcpy"><title>(.*?)</title>', self.drawing(page, ctest), re.S)
+        self.assertTrue(tips)
+        tip = tips[0]
+        self.assertTrue(tip.startswith("copy \u2014 memcpy\nstream s2"), tip)
+        self.assertIn("8,388,608 B (8 MiB), HtoD, memory pinned \u2192 device", tip)
+        # Offsets are exact to the nanosecond although the clock's values exceed a double's precision.
+        self.assertIn("start +2.075000 ms, duration 150.0 \u00b5s", tip)
+
+    def test_zero_length_item_is_at_least_one_pixel_wide_and_x_starts_at_t0(self):
+        ctest = self.add_test("TwoStreams", two_streams_timeline())
+        _, page = self.generate()
+        svg = re.search(r"<svg\b.*?</svg>", self.drawing(page, ctest), re.S).group(0)
+        (x, width), = self.rects(svg, "item memset")
+        self.assertGreaterEqual(width, 1.0)
+        self.assertIn("duration 0 ns", svg)
+        # The test's own range starts at t0: x is the left edge of the plot; the span is 3 ms over the plot.
+        x_range = float(re.search(r'<g class="range"><title>NVTX range Timeline.Test.*?</title><rect x="([\d.]+)"',
+                                  svg, re.S).group(1))
+        self.assertAlmostEqual(x_range, report.TL_LABEL_W, places=2)
+        self.assertAlmostEqual(x, report.TL_LABEL_W + 5000 * report.TL_PLOT_W / 3000000.0, places=1)
+
+    def test_blocks_are_bars_under_their_kernel(self):
+        ctest = self.add_test("TwoStreams", two_streams_timeline())
+        _, page = self.generate()
+        svg = re.search(r"<svg\b.*?</svg>", self.drawing(page, ctest), re.S).group(0)
+        blocks = re.findall(r'<rect class="block" x="[\d.]+" y="([\d.]+)" width="[\d.]+" height="(\d+)"[^>]*>'
+                            r'<title>(.*?)</title>', svg, re.S)
+        self.assertEqual(len(blocks), 3)
+        kernel_y = float(re.search(r'<g class="item kernel"><title>k1.*?</title><rect x="[\d.]+" y="([\d.]+)"',
+                                   svg, re.S).group(1))
+        self.assertTrue(all(float(y) > kernel_y for y, _, _ in blocks))
+        self.assertEqual(len({y for y, _, _ in blocks}), 3)  # concurrent blocks: one row each
+        self.assertTrue(all(int(height) < report.TL_ROW_H for _, height, _ in blocks))
+        self.assertIn("k1 \u2014 block 2 of 3\nSM 2\nstart +10.005 \u00b5s, duration 2.000 ms", blocks[1][2])
+
+    def test_nested_ranges_get_sub_rows_and_an_open_range_runs_to_the_end(self):
+        ctest = self.add_test("TwoStreams", two_streams_timeline())
+        _, page = self.generate()
+        svg = re.search(r"<svg\b.*?</svg>", self.drawing(page, ctest), re.S).group(0)
+        ranges = re.findall(r'<g class="range( open)?"><title>(.*?)</title><rect x="([\d.]+)" y="([\d.]+)" '
+                            r'width="([\d.]+)"([^>]*)/>', svg, re.S)
+        by_name = {title.split("\n")[0].split()[2]: (is_open, float(x), float(y), float(w), rest)
+                   for is_open, title, x, y, w, rest in ranges}
+        self.assertNotEqual(by_name["Timeline.Test"][2], by_name["enqueue"][2])  # nested: another row
+        is_open, x, _, width, rest = by_name["still-open"]
+        self.assertEqual(is_open, " open")
+        self.assertIn("stroke-dasharray", rest)
+        self.assertAlmostEqual(x + width, report.TL_LABEL_W + report.TL_PLOT_W, places=1)
+        self.assertIn("still-open (open)", svg)
+        self.assertIn("open: no end when collected", svg)
+
+    def test_clock_line_under_the_drawing(self):
+        ctest = self.add_test("TwoStreams", two_streams_timeline())
+        _, page = self.generate()
+        drawing = self.drawing(page, ctest)
+        line = re.search(r'<div class="tl-clock small">(.*?)</div>', drawing, re.S)
+        self.assertIsNotNone(line)
+        text = re.sub(r"<[^>]+>", "", line.group(1))
+        for needle in ("clock cupti", "offset -100433 ns", "residual 1280 ns (16 samples)", "4 items",
+                       "1 unlabelled"):
+            self.assertIn(needle, text)
+        self.assertLess(drawing.index("</svg>"), drawing.index('class="tl-clock'))
+
+    def test_zoom_on_the_items_when_the_tests_range_dwarfs_them(self):
+        doc = two_streams_timeline()
+        doc["ranges"][0]["start_ns"] = T0 - 200000000  # the fixture's set-up: 200 ms before the work
+        ctest = self.add_test("LongSetUp", doc)
+        _, page = self.generate()
+        drawing = self.drawing(page, ctest)
+        svgs = re.findall(r"<svg\b.*?</svg>", drawing, re.S)
+        self.assertEqual(len(svgs), 2)
+        self.assertIn("zoom on the labelled items", drawing)
+        self.assertIn("time (ms)", svgs[0])
+        # In the zoom, k1 (2 ms of the ~2.3 ms window) is wide enough for its label.
+        (x, width), = self.rects(svgs[1], "item kernel")[:1]
+        self.assertGreater(width, 0.7 * report.TL_PLOT_W)
+
+    def test_tracing_off_shows_the_reason_and_no_drawing(self):
+        ctest = self.add_test("Untraced", timeline_doc(tracing=False, reason="STREAMCHECK_TRACE=0 <off>"))
+        _, page = self.generate()
+        row = re.search(r'<tr id="t-%s".*?</tr>(.*?)(?=<tr id=|</table>)' % re.escape(ctest), page, re.S)
+        self.assertIsNotNone(row)
+        self.assertIn("no timeline: tracing off (STREAMCHECK_TRACE=0 &lt;off&gt;)", row.group(0))
+        self.assertNotIn("<svg", row.group(0))
+        self.assertNotIn('id="tl-%s"' % ctest, page)
+        self.assertIn("1 test with tracing off (STREAMCHECK_TRACE=0 &lt;off&gt;)", page)
+
+    def test_traced_test_with_nothing_recorded_gets_a_note_and_no_drawing(self):
+        ctest = self.add_test("Quiet", timeline_doc(unlabelled=0))
+        _, page = self.generate()
+        self.assertNotIn('id="tl-%s"' % ctest, page)
+        self.assertIn("timeline: tracing on, nothing recorded", page)
+        self.assertNotIn("<svg", page)
+
+    def test_more_than_200_items_are_capped_with_a_note(self):
+        items = [tl_item("kernel", "launch %d" % i, "s", i, 500) for i in range(250)]
+        ctest = self.add_test("ManyLaunches", timeline_doc(items=items))
+        _, page = self.generate()
+        drawing = self.drawing(page, ctest)
+        for svg in re.findall(r"<svg\b.*?</svg>", drawing, re.S):
+            self.assertEqual(svg.count('<g class="item '), report.TL_MAX_ITEMS)
+            self.assertIn("<title>launch 199 \u2014", svg)
+            self.assertNotIn("<title>launch 200 \u2014", svg)
+        self.assertIn("50 of 250 items not drawn (at most 200 items per test, the first by start time)", drawing)
+        self.assertIn("250 items on 1 stream", drawing)
+
+    def test_streams_beyond_the_lane_cap_are_said(self):
+        items = [tl_item("memset", "m%d" % i, "cupti:%d" % i, i, 100) for i in range(report.TL_MAX_LANES + 2)]
+        ctest = self.add_test("ManyStreams", timeline_doc(items=items))
+        _, page = self.generate()
+        drawing = self.drawing(page, ctest)
+        self.assertIn("2 of 50 items not drawn", drawing)
+        self.assertIn("2 streams beyond the first 48 not drawn", drawing)
+
+    def test_all_text_is_escaped(self):
+        evil = SCRIPT_TEXT
+        doc = timeline_doc(
+            items=[tl_item("kernel", evil, "s<1>&", 1, 1000, name="k<T>"),
+                   tl_item("memcpy", "c", "s2", 3, 1000, src_kind="<pinned>", dst_kind='"dev"')],
+            ranges=[{"name": evil, "domain": "<d>", "start_ns": T0, "end_ns": T0 + 10000}],
+            host_events=[{"kind": "host", "label": "</svg><b>x</b>", "start_ns": T0 + 2000}])
+        ctest = self.add_test("Escaping", doc)
+        _, page = self.generate()
+        drawing = self.drawing(page, ctest)
+        self.assertNotIn(evil, page.replace(embedded_data(page)[0], ""))
+        self.assertIn("&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;", drawing)
+        self.assertIn("s&lt;1&gt;&amp;", drawing)
+        self.assertIn("memory &lt;pinned&gt; \u2192 &quot;dev&quot;", drawing)
+        self.assertIn("&lt;/svg&gt;&lt;b&gt;x&lt;/b&gt;", drawing)
+        self.assertNotIn("<b>x</b>", page)
+        self.assertEqual(drawing.count("<svg"), drawing.count("</svg>"))
+        raw, data = embedded_data(page)
+        outside = page.replace(raw, "")
+        self.assertEqual(outside.count("<script"), 2)  # still only the data block and the filter script
+        test = next(t for t in data["tests"] if t["ctest_name"] == ctest)
+        self.assertEqual(test["timeline"]["items"][0]["label"], evil)
+
+    def test_malformed_entries_are_skipped_not_fatal(self):
+        doc = timeline_doc(items=[tl_item("kernel", "ok", "s", 1, 1000), {"kind": "kernel", "start_ns": "soon"}, 7],
+                           ranges="not a list")
+        ctest = self.add_test("Malformed", doc)
+        _, page = self.generate()
+        drawing = self.drawing(page, ctest)
+        self.assertIn("3 entries without a numeric start_ns ignored", drawing)
+        self.assertEqual(drawing.count('<g class="item '), 1)
+
+    def test_time_formats_and_ticks(self):
+        self.assertEqual(report.fmt_ns(850), "850 ns")
+        self.assertEqual(report.fmt_ns(1440), "1.440 \u00b5s")
+        self.assertEqual(report.fmt_ns(228074315, signed=True, exact=True), "+228.074315 ms")
+        self.assertEqual(report.axis_unit(3000000), (1e6, "ms"))
+        self.assertEqual(report.axis_unit(150000), (1e3, "\u00b5s"))
+        self.assertEqual(report.tick_step(3000000), 500000)
+        self.assertEqual(report.tick_step(228000000), 50000000)
+        self.assertEqual(report.pack_rows([(0, 10), (2, 5), (5, 8), (10, 12)], 5), [0, 1, 1, 0])
+        self.assertEqual(report.pack_rows([(0, 10), (1, 9), (2, 8)], 2), [0, 1, None])
+
+
 if __name__ == "__main__":
     unittest.main()
