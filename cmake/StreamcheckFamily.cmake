@@ -17,8 +17,9 @@
 #   --default-stream=per-thread; its tests carry the prefix <family>.ptds_nvcc.
 #   Every source is also part of the main (legacy default stream) executable. Each executable gets
 #   SC_BUILD_VARIANT="legacy" / "ptds" / "ptds_nvcc".
-# - ENV_VARIANT (triples): tests matching a filter run only in their own entries
-#   (<family>.<name>.Suite.Test) with the variable set before CUDA initializes.
+# - ENV_VARIANT (triples): tests matching a filter run in their own entries (<family>.<name>.Suite.Test)
+#   with the variable set before CUDA initializes, and not in the default entries. A filter starting
+#   with '+' keeps its tests in the default entries too (a behavior measured with and without the variable).
 #
 # Property values are given one key at a time (LABELS a LABELS b): a list value inside PROPERTIES shifts
 # the key/value pairs and later properties are silently lost (CMake issue 17812).
@@ -106,7 +107,11 @@ function(sc_behavior_family)
     set(remaining ${arg_ENV_VARIANT})
     while(remaining)
       list(POP_FRONT remaining vname vfilter venv)
-      list(APPEND excluded "${vfilter}")
+      if(vfilter MATCHES "^\\+")
+        string(SUBSTRING "${vfilter}" 1 -1 vfilter)
+      else()
+        list(APPEND excluded "${vfilter}")
+      endif()
       _sc_discover(${target} "${prefix}${vname}." "${vfilter}" "${props}" ENVIRONMENT "${venv}")
     endwhile()
     set(rest "*")

@@ -76,7 +76,42 @@ __global__ void fill_kernel(std::uint32_t* out, std::uint32_t n, std::uint32_t v
   for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = value;
 }
 
+__global__ void fill_late_kernel(std::uint32_t* out, std::uint32_t n, std::uint32_t value, std::uint64_t spin_ns) {
+  const std::uint64_t t0 = now_ns();
+  while (now_ns() - t0 < spin_ns) {
+  }
+  for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = value;
+}
+
+__global__ void count_mismatches_kernel(const std::uint32_t* data, std::uint32_t n, std::uint32_t expected,
+                                        std::uint32_t* mismatches) {
+  std::uint32_t wrong = 0;
+  const std::uint32_t stride = gridDim.x * blockDim.x;
+  for (std::uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
+    const std::uint32_t i = n - 1 - k;  // reverse order
+    wrong += data[i] != expected;
+  }
+  if (wrong != 0) atomicAdd(mismatches, wrong);
+}
+
 }  // namespace
+
+cudaError_t launch_fill_late(cudaStream_t stream, std::uint32_t* out, std::uint32_t n, std::uint32_t value,
+                             std::uint64_t spin_ns) {
+  fill_late_kernel<<<4, 256, 0, stream>>>(out, n, value, spin_ns);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_count_mismatches(cudaStream_t stream, const std::uint32_t* data, std::uint32_t n,
+                                    std::uint32_t expected, std::uint32_t* mismatches) {
+  count_mismatches_kernel<<<4, 256, 0, stream>>>(data, n, expected, mismatches);
+  return cudaGetLastError();
+}
+
+cudaError_t set_empty_kernel_carveout(int percent) {
+  return cudaFuncSetAttribute(reinterpret_cast<const void*>(empty_kernel),
+                              cudaFuncAttributePreferredSharedMemoryCarveout, percent);
+}
 
 cudaError_t launch_gate(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns, bool banner) {
   gate_kernel<<<1, 1, 0, stream>>>(gate, watchdog_ns, banner);
@@ -123,7 +158,8 @@ const void* const kAllKernels[] = {
     reinterpret_cast<const void*>(gate_kernel),  reinterpret_cast<const void*>(mark_kernel),
     reinterpret_cast<const void*>(spin_kernel),  reinterpret_cast<const void*>(timer_probe_kernel),
     reinterpret_cast<const void*>(beacon_kernel), reinterpret_cast<const void*>(empty_kernel),
-    reinterpret_cast<const void*>(fill_kernel)};
+    reinterpret_cast<const void*>(fill_kernel),  reinterpret_cast<const void*>(fill_late_kernel),
+    reinterpret_cast<const void*>(count_mismatches_kernel)};
 }  // namespace
 
 cudaError_t preload() {

@@ -39,6 +39,18 @@ cudaError_t launch_empty(cudaStream_t stream);
 // out[i] = value for i < n (a data path with a known result).
 cudaError_t launch_fill(cudaStream_t stream, std::uint32_t* out, std::uint32_t n, std::uint32_t value);
 
+// Producer of a data path: spins spin_ns first (writes late), then out[i] = value for i < n.
+cudaError_t launch_fill_late(cudaStream_t stream, std::uint32_t* out, std::uint32_t n, std::uint32_t value,
+                             std::uint64_t spin_ns);
+
+// Consumer of a data path: reads data[] in reverse order (a half-finished producer shows at the end
+// first) and adds the number of elements different from `expected` to *mismatches (device memory).
+cudaError_t launch_count_mismatches(cudaStream_t stream, const std::uint32_t* data, std::uint32_t n,
+                                    std::uint32_t expected, std::uint32_t* mismatches);
+
+// cudaFuncSetAttribute(preferred shared-memory carveout) on the empty kernel (a blocking-source probe).
+cudaError_t set_empty_kernel_carveout(int percent);
+
 // Loads every kernel above into the current context (cudaFuncGetAttributes on each), so that no lazy
 // module load can synchronize the context while a gate holds a stream.
 cudaError_t preload();

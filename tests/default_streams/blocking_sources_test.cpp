@@ -1,0 +1,143 @@
+// DFLT-18, DFLT-19: which host calls wait for running GPU work, and which hold back other streams
+// (observed, per architecture). A gate holds s1; the call runs on a helper thread (returns while gated?);
+// if it returned, a mark goes to blocking s2 (does it run while s1 is still gated?).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "default_streams.hpp"
+#include "sc/fixtures/memory.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using DefaultStreams = sc::testing::DefaultStreams;
+
+constexpr std::size_t kBytes = std::size_t{1} << 20;
+// Reason: a mark issued after a call that caused no implicit synchronization lands within microseconds.
+constexpr auto kMarkDeadline = std::chrono::milliseconds{200};
+
+// One host call under test. `prepare` runs before the gate closes, `call` while it is closed, `release`
+// after everything (the API under test is the allocation or free itself, so these are raw calls).
+struct host_call {
+  std::string name;
+  std::function<void()> prepare;
+  std::function<cudaError_t()> call;
+  std::function<void()> release;
+};
+
+std::vector<host_call> calls(void*& device, void*& host, void*& pageable, cudaStream_t other) {
+  return {
+      {"cudaMalloc", [] {}, [&device] { return cudaMalloc(&device, kBytes); },
+       [&device] { sc::note_teardown(cudaFree(device), "cudaFree"); device = nullptr; }},
+      {"cudaFree", [&device] { SC_CHECK_CUDA(cudaMalloc(&device, kBytes)); },
+       [&device] { const cudaError_t c = cudaFree(device); device = nullptr; return c; }, [] {}},
+      {"cudaMallocHost", [] {}, [&host] { return cudaMallocHost(&host, kBytes); },
+       [&host] { sc::note_teardown(cudaFreeHost(host), "cudaFreeHost"); host = nullptr; }},
+      {"cudaFreeHost", [&host] { SC_CHECK_CUDA(cudaMallocHost(&host, kBytes)); },
+       [&host] { const cudaError_t c = cudaFreeHost(host); host = nullptr; return c; }, [] {}},
+      {"cudaHostRegister", [&pageable] { pageable = std::aligned_alloc(4096, kBytes); },
+       [&pageable] { return cudaHostRegister(pageable, kBytes, cudaHostRegisterDefault); },
+       [&pageable] { sc::note_teardown(cudaHostUnregister(pageable), "cudaHostUnregister"); std::free(pageable); pageable = nullptr; }},
+      {"cudaMemset(sync)", [&device] { SC_CHECK_CUDA(cudaMalloc(&device, kBytes)); },
+       [&device] { return cudaMemset(device, 0, kBytes); },
+       [&device] { sc::note_teardown(cudaFree(device), "cudaFree"); device = nullptr; }},
+      {"cudaMemcpy(DtoD)", [&device] { SC_CHECK_CUDA(cudaMalloc(&device, 2 * kBytes)); },
+       [&device] { return cudaMemcpy(static_cast<char*>(device) + kBytes, device, kBytes, cudaMemcpyDeviceToDevice); },
+       [&device] { sc::note_teardown(cudaFree(device), "cudaFree"); device = nullptr; }},
+      {"cudaFuncSetAttribute(carveout)", [] {}, [] { return sc::kernels::set_empty_kernel_carveout(50); }, [] {}},
+      {"cudaMallocAsync+cudaFreeAsync", [] {},
+       [other] {
+         void* p = nullptr;
+         const cudaError_t a = cudaMallocAsync(&p, kBytes, other);
+         return a != cudaSuccess ? a : cudaFreeAsync(p, other);
+       },
+       [] {}},
+  };
+}
+
+void measure_blocking_sources(DefaultStreams& self, stream_flags gated_flags, const sc::stream& s1,
+                              const sc::stream& s2, const sc::stream& other,
+                              const std::function<void(sc::gate&, const sc::stream&)>& hold,
+                              const std::function<void(sc::marks&, const sc::stream&, unsigned)>& drop) {
+  (void)self;
+  const std::string kind = gated_flags == stream_flags::blocking ? "blocking_gate" : "non_blocking_gate";
+  void* device = nullptr;
+  void* host = nullptr;
+  void* pageable = nullptr;
+  for (const host_call& c : calls(device, host, pageable, other.get())) {
+    SCOPED_TRACE(c.name);
+    c.prepare();
+    sc::marks m;
+    bool other_stream_ran = false;
+    bool asked = false;
+    sc::return_observation seen;
+    {
+      sc::gate g;
+      hold(g, s1);
+      if (!g.wait_started()) {
+        ADD_FAILURE() << "the gate did not start";
+        continue;
+      }
+      // Like call_while_gated, but the gate stays closed when the call returns, so that the mark in s2
+      // can be judged; it is opened (and the thread joined) by call_while_gated's own path otherwise.
+      seen = sc::call_while_gated(
+          [&] {
+            const cudaError_t code = c.call();
+            if (code == cudaSuccess) {
+              drop(m, s2, 1);
+              asked = true;
+              const auto until = std::chrono::steady_clock::now() + kMarkDeadline;
+              while (m.ticket_of(1) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+              other_stream_ran = m.ticket_of(1) != 0 && !g.is_open();
+            }
+            return code;
+          },
+          g, sc::kReturnWindow + kMarkDeadline);
+    }
+    SC_CHECK_CUDA(cudaDeviceSynchronize());
+    c.release();
+    const std::string key = c.name + "." + kind;
+    sc::observe(key + ".returned_while_gated", seen.returned_while_gated);
+    sc::observe(key + ".rc", sc::error_name(seen.code));
+    if (asked && seen.returned_while_gated) sc::observe(key + ".other_stream_ran", other_stream_ran);
+    EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+    EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".returned_while_gated",
+                                     sc::mutate("DFLT-19", seen.returned_while_gated, !seen.returned_while_gated)));
+    if (asked && seen.returned_while_gated) {
+      EXPECT_TRUE(sc::matches_baseline("DFLT-18", key + ".other_stream_ran",
+                                       sc::mutate("DFLT-18", other_stream_ran, !other_stream_ran)));
+    }
+  }
+}
+
+// DFLT-18, DFLT-19 · PG 2.3.8 and the old guide's "Implicit Synchronization" list; ECRTS18 Table 3
+// (observed): with a blocking stream gated, which calls return, and does blocking s2 then run?
+TEST_F(DefaultStreams, BlockingSourcesWithABlockingStreamBusy) {
+  sc::claim("DFLT-18", sc::verdict_kind::observed, "PG 2.3.8; old guide Implicit Synchronization");
+  sc::claim("DFLT-19", sc::verdict_kind::observed, "ECRTS18 Table 3; EXAM test_blocking_sources.py");
+  const sc::stream s1 = make(stream_flags::blocking, "s1");
+  const sc::stream s2 = make(stream_flags::blocking, "s2");
+  const sc::stream other = make(stream_flags::non_blocking, "other");
+  measure_blocking_sources(*this, stream_flags::blocking, s1, s2, other,
+                           [this](sc::gate& g, const sc::stream& s) { hold(g, s); },
+                           [this](sc::marks& m, const sc::stream& s, unsigned id) { drop(m, s, id); });
+}
+
+// DFLT-19 · ECRTS18 Table 3 (observed): the same with a non-blocking stream gated.
+TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
+  sc::claim("DFLT-19", sc::verdict_kind::observed, "ECRTS18 Table 3; EXAM test_blocking_sources.py");
+  const sc::stream s1 = make(stream_flags::non_blocking, "s1");
+  const sc::stream s2 = make(stream_flags::blocking, "s2");
+  const sc::stream other = make(stream_flags::non_blocking, "other");
+  measure_blocking_sources(*this, stream_flags::non_blocking, s1, s2, other,
+                           [this](sc::gate& g, const sc::stream& s) { hold(g, s); },
+                           [this](sc::marks& m, const sc::stream& s, unsigned id) { drop(m, s, id); });
+}
+
+}  // namespace

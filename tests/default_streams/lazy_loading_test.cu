@@ -1,0 +1,47 @@
+// DFLT-20: lazy loading (CUDA_MODULE_LOADING=LAZY, the default) against a running gate. A .cu file: the
+// subject is the first launch of a kernel nobody has loaded yet, defined here and never preloaded.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "default_streams.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using DefaultStreams = sc::testing::DefaultStreams;
+
+__global__ void first_launched_while_gated(unsigned* flag) {
+  if (flag != nullptr) *flag = 1u;
+}
+
+// DFLT-20 · old guide "Lazy Loading: Possible issues" (observed): with lazy loading the first launch of a
+// kernel "might require context synchronization", so it may wait for a kernel spinning in another stream.
+// Measured in the default entry (lazy) and in default_streams.eager.* (CUDA_MODULE_LOADING=EAGER).
+TEST_F(DefaultStreams, FirstLaunchOfAnUnloadedKernelWhileAGateRuns) {
+  sc::claim("DFLT-20", sc::verdict_kind::observed, "old guide Lazy Loading (possible issues)");
+  const char* loading = std::getenv("CUDA_MODULE_LOADING");
+  const std::string mode = loading == nullptr ? "default" : loading;
+  const sc::stream s1 = make(stream_flags::non_blocking, "s1");
+  const sc::stream s2 = make(stream_flags::non_blocking, "s2");
+  sc::gate g;
+  hold(g, s1);
+  ASSERT_TRUE(g.wait_started());
+  const sc::return_observation seen = sc::call_while_gated(
+      [&] {
+        const auto label = timeline().label("first launch");
+        first_launched_while_gated<<<1, 1, 0, s2.get()>>>(nullptr);
+        return cudaGetLastError();
+      },
+      g);
+  drain();
+  sc::observe("module_loading", mode);
+  sc::observe("returned_while_gated", seen.returned_while_gated);
+  sc::observe("detail", seen.detail);
+  EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+  EXPECT_TRUE(sc::matches_baseline("DFLT-20", mode + ".returned_while_gated",
+                                   sc::mutate("DFLT-20", seen.returned_while_gated, !seen.returned_while_gated)));
+}
+
+}  // namespace
