@@ -15,7 +15,13 @@ suite_run=$(readlink -f "$build/results/latest")
 tar -C "$(dirname "$suite_run")" -czf "$out/results.tgz" "$(basename "$suite_run")"
 cp "$suite_run/report.html" "$out/report.html" 2>/dev/null
 mutation_rc=0
-if [ "${SKIP_MUTATION:-0}" != 1 ]; then
+# MUTATION_ONLY="<label>:<ID> ..." limits the job to those IDs (e.g. after a change to a few tests).
+if [ -n "${MUTATION_ONLY:-}" ]; then
+  for item in $MUTATION_ONLY; do
+    bash "$src/ci/mutation.sh" "$build" "${item%%:*}" "${item#*:}" 2>&1 | tee -a "$out/mutation.log"
+    [ "${PIPESTATUS[0]}" -ne 0 ] && mutation_rc=1
+  done
+elif [ "${SKIP_MUTATION:-0}" != 1 ]; then
   bash "$src/ci/mutation.sh" "$build" priority_flags \
     PRIO-01 PRIO-02 PRIO-03 PRIO-04 PRIO-05 PRIO-06 PRIO-07 PRIO-08 PRIO-09 PRIO-10 PRIO-11 PRIO-12 PRIO-13 \
     2>&1 | tee "$out/mutation.log"
@@ -24,7 +30,7 @@ if [ "${SKIP_MUTATION:-0}" != 1 ]; then
     2>&1 | tee -a "$out/mutation.log"
   [ "${PIPESTATUS[0]}" -ne 0 ] && mutation_rc=1
   bash "$src/ci/mutation.sh" "$build" default_streams DFLT-01 DFLT-02 DFLT-03 DFLT-04 DFLT-05 DFLT-06 DFLT-07 \
-    DFLT-08 DFLT-09 DFLT-10 DFLT-11 DFLT-12 DFLT-13 DFLT-14 DFLT-15 DFLT-22 2>&1 | tee -a "$out/mutation.log"
+    DFLT-08 DFLT-09 DFLT-10 DFLT-11 DFLT-12 DFLT-13 DFLT-14 DFLT-15 DFLT-16 DFLT-17 DFLT-18 DFLT-19 DFLT-20 DFLT-22 2>&1 | tee -a "$out/mutation.log"
   [ "${PIPESTATUS[0]}" -ne 0 ] && mutation_rc=1
 fi
 echo "gpu_runner: suite rc=$suite_rc mutation rc=$mutation_rc; $(cat "$out/gpu.txt")"
