@@ -129,8 +129,9 @@ TEST_F(DefaultStreams, BlockingSourcesWithABlockingStreamBusy) {
                            [this](sc::marks& m, const sc::stream& s, unsigned id) { drop(m, s, id); });
 }
 
-// DFLT-19 · ECRTS18 Table 3 (observed): the same with a non-blocking stream gated.
+// DFLT-18, DFLT-19 · ECRTS18 Table 3 (observed): the same with a non-blocking stream gated.
 TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
+  sc::claim("DFLT-18", sc::verdict_kind::observed, "PG 2.3.8; old guide Implicit Synchronization");
   sc::claim("DFLT-19", sc::verdict_kind::observed, "ECRTS18 Table 3; EXAM test_blocking_sources.py");
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
