@@ -61,11 +61,8 @@ std::vector<host_call> calls(void*& device, void*& host, void*& pageable, cudaSt
   };
 }
 
-void measure_blocking_sources(DefaultStreams& self, stream_flags gated_flags, const sc::stream& s1,
-                              const sc::stream& s2, const sc::stream& other,
-                              const std::function<void(sc::gate&, const sc::stream&)>& hold,
-                              const std::function<void(sc::marks&, const sc::stream&, unsigned)>& drop) {
-  (void)self;
+void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const sc::stream& s1,
+                              const sc::stream& s2, const sc::stream& other) {
   const std::string kind = gated_flags == stream_flags::blocking ? "blocking_gate" : "non_blocking_gate";
   void* device = nullptr;
   void* host = nullptr;
@@ -79,18 +76,18 @@ void measure_blocking_sources(DefaultStreams& self, stream_flags gated_flags, co
     sc::return_observation seen;
     {
       sc::gate g;
-      hold(g, s1);
+      t.hold(g, s1);
       if (!g.wait_started()) {
         ADD_FAILURE() << "the gate did not start";
         continue;
       }
-      // Like call_while_gated, but the gate stays closed when the call returns, so that the mark in s2
-      // can be judged; it is opened (and the thread joined) by call_while_gated's own path otherwise.
+      // The mark goes to s2 from the helper thread right after the call returns, while the gate is still
+      // closed; call_while_gated opens the gate (and joins) once the helper is done or the window ends.
       seen = sc::call_while_gated(
           [&] {
             const cudaError_t code = c.call();
             if (code == cudaSuccess) {
-              drop(m, s2, 1);
+              t.drop(m, s2, 1);
               asked = true;
               const auto until = std::chrono::steady_clock::now() + kMarkDeadline;
               while (m.ticket_of(1) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
@@ -124,9 +121,7 @@ TEST_F(DefaultStreams, BlockingSourcesWithABlockingStreamBusy) {
   const sc::stream s1 = make(stream_flags::blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
   const sc::stream other = make(stream_flags::non_blocking, "other");
-  measure_blocking_sources(*this, stream_flags::blocking, s1, s2, other,
-                           [this](sc::gate& g, const sc::stream& s) { hold(g, s); },
-                           [this](sc::marks& m, const sc::stream& s, unsigned id) { drop(m, s, id); });
+  measure_blocking_sources(*this, stream_flags::blocking, s1, s2, other);
 }
 
 // DFLT-18, DFLT-19 · ECRTS18 Table 3 (observed): the same with a non-blocking stream gated.
@@ -136,9 +131,7 @@ TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
   const sc::stream other = make(stream_flags::non_blocking, "other");
-  measure_blocking_sources(*this, stream_flags::non_blocking, s1, s2, other,
-                           [this](sc::gate& g, const sc::stream& s) { hold(g, s); },
-                           [this](sc::marks& m, const sc::stream& s, unsigned id) { drop(m, s, id); });
+  measure_blocking_sources(*this, stream_flags::non_blocking, s1, s2, other);
 }
 
 }  // namespace

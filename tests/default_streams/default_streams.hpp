@@ -22,6 +22,8 @@ class DefaultStreams : public GpuTest {
     timeline().track(per_thread_);
   }
 
+  // Helpers are public so that a test file's free functions can share an arrangement between tests.
+ public:
   stream make(stream_flags flags, const std::string& name) {
     stream s = stream::create(flags, 0, name);
     timeline().track(s);

@@ -171,7 +171,7 @@ TEST_F(Timeline, HoldsTwoKernelsACopyAndRangesOnOneClock) {
   timeline().blocks("k2", r2.host(), 2);
   const sc::timeline t = timeline().collect();
 
-  const sc::slack residual{sc::trace::clock().residual_ns + 1, 1, "measured residual of the clock offset"};
+  const sc::slack residual{sc::trace::clock_offset().residual_ns + 1, 1, "measured residual of the clock offset"};
   for (const char* label : {"k1", "k2", "copy"}) ASSERT_EQ(1u, t.labelled(label).size()) << label;
   const sc::timeline_item& k1 = *t.labelled("k1")[0];
   const sc::timeline_item& k2 = *t.labelled("k2")[0];
@@ -192,7 +192,7 @@ TEST_F(Timeline, HoldsTwoKernelsACopyAndRangesOnOneClock) {
   EXPECT_LE(phase->start_ns, k1.start_ns) << "a kernel started before it was enqueued";
   ASSERT_EQ(1u, t.host_events.size());
   EXPECT_GE(t.host_events[0].start_ns, phase->end_ns);
-  sc::observe("clock_residual_ns", static_cast<unsigned long long>(sc::trace::clock().residual_ns));
+  sc::observe("clock_residual_ns", static_cast<unsigned long long>(sc::trace::clock_offset().residual_ns));
 }
 
 }  // namespace
