@@ -170,6 +170,4 @@ cudaError_t preload() {
   return cudaSuccess;
 }
 
-unsigned kernel_count() { return static_cast<unsigned>(sizeof(kAllKernels) / sizeof(kAllKernels[0])); }
-
 }  // namespace sc::kernels

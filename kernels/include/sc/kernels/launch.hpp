@@ -55,7 +55,4 @@ cudaError_t set_empty_kernel_carveout(int percent);
 // module load can synchronize the context while a gate holds a stream.
 cudaError_t preload();
 
-// Number of kernels preload() touches (for the record).
-unsigned kernel_count();
-
 }  // namespace sc::kernels
