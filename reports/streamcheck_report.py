@@ -247,6 +247,7 @@ def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
         "baseline": [],
         "mutation": None,
         "duration_ms": None,
+        "setup_ms": None,
         "instrument": None,
         "device": None,
         "timeline": None,
@@ -401,6 +402,9 @@ def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> 
     duration = doc.get("duration_ms")
     if isinstance(duration, (int, float)) and not isinstance(duration, bool):
         test["duration_ms"] = float(duration)
+    setup = doc.get("setup_ms")
+    if isinstance(setup, (int, float)) and not isinstance(setup, bool):
+        test["setup_ms"] = float(setup)
     test["instrument"] = check_member(doc, "instrument", dict, path, "the observation")
     test["device"] = check_member(doc, "device", dict, path, "the observation")
     test["timeline"] = check_member(doc, "timeline", dict, path, "the observation")
@@ -1713,7 +1717,11 @@ class Page:
         else:
             ids = kinds = sources = '<span class="muted">\u2014</span>'
         self.w('<td>%s</td><td>%s</td><td class="small">%s</td>' % (ids, kinds, sources))
-        self.w('<td class="small" style="white-space:nowrap">%s</td>' % h(fmt_duration(t["duration_ms"])))
+        duration = h(fmt_duration(t["duration_ms"]))
+        if t["setup_ms"] is not None:
+            duration += '<div class="muted" title="fixture set-up (the first test of a process also creates the CUDA ' \
+                        'context, loads the kernels and calibrates the timers)">set-up %s</div>' % h(fmt_duration(t["setup_ms"]))
+        self.w('<td class="small" style="white-space:nowrap">%s</td>' % duration)
 
         result = []
         if t["mutation"]:

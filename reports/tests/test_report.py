@@ -74,7 +74,7 @@ def observation(ctest, test, claims, observations=None, baseline=None, outcome="
            "claims": [{"id": i, "kind": k, "source": s} for i, k, s in claims],
            "observations": observations or {}, "baseline": baseline or [],
            "device": {"index": 0, "name": "NVIDIA H200", "compute_capability": 90}, "outcome": outcome,
-           "duration_ms": 3.25}
+           "duration_ms": 3.25, "setup_ms": 1.5}
     if mutation:
         doc["mutation"] = mutation
     return doc
@@ -333,6 +333,7 @@ class TestDetails(ReportTestCase):
         self.assertIn("st-differs", text)
         self.assertIn("first sm_90 value to confirm", text)
         self.assertIn("mutation: PRIO-01", page)
+        self.assertIn("set-up 1.5 ms", text)
 
     def test_header_shows_gpu_versions_and_commit(self):
         _, page = self.generate()

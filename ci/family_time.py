@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Where a run's time went, per family: ctest's wall time per entry (from its JUnit file) split into
+process start-up and exit (what the fixture did not see), fixture set-up (device choice; in the first
+test of a process also the CUDA context, kernel loading and calibration) and the test bodies (with
+teardown).
+
+    ci/family_time.py JUNIT_XML RUN_DIR [--label LABEL]
+
+JUNIT_XML: ctest --output-junit's file; RUN_DIR: the run's results folder (observations/*.json).
+"""
+import argparse
+import json
+import sys
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("junit")
+    parser.add_argument("run_dir")
+    parser.add_argument("--label", help="only ctest names starting with LABEL.")
+    args = parser.parse_args()
+
+    try:
+        root = ET.parse(args.junit).getroot()
+    except (OSError, ET.ParseError) as e:
+        print("family_time: cannot read %s: %s" % (args.junit, e), file=sys.stderr)
+        return 2
+    wall = {}
+    for case in root.iter("testcase"):
+        name = case.get("name") or ""
+        try:
+            wall[name] = float(case.get("time") or "nan")
+        except ValueError:
+            continue
+
+    fixture = {}
+    setup = {}
+    for path in sorted((Path(args.run_dir) / "observations").glob("*.json")):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            print("family_time: skipping %s: %s" % (path, e), file=sys.stderr)
+            continue
+        name = doc.get("ctest_name") or path.stem
+        if isinstance(doc.get("duration_ms"), (int, float)):
+            fixture[name] = doc["duration_ms"] / 1000.0
+        if isinstance(doc.get("setup_ms"), (int, float)):
+            setup[name] = doc["setup_ms"] / 1000.0
+
+    rows = defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0, 0.0])  # entries, wall, fixture, set-up, bodies seen, longest body
+    longest = {}
+    for name, seconds in wall.items():
+        if name.startswith("streamcheck.run.") or (args.label and not name.startswith(args.label + ".")):
+            continue
+        family = name.split(".")[0]
+        r = rows[family]
+        r[0] += 1
+        r[1] += seconds
+        if name in fixture:
+            r[2] += fixture[name]
+            r[3] += setup.get(name, 0.0)
+            r[4] += 1
+            body = fixture[name] - setup.get(name, 0.0)
+            if body > r[5]:
+                r[5] = body
+                longest[family] = name
+    if not rows:
+        print("family_time: no test entries matched", file=sys.stderr)
+        return 1
+    print("%-18s %7s %9s %12s %10s %9s  %s" % ("family", "entries", "ctest s", "start+exit s", "set-up s",
+                                             "bodies s", "longest body"))
+    for family in sorted(rows):
+        n, w, f, s, seen, top = rows[family]
+        print("%-18s %7d %9.2f %12.2f %10.2f %9.2f  %.2f s %s%s" % (
+            family, n, w, w - f, s, f - s, top, longest.get(family, "-"),
+            "" if seen == n else "  (%d entries without an observation file)" % (n - seen)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
