@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Flake check: runs one family (a CTest label) N times, each time as a whole ctest run with its own results
+# folder, and tallies failures per test. Exit status 0 only when every run passed.
+#
+#   ci/flake_check.sh BUILD_DIR LABEL [N=20]
+#
+# Prints one line per run (ctest's summary and wall time), then the tests that failed and how often, then
+# the wall time's minimum, median and maximum. Logs of failed runs are kept in BUILD_DIR/flake/.
+set -uo pipefail
+if [ $# -lt 2 ]; then
+  echo "usage: ci/flake_check.sh BUILD_DIR LABEL [N]" >&2
+  exit 2
+fi
+build=$1
+label=$2
+n=${3:-20}
+if ! [[ "$n" =~ ^[1-9][0-9]*$ ]]; then
+  echo "flake_check: N must be a positive integer, got '$n'" >&2
+  exit 2
+fi
+if [ ! -f "$build/CTestTestfile.cmake" ]; then
+  echo "flake_check: $build is not a configured build directory" >&2
+  exit 2
+fi
+logs="$build/flake"
+mkdir -p "$logs"
+rm -f "$logs"/*.log
+failed_runs=0
+walls=()
+for i in $(seq 1 "$n"); do
+  log="$logs/run-$i.log"
+  start=$(date +%s%N)
+  (cd "$build" && ctest -L "^${label}\$" --output-on-failure) >"$log" 2>&1
+  rc=$?
+  wall_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  walls+=("$wall_ms")
+  wall=$(awk -v ms="$wall_ms" 'BEGIN { printf "%.2f", ms / 1000 }')
+  summary=$(grep -E "tests passed|No tests were found" "$log" | tail -1)
+  printf 'flake_check: run %2d/%d rc=%d %6s s  %s\n' "$i" "$n" "$rc" "$wall" "${summary:-no summary}"
+  if grep -q "No tests were found" "$log"; then
+    echo "flake_check: label '$label' selects no tests" >&2
+    exit 2
+  fi
+  if [ "$rc" -ne 0 ]; then
+    failed_runs=$((failed_runs + 1))
+  else
+    rm -f "$log"
+  fi
+done
+if [ "$failed_runs" -gt 0 ]; then
+  echo "flake_check: tests that failed (count of runs):"
+  # ctest's list after "The following tests FAILED:" reads "  <num> - <name> (Failed)".
+  cat "$logs"/run-*.log | sed -n 's/^[[:space:]]*[0-9]\+ - \(.*\) (\(.*\))$/\1 (\2)/p' | sort | uniq -c | sort -rn
+fi
+sorted=$(printf '%s\n' "${walls[@]}" | sort -n)
+min=$(echo "$sorted" | head -1)
+max=$(echo "$sorted" | tail -1)
+median=$(echo "$sorted" | sed -n "$(( (n + 1) / 2 ))p")
+awk -v l="$label" -v f="$failed_runs" -v n="$n" -v a="$min" -v m="$median" -v b="$max" 'BEGIN {
+  printf "flake_check: %s: %d of %d runs failed; wall time min %.2f s, median %.2f s, max %.2f s\n", l, f, n, a / 1000, m / 1000, b / 1000 }'
+[ "$failed_runs" -eq 0 ]
