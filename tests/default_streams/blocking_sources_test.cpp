@@ -1,9 +1,13 @@
-// DFLT-18, DFLT-19: which host calls wait for running GPU work, and which hold back other streams
-// (observed, per architecture). A gate holds s1; the call runs on a helper thread (returns while gated?);
-// if it returned, a mark goes to blocking s2 (does it run while s1 is still gated?).
+// DFLT-18, DFLT-19: which host calls wait for running GPU work, and which hold back other streams or
+// other host threads (observed, per architecture). A gate holds s1; the call runs on a helper thread
+// (returns while gated?); if it returned, a mark goes to blocking s2 (does it run while s1 is still
+// gated?); if it is still pending, a third thread launches a mark into a non-blocking stream (does the
+// launch return, and does the mark run, while the call waits?).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <string>
 #include <thread>
@@ -63,6 +67,42 @@ std::vector<host_call> calls(void*& device, void*& host, void*& pageable, cudaSt
   };
 }
 
+// What another host thread sees while a call waits: does its launch into the non-blocking stream `other`
+// return, and does that kernel run, while s1 is still gated? (ECRTS18: cudaFree blocked other threads.)
+struct other_thread_probe {
+  std::thread thread;
+  std::atomic<bool> launched{false};
+  std::string error;  // a launch that failed (the thread cannot throw)
+  bool asked = false;
+  bool launch_returned = false;
+  bool mark_ran = false;
+
+  void run(const sc::gate& g, sc::marks& m, const sc::stream& other, unsigned id, int device) {
+    asked = true;
+    thread = std::thread([this, &m, &other, id, device] {
+      try {
+        SC_CHECK_CUDA(cudaSetDevice(device));
+        m.drop_by(id, [&](std::uint32_t* counter, sc::kernels::mark_board* board, unsigned slot) {
+          return sc::kernels::launch_mark(other.get(), counter, board, slot);
+        });
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      launched.store(true, std::memory_order_release);
+    });
+    const auto until = std::chrono::steady_clock::now() + kMarkDeadline;
+    while (!(launched.load(std::memory_order_acquire) && m.ticket_of(id) != 0) &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
+    launch_returned = launched.load(std::memory_order_acquire) && !g.is_open() && !g.timed_out();
+    mark_ran = m.ticket_of(id) != 0 && !g.is_open() && !g.timed_out();
+  }
+  // After the gate opened (the launch can then return).
+  void join() {
+    if (thread.joinable()) thread.join();
+  }
+};
+
 void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const sc::stream& s1,
                               const sc::stream& s2, const sc::stream& other) {
   const std::string kind = gated_flags == stream_flags::blocking ? "blocking_gate" : "non_blocking_gate";
@@ -74,7 +114,7 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
     c.prepare();
     sc::marks m;
     bool other_stream_ran = false;
-    bool asked = false;
+    other_thread_probe probe;
     sc::return_observation seen;
     {
       sc::gate g;
@@ -83,34 +123,39 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
         ADD_FAILURE() << "the gate did not start";
         continue;
       }
-      // The mark goes to s2 from the helper thread right after the call returns, while the gate is still
-      // closed; call_while_gated opens the gate (and joins) once the helper is done or the window ends.
-      seen = sc::call_while_gated(
-          [&] {
-            const cudaError_t code = c.call();
-            if (code == cudaSuccess) {
-              t.drop(m, s2, 1);
-              asked = true;
-              const auto until = std::chrono::steady_clock::now() + kMarkDeadline;
-              while (m.ticket_of(1) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-              other_stream_ran = m.ticket_of(1) != 0 && !g.is_open();
-            }
-            return code;
-          },
-          g, sc::kReturnWindow + kMarkDeadline);
+      // A call that returned: a mark goes to blocking s2 while the gate is still closed. A call still
+      // pending after the absence window: another thread launches a mark into non-blocking `other`.
+      sc::while_gated_steps steps;
+      steps.after_return = [&] {
+        t.drop(m, s2, 1);
+        const auto until = std::chrono::steady_clock::now() + kMarkDeadline;
+        while (m.ticket_of(1) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        other_stream_ran = m.ticket_of(1) != 0 && !g.is_open() && !g.timed_out();
+      };
+      steps.while_pending = [&] { probe.run(g, m, other, 2, t.device_index()); };
+      seen = sc::call_while_gated(c.call, g, sc::kReturnWindow, steps);
+      probe.join();
     }
     SC_CHECK_CUDA(cudaDeviceSynchronize());
     c.release();
     const std::string key = c.name + "." + kind;
     sc::observe(key + ".returned_while_gated", seen.returned_while_gated);
     sc::observe(key + ".rc", sc::error_name(seen.code));
-    if (asked && seen.returned_while_gated) sc::observe(key + ".other_stream_ran", other_stream_ran);
+    if (seen.returned_while_gated) sc::observe(key + ".took_us", static_cast<long long>(seen.took.count()));
+    if (seen.returned_while_gated && seen.code == cudaSuccess) sc::observe(key + ".other_stream_ran", other_stream_ran);
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+    EXPECT_TRUE(probe.error.empty()) << "the other thread's launch failed: " << probe.error;
     EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".returned_while_gated",
                                      sc::mutate("DFLT-19", seen.returned_while_gated, !seen.returned_while_gated)));
-    if (asked && seen.returned_while_gated) {
+    if (seen.returned_while_gated && seen.code == cudaSuccess) {
       EXPECT_TRUE(sc::matches_baseline("DFLT-18", key + ".other_stream_ran",
                                        sc::mutate("DFLT-18", other_stream_ran, !other_stream_ran)));
+    }
+    if (probe.asked) {
+      sc::observe(key + ".other_thread_launch_returned", probe.launch_returned);
+      sc::observe(key + ".other_thread_mark_ran", probe.mark_ran);
+      EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".other_thread_launch_returned", probe.launch_returned));
+      EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".other_thread_mark_ran", probe.mark_ran));
     }
   }
 }

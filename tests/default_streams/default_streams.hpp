@@ -37,6 +37,7 @@ class DefaultStreams : public GpuTest {
     const auto label = timeline().label("mark" + std::to_string(id) + "@" + s.name());
     m.drop(s, id);
   }
+  int device_index() const noexcept { return device(); }
   // Waits for the whole device with a deadline (every gate must be open by then).
   void drain() { SC_CHECK_CUDA(synchronize_within(legacy_, kWorkDeadline)); SC_CHECK_CUDA(cudaDeviceSynchronize()); }
 

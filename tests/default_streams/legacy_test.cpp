@@ -1,6 +1,11 @@
-// DFLT-01..05, -10..14: the legacy default stream against blocking and non-blocking streams.
+// DFLT-01..05, -10..14, -23: the legacy default stream against blocking and non-blocking streams.
 // Orderings are proven with gates: the host checks "not yet" (or "already") while a gate holds a stream.
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
 
 #include "default_streams.hpp"
 #include "sc/fixtures/child.hpp"
@@ -172,6 +177,55 @@ TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) 
     EXPECT_TRUE(sc::matches_baseline("DFLT-12", kind + ".returned_while_gated",
                                      sc::mutate("DFLT-12", seen.returned_while_gated, !seen.returned_while_gated)));
   }
+}
+
+// Runs `sync` on a helper thread while `g` holds a stream. `returns` false: the call must not return
+// within the absence window (it waits for the gate); true: it must return while the gate is closed.
+// Opens the gate and joins either way.
+::testing::AssertionResult sync_while_gated(const std::string& what, const std::function<cudaError_t()>& sync,
+                                            sc::gate& g, int device, bool returns) {
+  std::atomic<bool> returned{false};
+  cudaError_t code = cudaSuccess;
+  std::thread helper([&] {
+    const cudaError_t selected = cudaSetDevice(device);  // a new thread starts on device 0
+    code = selected == cudaSuccess ? sync() : selected;
+    returned.store(true, std::memory_order_release);
+  });
+  const auto probe = [&] { return returned.load(std::memory_order_acquire); };
+  ::testing::AssertionResult verdict =
+      returns ? sc::present_while_gated(what + " returned", probe, g) : sc::absent_while_gated(what + " returned", probe, g);
+  g.open();
+  helper.join();
+  if (code != cudaSuccess) return ::testing::AssertionFailure() << what << " returned " << sc::error_name(code);
+  return verdict;
+}
+
+// DFLT-23 · RT cudaDeviceSynchronize ("blocks until the device has completed all preceding requested
+// tasks"): it waits for a busy stream of every kind — blocking, non-blocking and the legacy stream. In
+// each round one stream is gated and everything else is idle. Contrast in the same test: synchronizing an
+// idle stream returns while the gate is closed.
+TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
+  sc::claim("DFLT-23", sc::verdict_kind::documented, "RT cudaDeviceSynchronize");
+  const sc::stream blocking = make(stream_flags::blocking, "blocking");
+  const sc::stream non_blocking = make(stream_flags::non_blocking, "non_blocking");
+  const sc::stream idle = make(stream_flags::non_blocking, "idle");
+  const std::function<cudaError_t()> device_sync =
+      sc::mutation_active("DFLT-23") ? std::function<cudaError_t()>([&] { return cudaStreamSynchronize(idle.get()); })
+                                     : std::function<cudaError_t()>([] { return cudaDeviceSynchronize(); });
+  for (const sc::stream* busy : {&blocking, &non_blocking, &legacy_}) {
+    SCOPED_TRACE("gated: " + busy->name());
+    sc::gate g;
+    hold(g, *busy);
+    ASSERT_TRUE(g.wait_started());
+    EXPECT_TRUE(sync_while_gated("cudaDeviceSynchronize", device_sync, g, device(), false));
+    drain();
+  }
+  sc::gate g;
+  hold(g, non_blocking);
+  ASSERT_TRUE(g.wait_started());
+  EXPECT_TRUE(sync_while_gated("cudaStreamSynchronize(idle)", [&] { return cudaStreamSynchronize(idle.get()); }, g,
+                               device(), true))
+      << "negative control: synchronizing an idle non-blocking stream must not wait for the gate";
 }
 
 // Child process body for DFLT-13: tries to destroy both default streams, then uses them.

@@ -22,6 +22,10 @@ cudaError_t launch_gate(cudaStream_t stream, gate_word* gate, std::uint64_t watc
 // One thread takes the next ticket from *counter (device memory) and stores it in board->ticket[id].
 cudaError_t launch_mark(cudaStream_t stream, std::uint32_t* counter, mark_board* board, unsigned id);
 
+// The mark kernel's function handle in the current context (a CUfunction for cuLaunchKernel). Its
+// parameters, in order: std::uint32_t* counter, mark_board* board, unsigned id (as launch_mark's).
+cudaError_t mark_function(cudaFunction_t* function);
+
 // `blocks` blocks of `threads` threads each spin for spin_ns of %globaltimer time; thread 0 of each
 // block writes records[blockIdx.x].
 cudaError_t launch_spin(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
