@@ -562,8 +562,31 @@ def parse_plan(text: str) -> Tuple[List[Dict[str, Any]], Optional[str]]:
     return rows, None
 
 
+def parse_self_test_table(text: str) -> Optional[List[str]]:
+    """The tests of a plan without catalog IDs (the suite's own machinery): the first cells of a table whose
+    header starts with | Test | or | Tests |; None when the README has no such table."""
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if not line.strip().startswith("|"):
+            continue
+        cells = split_row(line)
+        if not cells or plain(cells[0]).lower() not in ("test", "tests"):
+            continue
+        names: List[str] = []
+        for row in lines[number + 1:]:
+            if not row.strip().startswith("|"):
+                break
+            first = split_row(row)[0]
+            if re.fullmatch(r":?-+:?", first):
+                continue
+            names.extend(n for n in planned_tests(first) if n not in names)
+        return names
+    return None
+
+
 def load_plans(source: Path) -> Dict[str, Dict[str, Any]]:
-    """family -> {path, rows, note}; a family folder without README.md gets rows None."""
+    """family -> {path, rows, note, self_tests}; a family folder without README.md gets rows None. A plan
+    without an ID table but with a table of tests (self_tests: their names) covers no catalog ID."""
     plans: Dict[str, Dict[str, Any]] = {}
     tests_dir = source / "tests"
     if not tests_dir.is_dir():
@@ -571,10 +594,13 @@ def load_plans(source: Path) -> Dict[str, Dict[str, Any]]:
     for folder in sorted(p for p in tests_dir.iterdir() if p.is_dir()):
         readme = folder / "README.md"
         if readme.is_file():
-            rows, note = parse_plan(read_text(readme, "test plan"))
-            plans[folder.name] = {"path": str(readme), "rows": rows if note is None else None, "note": note}
+            text = read_text(readme, "test plan")
+            rows, note = parse_plan(text)
+            self_tests = parse_self_test_table(text) if note is not None else None
+            plans[folder.name] = {"path": str(readme), "rows": rows if note is None else None, "note": note,
+                                  "self_tests": self_tests}
         elif (folder / "CMakeLists.txt").is_file():
-            plans[folder.name] = {"path": None, "rows": None, "note": "no README.md"}
+            plans[folder.name] = {"path": None, "rows": None, "note": "no README.md", "self_tests": None}
     return plans
 
 
@@ -705,15 +731,25 @@ def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, 
 
     families = sorted(set(by_family) | set(plans))
     no_plan = []
+    self_tested = []
     for family in families:
         plan = plans.get(family)
+        if plan is not None and plan["rows"] is None and plan.get("self_tests") is not None:
+            family_tests = by_family.get(family, [])
+            missing = [n for n in plan["self_tests"] if not any(test_matches(n, t) for t in family_tests)]
+            unlisted = [t["ctest_name"] for t in sorted(family_tests, key=lambda t: t["ctest_name"])
+                        if not any(test_matches(n, t) for n in plan["self_tests"])]
+            self_tested.append({"family": family, "planned": len(plan["self_tests"]), "tests": len(family_tests),
+                                "missing": missing, "unlisted": unlisted,
+                                "failed": sum(1 for t in family_tests if t["status"] == "failed")})
+            continue
         if plan is None or plan["rows"] is None:
             no_plan.append({"family": family, "tests": len(by_family.get(family, [])),
                             "note": plan["note"] if plan else "no folder tests/%s in the source tree" % family})
     counts = {status: 0 for status in COVERAGE_ORDER}
     for row in rows:
         counts[row["status"]] += 1
-    return {"rows": rows, "unplanned": unplanned, "no_plan": no_plan, "counts": counts}
+    return {"rows": rows, "unplanned": unplanned, "no_plan": no_plan, "self_tested": self_tested, "counts": counts}
 
 
 def add_planned_placeholders(coverage: Dict[str, Any], plans: Dict[str, Dict[str, Any]],
@@ -1609,6 +1645,22 @@ class Page:
                     h(slug(entry["family"])), h(entry["family"]), badge("noplan", "no plan"), entry["tests"],
                     h(entry["note"])))
             self.w("</table>")
+        if cov.get("self_tested"):
+            self.w("<h3>Families without catalog IDs</h3>")
+            self.w('<p class="muted small">Their plans list tests of the suite itself (a table headed '
+                   '<code>| Test |</code>), not catalog behaviors.</p>')
+            self.w("<table class='narrow'><tr><th>Family</th><th>Plan entries</th><th>Tests run</th>"
+                   "<th>Failed</th><th>Detail</th></tr>")
+            for entry in cov["self_tested"]:
+                detail = []
+                if entry["missing"]:
+                    detail.append("listed but no result: " + ", ".join(entry["missing"]))
+                if entry["unlisted"]:
+                    detail.append("ran but not listed: " + ", ".join(entry["unlisted"]))
+                self.w('<tr><td><a href="#f-%s">%s</a></td><td>%d</td><td>%d</td><td>%d</td><td class="small">%s</td>'
+                       '</tr>' % (h(slug(entry["family"])), h(entry["family"]), entry["planned"], entry["tests"],
+                                  entry["failed"], h("; ".join(detail)) or "\u2014"))
+            self.w("</table>")
         if cov["unplanned"]:
             self.w("<h3>IDs claimed by tests but absent from every plan</h3>")
             self.w("<table><tr><th>ID</th><th>Family</th><th>Kind</th><th>Tests</th><th>Status</th>"
@@ -1670,8 +1722,12 @@ class Page:
             counts = {s: sum(1 for t in tests if t["status"] == s) for s in TEST_ORDER}
             summary = " ".join(badge(s, "%d %s" % (counts[s], TEST_LABEL[s])) for s in TEST_ORDER if counts[s])
             plan = self.plans.get(family)
-            plan_note = ("plan: %s" % plural(len(plan["rows"]), "ID")) if plan and plan["rows"] is not None \
-                else "no plan"
+            if plan and plan["rows"] is not None:
+                plan_note = "plan: %s" % plural(len(plan["rows"]), "ID")
+            elif plan and plan.get("self_tests") is not None:
+                plan_note = "plan: %s, no catalog IDs" % plural(len(plan["self_tests"]), "listed test")
+            else:
+                plan_note = "no plan"
             variants = sorted({t["variant"] for t in tests if t["variant"]})
             variant_note = (" \u00b7 variants: %s" % ", ".join(variants)) if variants else ""
             self.w('<details class="family" open id="f-%s"><summary><h3>%s</h3> <span class="muted">%s \u00b7 %s%s'

@@ -249,6 +249,20 @@ class Coverage(ReportTestCase):
         self.assertEqual([(r["id"], r["status"]) for r in data["coverage"]["unplanned"]], [("INST-01", "pass")])
         self.assertIn("IDs claimed by tests but absent from every plan", page)
 
+    def test_plan_of_tests_without_ids_lists_missing_and_unlisted_tests(self):
+        write(self.source / "tests" / "unit" / "README.md",
+              "# unit\n\n| Tests | What |\n|---|---|\n| `Handle.*` | ownership |\n| `Spans.Refused` | spans |\n")
+        write(self.run_dir / "gtest" / "unit.Clock.Fits.xml", gtest_xml("Clock", "Fits"))
+        _, page = self.generate()
+        _, data = embedded_data(page)
+        self.assertEqual([e["family"] for e in data["coverage"]["no_plan"]], [])
+        entry = data["coverage"]["self_tested"][0]
+        self.assertEqual((entry["family"], entry["planned"], entry["tests"]), ("unit", 2, 2))
+        self.assertEqual(entry["missing"], ["Spans.Refused"])
+        self.assertEqual(entry["unlisted"], ["unit.Clock.Fits"])
+        self.assertIn("Families without catalog IDs", page)
+        self.assertIn("plan: 2 listed tests, no catalog IDs", page)
+
     def test_skip_reason_of_a_skipped_id_is_shown(self):
         _, page = self.generate()
         row = re.search(r'<tr data-status="skipped"[^>]*id="id-PRIO-03">(.*?)</tr>', page, re.S)
