@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Where a run's time went, per family: ctest's wall time per entry (from its JUnit file) split into
-process start-up and exit (what the fixture did not see), fixture set-up (device choice; in the first
-test of a process also the CUDA context, kernel loading and calibration) and the test bodies (with
-teardown).
+process start-up and exit (what the fixture did not see), fixture set-up (device choice, and once per
+process, which under ctest is every entry, the CUDA context, kernel loading and calibration) and the test
+bodies (with teardown).
 
     ci/family_time.py JUNIT_XML RUN_DIR [--label LABEL]
 
@@ -10,6 +10,7 @@ JUNIT_XML: ctest --output-junit's file; RUN_DIR: the run's results folder (obser
 """
 import argparse
 import json
+import math
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -32,9 +33,11 @@ def main() -> int:
     for case in root.iter("testcase"):
         name = case.get("name") or ""
         try:
-            wall[name] = float(case.get("time") or "nan")
+            seconds = float(case.get("time") or "")
         except ValueError:
             continue
+        if math.isfinite(seconds):
+            wall[name] = seconds
 
     fixture = {}
     setup = {}
@@ -50,7 +53,9 @@ def main() -> int:
         if isinstance(doc.get("setup_ms"), (int, float)):
             setup[name] = doc["setup_ms"] / 1000.0
 
-    rows = defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0, 0.0])  # entries, wall, fixture, set-up, bodies seen, longest body
+    # family -> entries, ctest wall of all, entries with an observation, their ctest wall, fixture, set-up,
+    # longest body
+    rows = defaultdict(lambda: [0, 0.0, 0, 0.0, 0.0, 0.0, 0.0])
     longest = {}
     for name, seconds in wall.items():
         if name.startswith("streamcheck.run.") or (args.label and not name.startswith(args.label + ".")):
@@ -60,22 +65,28 @@ def main() -> int:
         r[0] += 1
         r[1] += seconds
         if name in fixture:
-            r[2] += fixture[name]
-            r[3] += setup.get(name, 0.0)
-            r[4] += 1
+            r[2] += 1
+            r[3] += seconds
+            r[4] += fixture[name]
+            r[5] += setup.get(name, 0.0)
             body = fixture[name] - setup.get(name, 0.0)
-            if body > r[5]:
-                r[5] = body
+            if body > r[6]:
+                r[6] = body
                 longest[family] = name
     if not rows:
         print("family_time: no test entries matched", file=sys.stderr)
         return 1
+    # start+exit, set-up and bodies come from the entries with an observation file (GPU tests); host-only
+    # families write none, so only their ctest time is known.
     print("%-18s %7s %9s %12s %10s %9s  %s" % ("family", "entries", "ctest s", "start+exit s", "set-up s",
                                              "bodies s", "longest body"))
     for family in sorted(rows):
-        n, w, f, s, seen, top = rows[family]
+        n, w, seen, w_seen, f, s, top = rows[family]
+        if seen == 0:
+            print("%-18s %7d %9.2f %12s %10s %9s  (no observation files: host tests)" % (family, n, w, "-", "-", "-"))
+            continue
         print("%-18s %7d %9.2f %12.2f %10.2f %9.2f  %.2f s %s%s" % (
-            family, n, w, w - f, s, f - s, top, longest.get(family, "-"),
+            family, n, w, w_seen - f, s, f - s, top, longest.get(family, "-"),
             "" if seen == n else "  (%d entries without an observation file)" % (n - seen)))
     return 0
 

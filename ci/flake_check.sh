@@ -49,8 +49,15 @@ for i in $(seq 1 "$n"); do
 done
 if [ "$failed_runs" -gt 0 ]; then
   echo "flake_check: tests that failed (count of runs):"
-  # ctest's list after "The following tests FAILED:" reads "  <num> - <name> (Failed)".
-  cat "$logs"/run-*.log | sed -n 's/^[[:space:]]*[0-9]\+ - \(.*\) (\(.*\))$/\1 (\2)/p' | sort | uniq -c | sort -rn
+  # ctest's list after "The following tests FAILED:" reads "  <num> - <name> (Failed)", newer versions
+  # add the test's labels after it.
+  tally=$(cat "$logs"/run-*.log | tr -d '\r' |
+    sed -n 's/^[[:space:]]*[0-9]\{1,\} - \([^ ]*\) (\([A-Za-z ]*\)).*/\1 (\2)/p' | sort | uniq -c | sort -rn)
+  if [ -n "$tally" ]; then
+    echo "$tally"
+  else
+    echo "flake_check: no failed test names found in ctest's output; see $logs/run-*.log" >&2
+  fi
 fi
 sorted=$(printf '%s\n' "${walls[@]}" | sort -n)
 min=$(echo "$sorted" | head -1)

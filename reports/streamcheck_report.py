@@ -1775,8 +1775,8 @@ class Page:
         self.w('<td>%s</td><td>%s</td><td class="small">%s</td>' % (ids, kinds, sources))
         duration = h(fmt_duration(t["duration_ms"]))
         if t["setup_ms"] is not None:
-            duration += '<div class="muted" title="fixture set-up (the first test of a process also creates the CUDA ' \
-                        'context, loads the kernels and calibrates the timers)">set-up %s</div>' % h(fmt_duration(t["setup_ms"]))
+            duration += '<div class="muted" title="fixture set-up (once per process, and under ctest every test is a process: ' \
+                        'CUDA context, kernel loading, timer calibration)">set-up %s</div>' % h(fmt_duration(t["setup_ms"]))
         self.w('<td class="small" style="white-space:nowrap">%s</td>' % duration)
 
         result = []

@@ -69,38 +69,72 @@ std::vector<host_call> calls(void*& device, void*& host, void*& pageable, cudaSt
 
 // What another host thread sees while a call waits: does its launch into the non-blocking stream `other`
 // return, and does that kernel run, while s1 is still gated? (ECRTS18: cudaFree blocked other threads.)
-struct other_thread_probe {
-  std::thread thread;
-  std::atomic<bool> launched{false};
-  std::string error;  // a launch that failed (the thread cannot throw)
-  bool asked = false;
-  bool launch_returned = false;
-  bool mark_ran = false;
+// The thread starts and selects its device before the call is made, so only its launch is judged; it then
+// waits for go() (launch) or cancel() (the call returned: nothing to probe).
+class other_thread_probe {
+ public:
+  other_thread_probe(sc::marks& m, const sc::stream& other, unsigned id, int device)
+      : m_(m), other_(other), id_(id), thread_([this, device] { body(device); }) {
+    while (!ready_.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  other_thread_probe(const other_thread_probe&) = delete;
+  other_thread_probe& operator=(const other_thread_probe&) = delete;
+  ~other_thread_probe() { join(); }  // also on an exception path; the gate is open by then
 
-  void run(const sc::gate& g, sc::marks& m, const sc::stream& other, unsigned id, int device) {
-    asked = true;
-    thread = std::thread([this, &m, &other, id, device] {
-      try {
-        SC_CHECK_CUDA(cudaSetDevice(device));
-        m.drop_by(id, [&](std::uint32_t* counter, sc::kernels::mark_board* board, unsigned slot) {
-          return sc::kernels::launch_mark(other.get(), counter, board, slot);
-        });
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-      launched.store(true, std::memory_order_release);
-    });
+  // While the call is pending and the gate closed: release the launch and watch it for kMarkDeadline.
+  void go(const sc::gate& g) {
+    asked_ = true;
+    signal_.store(kGo, std::memory_order_release);
     const auto until = std::chrono::steady_clock::now() + kMarkDeadline;
-    while (!(launched.load(std::memory_order_acquire) && m.ticket_of(id) != 0) &&
+    while (!(launched_.load(std::memory_order_acquire) && m_.ticket_of(id_) != 0) &&
            std::chrono::steady_clock::now() < until)
       std::this_thread::yield();
-    launch_returned = launched.load(std::memory_order_acquire) && !g.is_open() && !g.timed_out();
-    mark_ran = m.ticket_of(id) != 0 && !g.is_open() && !g.timed_out();
+    const bool gated = !g.is_open() && !g.timed_out();
+    launch_returned_ = launched_.load(std::memory_order_acquire) && gated;
+    mark_ran_ = m_.ticket_of(id_) != 0 && gated;
   }
-  // After the gate opened (the launch can then return).
+  // After the gate opened (a blocked launch can then return). Cancels a probe that was never released.
   void join() {
-    if (thread.joinable()) thread.join();
+    int expected = kWait;
+    signal_.compare_exchange_strong(expected, kCancel, std::memory_order_acq_rel);
+    if (thread_.joinable()) thread_.join();
   }
+
+  bool asked() const { return asked_; }
+  bool launch_returned() const { return launch_returned_; }
+  bool mark_ran() const { return mark_ran_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  static constexpr int kWait = 0, kGo = 1, kCancel = 2;
+  void body(int device) {
+    const cudaError_t selected = cudaSetDevice(device);
+    ready_.store(true, std::memory_order_release);
+    int signal = kWait;
+    while ((signal = signal_.load(std::memory_order_acquire)) == kWait) std::this_thread::yield();
+    if (signal == kCancel) return;
+    try {
+      SC_CHECK_CUDA(selected);
+      m_.drop_by(id_, [&](std::uint32_t* counter, sc::kernels::mark_board* board, unsigned slot) {
+        return sc::kernels::launch_mark(other_.get(), counter, board, slot);
+      });
+    } catch (const std::exception& e) {
+      error_ = e.what();
+    }
+    launched_.store(true, std::memory_order_release);
+  }
+
+  sc::marks& m_;
+  const sc::stream& other_;
+  const unsigned id_;
+  std::atomic<bool> ready_{false};
+  std::atomic<int> signal_{kWait};
+  std::atomic<bool> launched_{false};
+  std::string error_;
+  bool asked_ = false;
+  bool launch_returned_ = false;
+  bool mark_ran_ = false;
+  std::thread thread_;  // last: started once every member above exists
 };
 
 void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const sc::stream& s1,
@@ -114,48 +148,51 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
     c.prepare();
     sc::marks m;
     bool other_stream_ran = false;
-    other_thread_probe probe;
+    bool gate_started = true;
+    other_thread_probe probe(m, other, 2, t.device_index());
     sc::return_observation seen;
     {
       sc::gate g;
       t.hold(g, s1);
       if (!g.wait_started()) {
         ADD_FAILURE() << "the gate did not start";
-        continue;
+        gate_started = false;
+      } else {
+        // A call that returned: a mark goes to blocking s2 while the gate is still closed. A call still
+        // pending after the absence window: another thread launches a mark into non-blocking `other`.
+        sc::while_gated_steps steps;
+        steps.after_return = [&] {
+          t.drop(m, s2, 1);
+          const auto until = std::chrono::steady_clock::now() + kMarkDeadline;
+          while (m.ticket_of(1) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+          other_stream_ran = m.ticket_of(1) != 0 && !g.is_open() && !g.timed_out();
+        };
+        steps.while_pending = [&] { probe.go(g); };
+        seen = sc::call_while_gated(c.call, g, sc::kReturnWindow, steps);
       }
-      // A call that returned: a mark goes to blocking s2 while the gate is still closed. A call still
-      // pending after the absence window: another thread launches a mark into non-blocking `other`.
-      sc::while_gated_steps steps;
-      steps.after_return = [&] {
-        t.drop(m, s2, 1);
-        const auto until = std::chrono::steady_clock::now() + kMarkDeadline;
-        while (m.ticket_of(1) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-        other_stream_ran = m.ticket_of(1) != 0 && !g.is_open() && !g.timed_out();
-      };
-      steps.while_pending = [&] { probe.run(g, m, other, 2, t.device_index()); };
-      seen = sc::call_while_gated(c.call, g, sc::kReturnWindow, steps);
-      probe.join();
     }
+    probe.join();
     SC_CHECK_CUDA(cudaDeviceSynchronize());
     c.release();
+    if (!gate_started) continue;
     const std::string key = c.name + "." + kind;
     sc::observe(key + ".returned_while_gated", seen.returned_while_gated);
     sc::observe(key + ".rc", sc::error_name(seen.code));
     if (seen.returned_while_gated) sc::observe(key + ".took_us", static_cast<long long>(seen.took.count()));
     if (seen.returned_while_gated && seen.code == cudaSuccess) sc::observe(key + ".other_stream_ran", other_stream_ran);
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-    EXPECT_TRUE(probe.error.empty()) << "the other thread's launch failed: " << probe.error;
+    EXPECT_TRUE(probe.error().empty()) << "the other thread's launch failed: " << probe.error();
     EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".returned_while_gated",
                                      sc::mutate("DFLT-19", seen.returned_while_gated, !seen.returned_while_gated)));
     if (seen.returned_while_gated && seen.code == cudaSuccess) {
       EXPECT_TRUE(sc::matches_baseline("DFLT-18", key + ".other_stream_ran",
                                        sc::mutate("DFLT-18", other_stream_ran, !other_stream_ran)));
     }
-    if (probe.asked) {
-      sc::observe(key + ".other_thread_launch_returned", probe.launch_returned);
-      sc::observe(key + ".other_thread_mark_ran", probe.mark_ran);
-      EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".other_thread_launch_returned", probe.launch_returned));
-      EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".other_thread_mark_ran", probe.mark_ran));
+    if (probe.asked()) {
+      sc::observe(key + ".other_thread_launch_returned", probe.launch_returned());
+      sc::observe(key + ".other_thread_mark_ran", probe.mark_ran());
+      EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".other_thread_launch_returned", probe.launch_returned()));
+      EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".other_thread_mark_ran", probe.mark_ran()));
     }
   }
 }
