@@ -163,9 +163,7 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
         sc::while_gated_steps steps;
         steps.after_return = [&] {
           t.drop(m, s2, 1);
-          const auto until = std::chrono::steady_clock::now() + kMarkDeadline;
-          while (m.ticket_of(1) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-          other_stream_ran = m.ticket_of(1) != 0 && !g.is_open() && !g.timed_out();
+          other_stream_ran = static_cast<bool>(sc::present_while_gated(m, 1, g, kMarkDeadline));
         };
         steps.while_pending = [&] { probe.go(g); };
         seen = sc::call_while_gated(c.call, g, sc::kReturnWindow, steps);

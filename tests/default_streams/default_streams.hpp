@@ -24,6 +24,7 @@ class DefaultStreams : public GpuTest {
 
   // Helpers are public so that a test file's free functions can share an arrangement between tests.
  public:
+  using GpuTest::timeline;
   stream make(stream_flags flags, const std::string& name) {
     stream s = stream::create(flags, 0, name);
     timeline().track(s);

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "default_streams.hpp"
+#include "legacy_rules.hpp"
 #include "sc/fixtures/child.hpp"
-#include "sc/fixtures/event.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -16,94 +16,38 @@ using sc::stream_flags;
 using DefaultStreams = sc::testing::DefaultStreams;
 
 // DFLT-02 · SSB "Legacy default stream": an action in the legacy stream first waits for all earlier work
-// in blocking streams.
+// in blocking streams. (Arrangements of DFLT-02..05: legacy_rules.hpp, shared with the driver-API tests.)
 TEST_F(DefaultStreams, LegacyStreamWaitsForEarlierBlockingStreamWork) {
   sc::claim("DFLT-02", sc::verdict_kind::documented, "SSB: the legacy stream first waits on all blocking streams");
-  sc::marks m;
-  const sc::stream s1 = make(sc::mutate("DFLT-02", stream_flags::blocking, stream_flags::non_blocking), "s1");
-  sc::gate g;
-  hold(g, s1);
-  drop(m, legacy_, 1);
-  ASSERT_TRUE(g.wait_started());
-  EXPECT_TRUE(sc::absent_while_gated(m, 1, g));
-  timeline().host_event("gate opened");
-  g.open();
-  drain();
-  EXPECT_EQ(1u, m.ticket_of(1));
-  EXPECT_GE(m.stamp_ns_of(1), g.end_ns()) << "the legacy mark landed before the gate in s1 ended";
+  sc::testing::legacy_waits_for_earlier_blocking_work(*this, sc::testing::runtime_path(*this));
 }
 
 // DFLT-04 · SSB; RT cudaStreamCreateWithFlags: a non-blocking stream does not synchronize with the
 // legacy stream — here the legacy stream does not wait for it. (Mirror and negative control of DFLT-02.)
 TEST_F(DefaultStreams, LegacyStreamDoesNotWaitForNonBlockingStreamWork) {
   sc::claim("DFLT-04", sc::verdict_kind::documented, "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
-  sc::marks m;
-  const sc::stream s1 = make(sc::mutate("DFLT-04", stream_flags::non_blocking, stream_flags::blocking), "s1");
-  sc::gate g;
-  hold(g, s1);
-  drop(m, legacy_, 1);
-  ASSERT_TRUE(g.wait_started());
-  EXPECT_TRUE(sc::present_while_gated(m, 1, g));
+  sc::testing::legacy_does_not_wait_for_non_blocking_work(*this, sc::testing::runtime_path(*this));
 }
 
 // DFLT-03 · SSB example k1(s); k2(0); k3(s): work issued to a blocking stream after a legacy-stream
-// action waits for it. k1 holds blocking s1, k2 goes to the legacy stream, k3 to blocking s2: k2 waits
-// for k1 (first edge) and k3 for k2 (second edge: nothing else could hold k3 back).
+// action waits for it.
 TEST_F(DefaultStreams, BlockingStreamWaitsForEarlierLegacyWork) {
   sc::claim("DFLT-03", sc::verdict_kind::documented, "SSB example k1<<<s>>>, k2<<<0>>>, k3<<<s>>>");
-  sc::marks m;
-  const sc::stream s1 = make(stream_flags::blocking, "s1");
-  const sc::stream s2 = make(sc::mutate("DFLT-03", stream_flags::blocking, stream_flags::non_blocking), "s2");
-  sc::gate k1;
-  hold(k1, s1);
-  drop(m, legacy_, 2);
-  drop(m, s2, 3);
-  ASSERT_TRUE(k1.wait_started());
-  EXPECT_TRUE(sc::absent_while_gated("k3 (mark 3 in blocking s2)", [&] { return m.ticket_of(3) != 0; }, k1));
-  EXPECT_EQ(0u, m.ticket_of(2)) << "k2 ran before k1 ended";
-  k1.open();
-  drain();
-  EXPECT_EQ(1u, m.ticket_of(2)) << "k2 (legacy) must land first";
-  EXPECT_EQ(2u, m.ticket_of(3)) << "k3 (s2) must land after k2";
+  sc::testing::blocking_waits_for_earlier_legacy_work(*this, sc::testing::runtime_path(*this));
 }
 
 // DFLT-04 · SSB: the other direction — a non-blocking stream does not wait for legacy work.
 // (Mirror and negative control of DFLT-03.)
 TEST_F(DefaultStreams, NonBlockingStreamDoesNotWaitForLegacyWork) {
   sc::claim("DFLT-04", sc::verdict_kind::documented, "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
-  sc::marks m;
-  const sc::stream s2 = make(sc::mutate("DFLT-04", stream_flags::non_blocking, stream_flags::blocking), "s2");
-  sc::gate g;
-  hold(g, legacy_);
-  drop(m, s2, 3);
-  ASSERT_TRUE(g.wait_started());
-  EXPECT_TRUE(sc::present_while_gated(m, 3, g));
+  sc::testing::non_blocking_does_not_wait_for_legacy_work(*this, sc::testing::runtime_path(*this));
 }
 
-// DFLT-05 · SSB ("such as a kernel launch or cudaStreamWaitEvent()"): a wait on the legacy stream is a
-// legacy action: later blocking-stream work waits for it (and so for busy blocking s1), non-blocking
-// work does not.
+// DFLT-05 · SSB ("such as a kernel launch or cudaStreamWaitEvent()"): cudaStreamWaitEvent on the legacy
+// stream holds later blocking-stream work, not non-blocking work.
 TEST_F(DefaultStreams, WaitEventOnTheLegacyStreamHoldsLaterBlockingWorkOnly) {
   sc::claim("DFLT-05", sc::verdict_kind::documented, "SSB: cudaStreamWaitEvent on the legacy stream");
-  sc::marks m;
-  const sc::stream idle = make(stream_flags::non_blocking, "idle");
-  const sc::stream s1 = make(stream_flags::blocking, "s1");
-  const sc::stream s2 = make(stream_flags::blocking, "s2");
-  const sc::stream s3 = make(stream_flags::non_blocking, "s3");
-  const sc::event done = sc::event::create(sc::event_flags::disable_timing);
-  SC_CHECK_CUDA(cudaEventRecord(done.get(), idle.get()));
-  SC_CHECK_CUDA(sc::synchronize_within(idle, sc::kWorkDeadline));  // the event is complete: the wait is a no-op
-  sc::gate g;
-  hold(g, s1);
-  if (!sc::mutation_active("DFLT-05")) SC_CHECK_CUDA(cudaStreamWaitEvent(legacy_.get(), done.get(), 0));
-  drop(m, s2, 2);
-  drop(m, s3, 3);
-  ASSERT_TRUE(g.wait_started());
-  EXPECT_TRUE(sc::present_while_gated(m, 3, g)) << "non-blocking s3 must not wait";
-  EXPECT_TRUE(sc::absent_while_gated(m, 2, g)) << "blocking s2 must wait for the legacy wait, which waits for s1";
-  g.open();
-  drain();
-  EXPECT_NE(0u, m.ticket_of(2));
+  sc::testing::wait_on_legacy_holds_later_blocking_work_only(*this, sc::testing::runtime_path(*this));
 }
 
 // DFLT-01 · PG §2.3 (observed): kernels in two non-blocking streams may run concurrently.
