@@ -38,16 +38,22 @@ function(_sc_add_family_executable exe variant)
   endif()
 endfunction()
 
-function(_sc_discover exe prefix filter props)
+# `variant`: the environment entry's name ("" for the default entries); the tests learn it from
+# --streamcheck-variant and so tell a variable their entry set from one inherited from the caller.
+function(_sc_discover exe prefix filter props variant)
   set(results "${SC_RESULTS_ROOT}/latest")
+  set(args "--streamcheck-results=${results}" "--streamcheck-source=${PROJECT_SOURCE_DIR}"
+           "--streamcheck-prefix=${prefix}")
+  if(variant)
+    list(APPEND args "--streamcheck-variant=${variant}")
+  endif()
   gtest_discover_tests(${exe}
     TEST_PREFIX "${prefix}"
     TEST_FILTER "${filter}"
     DISCOVERY_MODE PRE_TEST
     DISCOVERY_TIMEOUT 60
     XML_OUTPUT_DIR "${results}/gtest"
-    EXTRA_ARGS "--streamcheck-results=${results}" "--streamcheck-source=${PROJECT_SOURCE_DIR}"
-               "--streamcheck-prefix=${prefix}"
+    EXTRA_ARGS ${args}
     PROPERTIES ${props} ${ARGN})
 endfunction()
 
@@ -112,13 +118,13 @@ function(sc_behavior_family)
       else()
         list(APPEND excluded "${vfilter}")
       endif()
-      _sc_discover(${target} "${prefix}${vname}." "${vfilter}" "${props}" ENVIRONMENT "${venv}")
+      _sc_discover(${target} "${prefix}${vname}." "${vfilter}" "${props}" "${vname}" ENVIRONMENT "${venv}")
     endwhile()
     set(rest "*")
     if(excluded)
       list(JOIN excluded ":" joined)
       set(rest "-${joined}")
     endif()
-    _sc_discover(${target} "${prefix}" "${rest}" "${props}")
+    _sc_discover(${target} "${prefix}" "${rest}" "${props}" "")
   endforeach()
 endfunction()

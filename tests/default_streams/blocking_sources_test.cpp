@@ -50,12 +50,6 @@ std::vector<host_call> calls(void*& device, void*& host, void*& pageable, cudaSt
       {"cudaHostRegister", [&pageable] { pageable = std::aligned_alloc(4096, kBytes); },
        [&pageable] { return cudaHostRegister(pageable, kBytes, cudaHostRegisterDefault); },
        [&pageable] { sc::note_teardown(cudaHostUnregister(pageable), "cudaHostUnregister"); std::free(pageable); pageable = nullptr; }},
-      {"cudaMemset(sync)", [&device] { SC_CHECK_CUDA(cudaMalloc(&device, kBytes)); },
-       [&device] { return cudaMemset(device, 0, kBytes); },
-       [&device] { sc::note_teardown(cudaFree(device), "cudaFree"); device = nullptr; }},
-      {"cudaMemcpy(DtoD)", [&device] { SC_CHECK_CUDA(cudaMalloc(&device, 2 * kBytes)); },
-       [&device] { return cudaMemcpy(static_cast<char*>(device) + kBytes, device, kBytes, cudaMemcpyDeviceToDevice); },
-       [&device] { sc::note_teardown(cudaFree(device), "cudaFree"); device = nullptr; }},
       {"cudaFuncSetAttribute(carveout)", [] {}, [] { return sc::kernels::set_empty_kernel_carveout(50); }, [] {}},
       {"cudaMallocAsync+cudaFreeAsync", [] {},
        [other] {
@@ -89,7 +83,8 @@ class other_thread_probe {
     while (!(launched_.load(std::memory_order_acquire) && m_.ticket_of(id_) != 0) &&
            std::chrono::steady_clock::now() < until)
       std::this_thread::yield();
-    const bool gated = !g.is_open() && !g.timed_out();
+    const bool gated = closed(g.state());
+    if (!gated) ADD_FAILURE() << "the gate was " << sc::to_string(g.state()) << " when the other thread was judged";
     launch_returned_ = launched_.load(std::memory_order_acquire) && gated;
     mark_ran_ = m_.ticket_of(id_) != 0 && gated;
   }
@@ -140,6 +135,10 @@ class other_thread_probe {
 void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const sc::stream& s1,
                               const sc::stream& s2, const sc::stream& other) {
   const std::string kind = gated_flags == stream_flags::blocking ? "blocking_gate" : "non_blocking_gate";
+  // Mutations (arrangement): DFLT-19, every call first synchronizes the gated stream (so it must wait);
+  // DFLT-18, the mark meant for s2 goes into the gated s1 (so it cannot run).
+  const bool call_waits = sc::mutation_active("DFLT-19", sc::mutation_kind::arrangement);
+  const sc::stream& after = sc::mutation_active("DFLT-18", sc::mutation_kind::arrangement) ? s1 : s2;
   void* device = nullptr;
   void* host = nullptr;
   void* pageable = nullptr;
@@ -147,7 +146,7 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
     SCOPED_TRACE(c.name);
     c.prepare();
     sc::marks m;
-    bool other_stream_ran = false;
+    sc::gated_result other_stream_ran{sc::gated_outcome::invalid, "not measured: the call did not return"};
     bool gate_started = true;
     other_thread_probe probe(m, other, 2, t.device_index());
     sc::return_observation seen;
@@ -162,11 +161,17 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
         // pending after the absence window: another thread launches a mark into non-blocking `other`.
         sc::while_gated_steps steps;
         steps.after_return = [&] {
-          t.drop(m, s2, 1);
-          other_stream_ran = static_cast<bool>(sc::present_while_gated(m, 1, g, kMarkDeadline));
+          t.drop(m, after, 1);
+          other_stream_ran = sc::present_while_gated(m, 1, g, kMarkDeadline);
         };
         steps.while_pending = [&] { probe.go(g); };
-        seen = sc::call_while_gated(c.call, g, sc::kReturnWindow, steps);
+        const std::function<cudaError_t()> call =
+            call_waits ? std::function<cudaError_t()>([&] {
+              const cudaError_t synced = cudaStreamSynchronize(s1.get());
+              return synced != cudaSuccess ? synced : c.call();
+            })
+                       : c.call;
+        seen = sc::call_while_gated(call, g, sc::kReturnWindow, steps);
       }
     }
     probe.join();
@@ -174,18 +179,14 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
     c.release();
     if (!gate_started) continue;
     const std::string key = c.name + "." + kind;
-    sc::observe(key + ".returned_while_gated", seen.returned_while_gated);
     sc::observe(key + ".rc", sc::error_name(seen.code));
-    if (seen.returned_while_gated) sc::observe(key + ".took_us", static_cast<long long>(seen.took.count()));
-    if (seen.returned_while_gated && seen.code == cudaSuccess) sc::observe(key + ".other_stream_ran", other_stream_ran);
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
     EXPECT_TRUE(probe.error().empty()) << "the other thread's launch failed: " << probe.error();
-    EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".returned_while_gated",
-                                     sc::mutate("DFLT-19", seen.returned_while_gated, !seen.returned_while_gated)));
-    if (seen.returned_while_gated && seen.code == cudaSuccess) {
-      EXPECT_TRUE(sc::matches_baseline("DFLT-18", key + ".other_stream_ran",
-                                       sc::mutate("DFLT-18", other_stream_ran, !other_stream_ran)));
-    }
+    EXPECT_TRUE(sc::observed_row("DFLT-19", key + ".returned_while_gated", seen.returned));
+    const bool returned = seen.returned.outcome() == sc::gated_outcome::holds;
+    if (returned) sc::observe(key + ".took_us", static_cast<long long>(seen.took.count()));
+    if (returned && seen.code == cudaSuccess)
+      EXPECT_TRUE(sc::observed_row("DFLT-18", key + ".other_stream_ran", other_stream_ran));
     if (probe.asked()) {
       sc::observe(key + ".other_thread_launch_returned", probe.launch_returned());
       sc::observe(key + ".other_thread_mark_ran", probe.mark_ran());
@@ -214,6 +215,56 @@ TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
   const sc::stream s2 = make(stream_flags::blocking, "s2");
   const sc::stream other = make(stream_flags::non_blocking, "other");
   measure_blocking_sources(*this, stream_flags::non_blocking, s1, s2, other);
+}
+
+// DFLT-18 (documented part) · SYNC: a synchronous cudaMemset to device memory is asynchronous with respect
+// to the host, and a synchronous device-to-device cudaMemcpy does no host-side synchronization; both are
+// issued to the default stream, which in this (legacy) build is the legacy stream; SSB: so each first
+// waits for work in blocking streams, and later blocking-stream work waits for it. With a blocking s1
+// gated: the call returns while gated, and a mark in blocking s2 issued after it stays absent. With a
+// non-blocking s1 gated: the call returns, and the mark runs (DFLT-04).
+TEST_F(DefaultStreams, SynchronousMemsetAndDeviceCopyAreLegacyStreamWork) {
+  sc::claim("DFLT-18", sc::verdict_kind::documented,
+            "SYNC (Memset; Memcpy device to device: no host-side synchronization); SSB legacy stream");
+  // Mutation (arrangement): the mark meant for s2 goes into the gated s1.
+  const bool into_gated = sc::mutation_active("DFLT-18", sc::mutation_kind::arrangement);
+  sc::device_buffer<char> memory(2 * kBytes);
+  struct call {
+    const char* name;
+    std::function<cudaError_t()> run;
+  };
+  const std::vector<call> calls = {
+      {"cudaMemset(sync)", [&] { return cudaMemset(memory.data(), 0x5c, kBytes); }},
+      {"cudaMemcpy(DtoD)",
+       [&] { return cudaMemcpy(memory.data() + kBytes, memory.data(), kBytes, cudaMemcpyDeviceToDevice); }}};
+  for (const call& c : calls) {
+    for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
+      const bool blocking = flags == stream_flags::blocking;
+      SCOPED_TRACE(std::string(c.name) + (blocking ? " with blocking s1 gated" : " with non-blocking s1 gated"));
+      sc::marks m;
+      const sc::stream s1 = make(flags, "s1");
+      const sc::stream s2 = make(stream_flags::blocking, "s2");
+      sc::gated_result later{sc::gated_outcome::invalid, "not measured: the call did not return"};
+      sc::gate g;
+      hold(g, s1);
+      ASSERT_TRUE(g.wait_started());
+      sc::while_gated_steps steps;
+      steps.after_return = [&] {
+        drop(m, into_gated ? s1 : s2, 1);
+        later = blocking ? sc::absent_while_gated(m, 1, g) : sc::present_while_gated(m, 1, g, kMarkDeadline);
+      };
+      const sc::return_observation seen = sc::call_while_gated(c.run, g, sc::kReturnWindow, steps);
+      drain();
+      EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+      EXPECT_TRUE(seen.returned) << c.name << " waited for the gate";
+      EXPECT_TRUE(later) << (blocking ? "blocking s2 ran before the legacy-stream call's wait for s1 ended"
+                                      : "blocking s2 waited although the call did not wait for non-blocking s1");
+      const std::string key = std::string(c.name) + (blocking ? ".blocking_gate" : ".non_blocking_gate");
+      sc::observe(key + ".detail", seen.detail);
+      if (seen.returned.outcome() == sc::gated_outcome::holds)
+        sc::observe(key + ".took_us", static_cast<long long>(seen.took.count()));
+    }
+  }
 }
 
 }  // namespace

@@ -17,16 +17,16 @@ bool variable_is(const char* name, const char* value) {
   return set != nullptr && std::string(set) == value;
 }
 
-// The DFLT-22 arrangement: the gate's own launch runs on call_while_gated's helper thread. Records and
-// returns whether that launch returned while the gate it launched was still closed.
-bool gate_launch_returned_while_gated(sc::testing::DefaultStreams& t) {
+// The DFLT-22 arrangement: the gate's own launch runs on call_while_gated's helper thread. `then_sync`
+// makes the call also wait for its stream (an arrangement mutation: the launch made synchronous by hand).
+sc::return_observation gate_launch_while_gated(sc::testing::DefaultStreams& t, bool then_sync) {
   const sc::stream s = t.make(stream_flags::non_blocking, "s");
   sc::gate g;
   const sc::return_observation seen = sc::call_while_gated(
       [&] {
         try {
           g.hold(s);
-          return cudaSuccess;
+          return then_sync ? cudaStreamSynchronize(s.get()) : cudaSuccess;
         } catch (const sc::cuda_error& e) {
           return e.code();
         }
@@ -35,27 +35,33 @@ bool gate_launch_returned_while_gated(sc::testing::DefaultStreams& t) {
   t.drain();
   sc::observe("detail", seen.detail);
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-  return seen.returned_while_gated;
+  return seen;
 }
 
+// How a DFLT-15 arrangement is changed: `drop_pending` false removes the kernel pending in A (nothing then
+// shares a queue with B); `b_behind_gate` sends B's mark into A behind the gate.
+struct held_back_arrangement {
+  bool drop_pending = true;
+  bool b_behind_gate = false;
+};
+
 // The DFLT-15 arrangement: a gate runs in A and a mark waits behind it in A (pending at the head of A's
-// queue); then an independent mark goes to B. Records and returns whether B's mark stayed absent while A
-// was gated.
-bool independent_work_held_back(sc::testing::DefaultStreams& t) {
+// queue); then an independent mark goes to B. Records whether B's mark stayed absent while A was gated
+// (held_back); an invalid check fails the test and compares nothing.
+void independent_work_held_back(sc::testing::DefaultStreams& t, const std::string& key,
+                                const held_back_arrangement& how) {
   sc::marks m;
   const sc::stream a = t.make(stream_flags::non_blocking, "a");
   const sc::stream b = t.make(stream_flags::non_blocking, "b");
   sc::gate g;
   t.hold(g, a);
-  t.drop(m, a, 2);  // pending behind the gate
-  t.drop(m, b, 1);
-  const ::testing::AssertionResult held_back =
-      g.wait_started() ? sc::absent_while_gated(m, 1, g) : ::testing::AssertionFailure() << "the gate did not start";
+  if (how.drop_pending) t.drop(m, a, 2);  // pending behind the gate
+  t.drop(m, how.b_behind_gate ? a : b, 1);
+  ASSERT_TRUE(g.wait_started());
+  const sc::gated_result held_back = sc::absent_while_gated(m, 1, g);
   g.open();
   t.drain();
-  sc::observe("held_back", static_cast<bool>(held_back));
-  sc::observe("detail", held_back.message());
-  return static_cast<bool>(held_back);
+  EXPECT_TRUE(sc::observed_row("DFLT-15", key, held_back));
 }
 
 // DFLT-15 · RTAS24 rule R2; Megatron-LM #533 (observed): with CUDA_DEVICE_MAX_CONNECTIONS=1 all streams
@@ -65,8 +71,10 @@ TEST_F(DefaultStreams, WithOneConnectionAPendingKernelHoldsBackAnotherStream) {
   sc::claim("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2; Megatron-LM #533, #5105; ColossalAI #5891");
   if (!variable_is("CUDA_DEVICE_MAX_CONNECTIONS", "1"))
     GTEST_SKIP() << "needs CUDA_DEVICE_MAX_CONNECTIONS=1 before CUDA starts (ctest entry default_streams.conn1.*)";
-  const bool held_back = independent_work_held_back(*this);
-  EXPECT_TRUE(sc::matches_baseline("DFLT-15", "held_back", sc::mutate("DFLT-15", held_back, !held_back)));
+  held_back_arrangement how;
+  // Mutation (arrangement): nothing pending in A, so nothing shares B's queue position.
+  how.drop_pending = !sc::mutation_active("DFLT-15", sc::mutation_kind::arrangement);
+  independent_work_held_back(*this, "held_back", how);
 }
 
 // DFLT-15 negative control (default connections): the same arrangement does not hold B back.
@@ -74,8 +82,10 @@ TEST_F(DefaultStreams, WithDefaultConnectionsAPendingKernelDoesNotHoldBackAnothe
   sc::claim("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2 (negative control: default connections)");
   if (std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") != nullptr)
     GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS is set; this control needs the default";
-  const bool held_back = independent_work_held_back(*this);
-  EXPECT_TRUE(sc::matches_baseline("DFLT-15", "default.held_back", sc::mutate("DFLT-15", held_back, !held_back)));
+  held_back_arrangement how;
+  // Mutation (arrangement): B's mark goes behind the gate in A.
+  how.b_behind_gate = sc::mutation_active("DFLT-15", sc::mutation_kind::arrangement);
+  independent_work_held_back(*this, "default.held_back", how);
 }
 
 // DFLT-22 · PG (environment variables) negative control: without CUDA_LAUNCH_BLOCKING a launch returns
@@ -83,8 +93,9 @@ TEST_F(DefaultStreams, WithDefaultConnectionsAPendingKernelDoesNotHoldBackAnothe
 TEST_F(DefaultStreams, LaunchReturnsBeforeTheKernelEnds) {
   sc::claim("DFLT-22", sc::verdict_kind::documented, "PG environment variables (CUDA_LAUNCH_BLOCKING unset)");
   if (variable_is("CUDA_LAUNCH_BLOCKING", "1")) GTEST_SKIP() << "CUDA_LAUNCH_BLOCKING=1 is set";
-  const bool returned = gate_launch_returned_while_gated(*this);
-  EXPECT_TRUE(sc::mutate("DFLT-22", returned, !returned)) << "the launch waited for its kernel";
+  // Mutation (arrangement): the call also synchronizes the gate's stream.
+  const bool then_sync = sc::mutation_active("DFLT-22", sc::mutation_kind::arrangement);
+  EXPECT_TRUE(gate_launch_while_gated(*this, then_sync).returned) << "the launch waited for its kernel";
 }
 
 // DFLT-22 · PG (environment variables): with CUDA_LAUNCH_BLOCKING=1 a kernel launch returns only after
@@ -93,8 +104,14 @@ TEST_F(DefaultStreams, LaunchReturnsOnlyAfterTheKernelWithLaunchBlocking) {
   sc::claim("DFLT-22", sc::verdict_kind::documented, "PG environment variables (CUDA_LAUNCH_BLOCKING=1)");
   if (!variable_is("CUDA_LAUNCH_BLOCKING", "1"))
     GTEST_SKIP() << "needs CUDA_LAUNCH_BLOCKING=1 before CUDA starts (ctest entry default_streams.launch_blocking.*)";
-  const bool returned = gate_launch_returned_while_gated(*this);
-  EXPECT_FALSE(sc::mutate("DFLT-22", returned, !returned)) << "the launch returned while its kernel was held";
+  const sc::return_observation seen = gate_launch_while_gated(*this, false);
+  // Mutation (expectation only): under CUDA_LAUNCH_BLOCKING=1 every launch is synchronous, so no
+  // arrangement can make one return while its kernel runs; the entry without the variable is the
+  // arrangement-mutated partner.
+  if (sc::mutation_active("DFLT-22", sc::mutation_kind::expectation))
+    EXPECT_TRUE(seen.returned) << "(mutated expectation)";
+  else
+    EXPECT_TRUE(sc::does_not_hold(seen.returned)) << "the launch returned while its kernel was held";
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ inline enqueue_path runtime_path(DefaultStreams& t) {
 // DFLT-02: an action in the legacy stream first waits for all earlier work in blocking streams.
 inline void legacy_waits_for_earlier_blocking_work(DefaultStreams& t, const enqueue_path& p) {
   marks m;
-  const stream s1 = p.make(mutate("DFLT-02", stream_flags::blocking, stream_flags::non_blocking), "s1");
+  const stream s1 = p.make(mutate("DFLT-02", mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking), "s1");
   gate g;
   t.hold(g, s1);
   p.drop(m, p.null_stream, 1);
@@ -45,7 +45,7 @@ inline void legacy_waits_for_earlier_blocking_work(DefaultStreams& t, const enqu
 inline void blocking_waits_for_earlier_legacy_work(DefaultStreams& t, const enqueue_path& p) {
   marks m;
   const stream s1 = p.make(stream_flags::blocking, "s1");
-  const stream s2 = p.make(mutate("DFLT-03", stream_flags::blocking, stream_flags::non_blocking), "s2");
+  const stream s2 = p.make(mutate("DFLT-03", mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking), "s2");
   gate k1;
   t.hold(k1, s1);
   p.drop(m, p.null_stream, 2);
@@ -62,7 +62,7 @@ inline void blocking_waits_for_earlier_legacy_work(DefaultStreams& t, const enqu
 // DFLT-04, one direction: the legacy stream does not wait for a non-blocking stream.
 inline void legacy_does_not_wait_for_non_blocking_work(DefaultStreams& t, const enqueue_path& p) {
   marks m;
-  const stream s1 = p.make(mutate("DFLT-04", stream_flags::non_blocking, stream_flags::blocking), "s1");
+  const stream s1 = p.make(mutate("DFLT-04", mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking), "s1");
   gate g;
   t.hold(g, s1);
   p.drop(m, p.null_stream, 1);
@@ -75,7 +75,7 @@ inline void legacy_does_not_wait_for_non_blocking_work(DefaultStreams& t, const 
 // DFLT-04, the other direction: a non-blocking stream does not wait for legacy work.
 inline void non_blocking_does_not_wait_for_legacy_work(DefaultStreams& t, const enqueue_path& p) {
   marks m;
-  const stream s2 = p.make(mutate("DFLT-04", stream_flags::non_blocking, stream_flags::blocking), "s2");
+  const stream s2 = p.make(mutate("DFLT-04", mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking), "s2");
   gate g;
   t.hold(g, p.null_stream);
   p.drop(m, s2, 3);
@@ -98,7 +98,7 @@ inline void wait_on_legacy_holds_later_blocking_work_only(DefaultStreams& t, con
   SC_CHECK_CUDA(synchronize_within(idle, kWorkDeadline));  // the event is complete: the wait is a no-op
   gate g;
   t.hold(g, s1);
-  if (!mutation_active("DFLT-05")) p.wait_event(p.null_stream, done);
+  if (!mutation_active("DFLT-05", mutation_kind::arrangement)) p.wait_event(p.null_stream, done);
   p.drop(m, s2, 2);
   p.drop(m, s3, 3);
   ASSERT_TRUE(g.wait_started());

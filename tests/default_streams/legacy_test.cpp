@@ -56,68 +56,80 @@ TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
   SC_REQUIRE_CONCURRENT_KERNELS();
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  const sc::stream& second = sc::mutation_active("DFLT-01") ? a : b;  // mutation: the mark queues behind the gate
+  // Mutation (arrangement): the mark queues behind the gate in a.
+  const sc::stream& second = sc::mutation_active("DFLT-01", sc::mutation_kind::arrangement) ? a : b;
   const sc::observation seen = sc::measure_within(sc::kObservedAttempts, [&] {
     sc::marks m;
     sc::gate g;
     hold(g, a);
-    if (!g.wait_started()) return ::testing::AssertionFailure() << "the gate did not start";
     drop(m, second, 1);
     return sc::present_while_gated(m, 1, g);
   });
-  sc::observe("DFLT-01", seen);
-  EXPECT_TRUE(sc::matches_baseline("DFLT-01", "holds", seen.holds));
+  sc::observe("attempts", seen.attempts);
+  EXPECT_TRUE(sc::observed_row("DFLT-01", "holds", seen.seen));
 }
 
 // DFLT-10 · undocumented (observed): cudaStreamQuery on the legacy stream while only a blocking stream is
-// busy.
+// busy; the same query while only a non-blocking stream is busy is the contrast.
 TEST_F(DefaultStreams, QueryOfTheLegacyStreamWhileABlockingStreamIsBusy) {
   sc::claim("DFLT-10", sc::verdict_kind::observed, "undocumented; hip-tests _SubmitWorkOnStreamAndQueryNullStream");
-  const sc::stream s1 = make(stream_flags::blocking, "s1");
-  sc::gate g;
-  hold(g, s1);
-  ASSERT_TRUE(g.wait_started());
-  const std::string code = sc::error_name(cudaStreamQuery(legacy_.get()));
-  g.open();
-  drain();
-  sc::observe("rc.cudaStreamQuery(legacy)", code);
-  EXPECT_TRUE(sc::matches_baseline("DFLT-10", "rc", sc::mutate("DFLT-10", code, std::string("mutated"))));
+  // Mutation (arrangement): the busy streams swap kinds.
+  const bool swapped = sc::mutation_active("DFLT-10", sc::mutation_kind::arrangement);
+  for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
+    const std::string kind = flags == stream_flags::blocking ? "blocking" : "non_blocking";
+    const stream_flags made = swapped ? (flags == stream_flags::blocking ? stream_flags::non_blocking : stream_flags::blocking)
+                                      : flags;
+    const sc::stream s1 = make(made, "busy_" + kind);
+    sc::gate g;
+    hold(g, s1);
+    ASSERT_TRUE(g.wait_started());
+    const std::string code = sc::error_name(cudaStreamQuery(legacy_.get()));
+    const bool valid = closed(g.state());
+    g.open();
+    drain();
+    ASSERT_TRUE(valid) << "the gate was not closed during the query: " << sc::to_string(g.state());
+    const std::string key = kind == "blocking" ? "rc" : "non_blocking.rc";
+    sc::observe("rc.cudaStreamQuery(legacy)." + kind, code);
+    EXPECT_TRUE(sc::matches_baseline("DFLT-10", key, code));
+  }
 }
 
 // DFLT-11 · contested (observed): cudaStreamSynchronize on an empty blocking stream after legacy work —
 // does it wait for that work?
 TEST_F(DefaultStreams, SynchronizeOfAnEmptyBlockingStreamAfterLegacyWork) {
   sc::claim("DFLT-11", sc::verdict_kind::observed, "contested: ROCm/hip PR #639, #1105; chipStar #1103");
+  // Mutation (arrangement): s1 is not empty: a mark waits in it behind the legacy gate.
+  const bool pending = sc::mutation_active("DFLT-11", sc::mutation_kind::arrangement);
+  sc::marks m;
   const sc::stream s1 = make(stream_flags::blocking, "s1");
   sc::gate g;
   hold(g, legacy_);
+  if (pending) drop(m, s1, 1);
   ASSERT_TRUE(g.wait_started());
   const sc::return_observation seen = sc::call_while_gated([&] { return cudaStreamSynchronize(s1.get()); }, g);
   drain();
-  sc::observe("returned_while_gated", seen.returned_while_gated);
-  sc::observe("detail", seen.detail);
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-  EXPECT_TRUE(sc::matches_baseline("DFLT-11", "returned_while_gated",
-                                   sc::mutate("DFLT-11", seen.returned_while_gated, !seen.returned_while_gated)));
+  EXPECT_TRUE(sc::observed_row("DFLT-11", "returned_while_gated", seen.returned));
 }
 
 // DFLT-12 · hip-tests _NullStreamSynchronization (observed): cudaStreamSynchronize(cudaStreamLegacy) waits
 // for a busy blocking stream but not for a busy non-blocking one.
 TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) {
   sc::claim("DFLT-12", sc::verdict_kind::observed, "hip-tests _NullStreamSynchronization (AMD-only)");
+  // Mutation (arrangement): the gated streams swap kinds.
+  const bool swapped = sc::mutation_active("DFLT-12", sc::mutation_kind::arrangement);
   for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
     const std::string kind = flags == stream_flags::blocking ? "blocking" : "non_blocking";
-    const sc::stream s = make(flags, kind);
+    const stream_flags made = swapped ? (flags == stream_flags::blocking ? stream_flags::non_blocking : stream_flags::blocking)
+                                      : flags;
+    const sc::stream s = make(made, kind);
     sc::gate g;
     hold(g, s);
     ASSERT_TRUE(g.wait_started());
     const sc::return_observation seen = sc::call_while_gated([&] { return cudaStreamSynchronize(legacy_.get()); }, g);
     drain();
-    sc::observe(kind + ".returned_while_gated", seen.returned_while_gated);
-    sc::observe(kind + ".detail", seen.detail);
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-    EXPECT_TRUE(sc::matches_baseline("DFLT-12", kind + ".returned_while_gated",
-                                     sc::mutate("DFLT-12", seen.returned_while_gated, !seen.returned_while_gated)));
+    EXPECT_TRUE(sc::observed_row("DFLT-12", kind + ".returned_while_gated", seen.returned));
   }
 }
 
@@ -136,7 +148,7 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
   const sc::stream non_blocking = make(stream_flags::non_blocking, "non_blocking");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   const std::function<cudaError_t()> device_sync =
-      sc::mutation_active("DFLT-23") ? std::function<cudaError_t()>([&] { return cudaStreamSynchronize(idle.get()); })
+      sc::mutation_active("DFLT-23", sc::mutation_kind::arrangement) ? std::function<cudaError_t()>([&] { return cudaStreamSynchronize(idle.get()); })
                                      : std::function<cudaError_t()>([] { return cudaDeviceSynchronize(); });
   for (const sc::stream* busy : {&blocking, &non_blocking, &legacy_}) {
     SCOPED_TRACE("gated: " + busy->name());
@@ -145,7 +157,7 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
     ASSERT_TRUE(g.wait_started());
     const sc::return_observation seen = sc::call_while_gated(device_sync, g, kIdleSyncWindow);
     drain();
-    EXPECT_FALSE(seen.returned_while_gated) << "cudaDeviceSynchronize " << seen.detail;
+    EXPECT_TRUE(sc::does_not_hold(seen.returned)) << "cudaDeviceSynchronize must wait for the gate";
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
   }
   sc::gate g;
@@ -153,16 +165,24 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
   ASSERT_TRUE(g.wait_started());
   const sc::return_observation control =
       sc::call_while_gated([&] { return cudaStreamSynchronize(idle.get()); }, g, kIdleSyncWindow);
-  EXPECT_TRUE(control.returned_while_gated)
-      << "negative control: synchronizing an idle non-blocking stream must not wait for the gate; it "
-      << control.detail;
+  EXPECT_TRUE(control.returned)
+      << "negative control: synchronizing an idle non-blocking stream must not wait for the gate";
   EXPECT_CUDA_EQ(cudaSuccess, control.code);
 }
 
-// Child process body for DFLT-13: tries to destroy both default streams, then uses them.
+// Child process body for DFLT-13: tries to destroy both default streams, then uses them. The contrast: a
+// created stream is destroyed with cudaSuccess. Mutation (arrangement): the "legacy" destroy is given a
+// created stream instead.
 [[noreturn]] void destroy_default_streams(const sc::child_channel& channel) {
   sc::marks m;
-  channel.write("destroy.legacy", sc::error_name(cudaStreamDestroy(cudaStreamLegacy)));
+  cudaStream_t created = nullptr;
+  cudaStream_t other = nullptr;
+  const bool swapped = sc::mutation_active("DFLT-13", sc::mutation_kind::arrangement);
+  if (cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking) != cudaSuccess)
+    std::exit(3);
+  channel.write("destroy.created", sc::error_name(cudaStreamDestroy(created)));
+  channel.write("destroy.legacy", sc::error_name(cudaStreamDestroy(swapped ? other : cudaStreamLegacy)));
   channel.write("destroy.per_thread", sc::error_name(cudaStreamDestroy(cudaStreamPerThread)));
   (void)cudaGetLastError();
   m.drop(sc::stream::legacy(), 1);
@@ -182,10 +202,10 @@ TEST_F(DefaultStreams, DefaultStreamsCannotBeDestroyed) {
   const sc::child_channel channel("DFLT13");
   EXPECT_EXIT(destroy_default_streams(channel), ::testing::ExitedWithCode(0), "");
   const auto lines = channel.read();
-  EXPECT_EQ(5u, lines.size()) << "the child reported " << lines.size() << " of 5 facts";
+  EXPECT_EQ(6u, lines.size()) << "the child reported " << lines.size() << " of 6 facts";
   for (const auto& [key, value] : lines) {
     sc::observe(key, value);
-    EXPECT_TRUE(sc::matches_baseline("DFLT-13", key, sc::mutate("DFLT-13", value, std::string("mutated"))));
+    EXPECT_TRUE(sc::matches_baseline("DFLT-13", key, value));
   }
 }
 
@@ -204,7 +224,8 @@ TEST_F(DefaultStreams, CaptureExcludesTheLegacyStream) {
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
   }
   const sc::stream capturing =
-      make(sc::mutate("DFLT-14", stream_flags::blocking, stream_flags::non_blocking), "capturing");
+      make(sc::mutate("DFLT-14", sc::mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking),
+           "capturing");
   SC_CHECK_CUDA(cudaStreamBeginCapture(capturing.get(), cudaStreamCaptureModeRelaxed));
   const cudaError_t legacy_use = sc::kernels::launch_empty(legacy_.get());
   cudaGraph_t graph = nullptr;

@@ -34,6 +34,10 @@ TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   constexpr unsigned kFresh = 16;
   // Reason: an independent 1-thread kernel lands within microseconds; 300 ms is thousands of launches.
   constexpr auto kLandingWindow = std::chrono::milliseconds{300};
+  // Mutation (arrangement), per entry: with 32 connections (every stream has its own queue) the fresh
+  // marks go behind the gates; otherwise nothing is pending behind the gates (no queue head waits).
+  const bool mutated = sc::mutation_active("DFLT-16", sc::mutation_kind::arrangement);
+  const bool own_queues = connections() == "32";
   sc::marks m;
   std::vector<sc::stream> busy;
   std::vector<sc::stream> fresh;
@@ -43,9 +47,9 @@ TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   for (unsigned i = 0; i < kBusy; ++i) {
     gates.push_back(std::make_unique<sc::gate>());
     hold(*gates.back(), busy[i]);
-    drop(m, busy[i], i);  // pending behind the gate: the head of this stream's queue waits
+    if (!(mutated && !own_queues)) drop(m, busy[i], i);  // pending behind the gate: the queue head waits
   }
-  for (unsigned i = 0; i < kFresh; ++i) drop(m, fresh[i], kBusy + i);
+  for (unsigned i = 0; i < kFresh; ++i) drop(m, mutated && own_queues ? busy[i % kBusy] : fresh[i], kBusy + i);
   const auto start = std::chrono::steady_clock::now();
   unsigned landed = 0;
   while (std::chrono::steady_clock::now() - start < kLandingWindow) {
@@ -55,19 +59,18 @@ TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
     std::this_thread::yield();
   }
   unsigned started = 0;
-  bool watchdog = false;
+  std::string not_closed;
   for (const auto& g : gates) {
     started += g->started();
-    watchdog = watchdog || g->timed_out();
+    if (!closed(g->state())) not_closed = sc::to_string(g->state());
   }
   for (auto& g : gates) g->open();
   drain();
-  ASSERT_FALSE(watchdog) << "a gate's watchdog fired during the window";
+  ASSERT_EQ("", not_closed) << "a gate was not closed during the window, so the count proves nothing";
   const std::string key = "connections_" + connections();
   sc::observe(key + ".busy_gates_running", static_cast<int>(started));
   sc::observe(key + ".fresh_marks_landed", static_cast<int>(landed));
-  EXPECT_TRUE(sc::matches_baseline("DFLT-16", key + ".fresh_marks_landed",
-                                   sc::mutate("DFLT-16", static_cast<int>(landed), static_cast<int>(landed) + 1)));
+  EXPECT_TRUE(sc::matches_baseline("DFLT-16", key + ".fresh_marks_landed", static_cast<int>(landed)));
 }
 
 // DFLT-17 · RT stream and event semantics; ROCm hipSharedQueueAnyOrderOverlap pattern: under
@@ -94,7 +97,7 @@ TEST_F(DefaultStreams, OversubscribedStreamsKeepEveryEventDependency) {
     produced.push_back(sc::event::create(sc::event_flags::disable_timing));
     consumed.push_back(sc::event::create(sc::event_flags::disable_timing));
   }
-  const bool wait_for_data = !sc::mutation_active("DFLT-17");
+  const bool wait_for_data = !sc::mutation_active("DFLT-17", sc::mutation_kind::arrangement);
   for (unsigned rep = 0; rep < kReps; ++rep) {
     for (unsigned p = 0; p < kPairs; ++p) {
       const std::uint32_t value = (p + 1) * 1000u + rep + 1;

@@ -43,7 +43,9 @@ TEST_F(Instruments, GlobaltimerTickIsMeasured) {
   sc::claim("INST-01", sc::verdict_kind::observed, "PTX ISA, special registers %globaltimer");
   sc::mapped<sc::kernels::timer_probe> probe(1);
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
-  SC_CHECK_CUDA(sc::kernels::launch_timer_probe(s.get(), probe.device(), 4 * sc::kTimerProbeReads));
+  // Mutation (arrangement): one read only, so the probe cannot see the timer advance.
+  const unsigned reads = sc::mutate("INST-01", sc::mutation_kind::arrangement, 4 * sc::kTimerProbeReads, 1u);
+  SC_CHECK_CUDA(sc::kernels::launch_timer_probe(s.get(), probe.device(), reads));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   const sc::kernels::timer_probe p = *probe.host();
 
@@ -52,7 +54,7 @@ TEST_F(Instruments, GlobaltimerTickIsMeasured) {
   constexpr std::uint64_t kLargestUsableTickNs = 4096;
   EXPECT_GT(p.steps, 0u) << "no %globaltimer step in " << p.reads << " reads";
   EXPECT_GT(p.min_step_ns, 0u);
-  EXPECT_LE(sc::mutate("INST-01", p.min_step_ns, kLargestUsableTickNs + 1), kLargestUsableTickNs);
+  EXPECT_LE(p.min_step_ns, kLargestUsableTickNs);
   EXPECT_EQ(sc::device_timer().tick_ns, p.min_step_ns) << "the start-up calibration saw another tick";
 
   const json figures = {{"tick_ns", p.min_step_ns}, {"max_step_ns", p.max_step_ns}, {"reads", p.reads},
@@ -70,12 +72,12 @@ struct clock_pair {
   std::uint64_t bracket_ns = ~std::uint64_t{0};
 };
 
-// Of `samples` reads of the beacon's running stamp, the one with the tightest host bracket.
-clock_pair tightest_pair(sc::kernels::beacon& b, int samples) {
+// Of `samples` reads of a beacon stamp (normally its running one), the one with the tightest host bracket.
+clock_pair tightest_pair(std::uint64_t& stamp, int samples) {
   clock_pair best;
   for (int i = 0; i < samples; ++i) {
     const std::uint64_t before = monotonic_raw_ns();
-    const std::uint64_t gpu = sc::load_acquire(b.now_ns);
+    const std::uint64_t gpu = sc::load_acquire(stamp);
     const std::uint64_t after = monotonic_raw_ns();
     if (gpu != 0 && after - before < best.bracket_ns) best = clock_pair{before + (after - before) / 2, gpu, after - before};
   }
@@ -98,18 +100,19 @@ TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
   SC_CHECK_CUDA(sc::kernels::launch_beacon(s.get(), beacon.device(), kSpanNs));
   ASSERT_TRUE(await_flag(beacon.host()->started, std::chrono::seconds{2})) << "beacon kernel never started";
-  const clock_pair first = tightest_pair(*beacon.host(), kSamples);
+  const clock_pair first = tightest_pair(beacon.host()->now_ns, kSamples);
   // Let most of the span pass: wait (busy, no sleep) until the GPU stamp is 90 % of the way.
   const std::uint64_t gpu_start = sc::load_acquire(beacon.host()->start_ns);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
   while (sc::load_acquire(beacon.host()->now_ns) - gpu_start < kSpanNs / 10 * 9)
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the beacon's stamp stopped advancing";
-  const clock_pair last = tightest_pair(*beacon.host(), kSamples);
+  // Mutation (arrangement): the second pair reads the beacon's start stamp, a GPU clock that stood still.
+  const bool stale = sc::mutation_active("INST-02", sc::mutation_kind::arrangement);
+  const clock_pair last = tightest_pair(stale ? beacon.host()->start_ns : beacon.host()->now_ns, kSamples);
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
 
-  const double gpu_ns = static_cast<double>(last.gpu_ns - first.gpu_ns);
-  const double host_ns = static_cast<double>(sc::mutate("INST-02", last.host_ns - first.host_ns,
-                                                        (last.host_ns - first.host_ns) / 2));
+  const double gpu_ns = static_cast<double>(static_cast<std::int64_t>(last.gpu_ns - first.gpu_ns));
+  const double host_ns = static_cast<double>(last.host_ns - first.host_ns);
   const double rate = gpu_ns / host_ns;
   sc::observe("rate", rate);
   sc::observe("gpu_ns", gpu_ns);
@@ -139,7 +142,8 @@ TEST_F(Instruments, SpinKernelHitsRequestedDuration) {
   sc::event after = sc::event::create();
   SC_CHECK_CUDA(cudaEventRecord(before.get(), s.get()));
   SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), record.device(), 1, 128,
-                                         sc::mutate("INST-03", kRequestedNs, kRequestedNs / 2)));
+                                         sc::mutate("INST-03", sc::mutation_kind::arrangement, kRequestedNs,
+                                                    kRequestedNs / 2)));
   SC_CHECK_CUDA(cudaEventRecord(after.get(), s.get()));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   float event_ms = 0;
@@ -171,7 +175,7 @@ TEST_F(Instruments, LaunchCostIsRecorded) {
   sc::event after = sc::event::create();
   SC_CHECK_CUDA(sc::kernels::launch_empty(s.get()));  // warm
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
-  const bool bracket = !sc::mutation_active("INST-05");  // mutation: record both events before the launches
+  const bool bracket = !sc::mutation_active("INST-05", sc::mutation_kind::arrangement);  // mutation: record both events before the launches
   SC_CHECK_CUDA(cudaEventRecord(before.get(), s.get()));
   if (!bracket) SC_CHECK_CUDA(cudaEventRecord(after.get(), s.get()));
   const auto host_start = std::chrono::steady_clock::now();
@@ -198,13 +202,15 @@ TEST_F(Instruments, SmIdsAreBelowNsmidAndRecordedAtBothEnds) {
   const unsigned blocks = static_cast<unsigned>(properties().multiProcessorCount);
   sc::mapped<sc::kernels::block_record> records(blocks);
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
-  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), blocks, 1024, 1'000'000));
+  // Mutation (arrangement): one block fewer is launched than checked, so one record was never written.
+  const unsigned launched = sc::mutate("INST-08", sc::mutation_kind::arrangement, blocks, blocks - 1);
+  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), launched, 1024, 1'000'000));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   std::set<std::uint32_t> distinct;
   unsigned moved = 0;
   for (unsigned b = 0; b < blocks; ++b) {
     const auto& r = records.host()[b];
-    EXPECT_LT(sc::mutate("INST-08", r.sm_begin, r.nsmid), r.nsmid) << "block " << b;
+    EXPECT_LT(r.sm_begin, r.nsmid) << "block " << b;
     EXPECT_LT(r.sm_end, r.nsmid) << "block " << b;
     distinct.insert(r.sm_begin);
     moved += r.sm_begin != r.sm_end;

@@ -28,7 +28,7 @@ TEST_F(PriorityFlags, GetFlagsReturnsTheCreationFlags) {
     stream s;
     unsigned expected;
   };
-  const stream_flags non_blocking = sc::mutate("PRIO-08", stream_flags::non_blocking, stream_flags::blocking);
+  const stream_flags non_blocking = sc::mutate("PRIO-08", sc::mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking);
   std::vector<made> streams;
   streams.push_back({stream::create_default("cudaStreamCreate"), 0u});
   streams.push_back({stream::create(stream_flags::blocking, 0, "WithPriority(blocking, 0)"), 0u});
@@ -56,7 +56,7 @@ TEST_F(PriorityFlags, GetFlagsReturnsTheCreationFlags) {
 // cudaErrorInvalidValue and no stream is created; the same through the driver API.
 TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
   sc::claim("PRIO-09", sc::verdict_kind::documented, "RT cudaStreamCreateWithFlags; DRV cuStreamCreate");
-  const unsigned bad = sc::mutate("PRIO-09", 0x80u, 0x1u);
+  const unsigned bad = sc::mutate("PRIO-09", sc::mutation_kind::arrangement, 0x80u, 0x1u);
   cudaStream_t with_flags = sentinel_stream();
   cudaStream_t with_priority = sentinel_stream();
   CUstream driver = sentinel_stream();
@@ -83,7 +83,7 @@ TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
       {"cudaStreamGetPriority", cudaStreamGetPriority(s.get(), nullptr)},
       {"cudaStreamGetFlags", cudaStreamGetFlags(s.get(), nullptr)}};
   for (const auto& [call, code] : codes) channel.write(call, sc::error_name(code));
-  if (sc::mutation_active("PRIO-10")) std::raise(SIGSEGV);  // the crash this test must catch
+  if (sc::mutation_active("PRIO-10", sc::mutation_kind::arrangement)) std::raise(SIGSEGV);  // the crash this test must catch
   std::exit(0);
 }
 

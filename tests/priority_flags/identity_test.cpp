@@ -20,19 +20,21 @@ TEST_F(PriorityFlags, StreamIdsAreUniqueForTheProgramsLifetime) {
   constexpr int kRounds = 3;
   constexpr int kPerRound = 8;
   std::vector<unsigned long long> ids;
+  // Mutation (arrangement): the first stream's id is asked of the per-thread handle instead.
+  const bool misread = sc::mutation_active("PRIO-12", sc::mutation_kind::arrangement);
   for (int round = 0; round < kRounds; ++round) {
     std::vector<stream> streams;  // destroyed at the end of each round
     for (int i = 0; i < kPerRound; ++i) {
       streams.push_back(stream::create(i % 2 ? stream_flags::blocking : stream_flags::non_blocking));
+      const cudaStream_t asked = misread && ids.empty() ? cudaStreamPerThread : streams.back().get();
       unsigned long long runtime_id = 0;
       unsigned long long driver_id = 0;
-      EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetId(streams.back().get(), &runtime_id));
-      EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetId(streams.back().get(), &driver_id));
+      EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetId(asked, &runtime_id));
+      EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetId(asked, &driver_id));
       EXPECT_EQ(runtime_id, driver_id);
       ids.push_back(runtime_id);
     }
   }
-  if (sc::mutation_active("PRIO-12")) ids.push_back(ids.front());
   const std::set<unsigned long long> distinct(ids.begin(), ids.end());
   EXPECT_EQ(ids.size(), distinct.size()) << "a stream id was handed out twice across create/destroy rounds";
 
@@ -52,9 +54,20 @@ TEST_F(PriorityFlags, StreamIdsAreUniqueForTheProgramsLifetime) {
 // cuStreamGetDevice agrees.
 TEST_F(PriorityFlags, StreamGetDeviceReturnsTheStreamsDevice) {
   sc::claim("PRIO-13", sc::verdict_kind::documented, "RT cudaStreamGetDevice; DRV cuStreamGetDevice");
-  const int expected = sc::mutate("PRIO-13", device(), device() + 1);
+  int devices = 0;
+  SC_CHECK_CUDA(cudaGetDeviceCount(&devices));
+  // Mutation: with a second GPU (arrangement) the created stream is made on the other device; with one
+  // GPU no stream of another device can exist, so only the expected device changes (expectation).
+  const bool elsewhere = devices > 1 && sc::mutation_active("PRIO-13", sc::mutation_kind::arrangement);
+  const int expected = devices > 1 ? device() : sc::mutate("PRIO-13", sc::mutation_kind::expectation, device(), device() + 1);
   std::vector<stream> streams;
-  streams.push_back(stream::create(stream_flags::non_blocking, 0, "created"));
+  if (elsewhere) {
+    SC_CHECK_CUDA(cudaSetDevice((device() + 1) % devices));
+    streams.push_back(stream::create(stream_flags::non_blocking, 0, "created on the other device"));
+    SC_CHECK_CUDA(cudaSetDevice(device()));
+  } else {
+    streams.push_back(stream::create(stream_flags::non_blocking, 0, "created"));
+  }
   streams.push_back(stream::legacy());
   streams.push_back(stream::per_thread());
   streams.push_back(stream::null());

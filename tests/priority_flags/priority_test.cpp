@@ -1,13 +1,20 @@
 // PRIO-01..06, PRIO-11: the priority range and what a created stream reports, runtime and driver API.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <climits>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "priority_flags.hpp"
+#include "sc/fixtures/event.hpp"
+#include "sc/fixtures/gate.hpp"
 #include "sc/fixtures/memory.hpp"
+#include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/stream.hpp"
 #include "sc/kernels/launch.hpp"
 
@@ -34,15 +41,28 @@ std::vector<out_of_range_request> out_of_range_requests(int least, int greatest)
 
 const char* flags_name(stream_flags f) { return f == stream_flags::blocking ? "blocking" : "non_blocking"; }
 
-// PRIO-01 · RT cudaDeviceGetStreamPriorityRange: least >= greatest; lower numbers mean higher priority
-// and the meaningful range is [greatest, least].
+// PRIO-01 · RT cudaDeviceGetStreamPriorityRange, DRV cuCtxGetStreamPriorityRange: least >= greatest
+// (lower numbers are higher priorities, the meaningful range is [greatest, least]); either pointer may
+// be NULL when that value is not wanted; a device without priorities reports 0 for both.
 TEST_F(PriorityFlags, RuntimeRangeHasLeastAtOrAboveGreatest) {
   sc::claim("PRIO-01", sc::verdict_kind::documented, "RT cudaDeviceGetStreamPriorityRange");
   int least = 0;
   int greatest = 0;
-  EXPECT_CUDA_EQ(cudaSuccess, cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  const int seen_least = sc::mutate("PRIO-01", least, greatest - 1);
-  EXPECT_GE(seen_least, greatest) << "least " << seen_least << ", greatest " << greatest;
+  // Mutation (arrangement): the out-pointers are passed the wrong way round.
+  if (sc::mutation_active("PRIO-01", sc::mutation_kind::arrangement))
+    EXPECT_CUDA_EQ(cudaSuccess, cudaDeviceGetStreamPriorityRange(&greatest, &least));
+  else
+    EXPECT_CUDA_EQ(cudaSuccess, cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  EXPECT_GE(least, greatest) << "least " << least << ", greatest " << greatest;
+  if (least == greatest) {
+    EXPECT_EQ(0, least) << "a device without priorities reports 0 for both";
+  }
+  int least_only = 99;
+  int greatest_only = 99;
+  EXPECT_CUDA_EQ(cudaSuccess, cudaDeviceGetStreamPriorityRange(&least_only, nullptr));
+  EXPECT_CUDA_EQ(cudaSuccess, cudaDeviceGetStreamPriorityRange(nullptr, &greatest_only));
+  EXPECT_EQ(least_, least_only) << "least asked alone";
+  EXPECT_EQ(greatest_, greatest_only) << "greatest asked alone";
   sc::observe("least", least);
   sc::observe("greatest", greatest);
   sc::observe("levels", least - greatest + 1);
@@ -56,22 +76,29 @@ TEST_F(PriorityFlags, DriverRangeEqualsRuntimeRange) {
   sc::claim("PRIO-02", sc::verdict_kind::documented, "DRV cuCtxGetStreamPriorityRange; RT");
   int least = 0;
   int greatest = 0;
-  EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuCtxGetStreamPriorityRange(&least, &greatest));
-  EXPECT_EQ(least_, sc::mutate("PRIO-02", least, least + 1));
+  // Mutation (arrangement): the driver's out-pointers are passed the wrong way round.
+  if (sc::mutation_active("PRIO-02", sc::mutation_kind::arrangement))
+    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuCtxGetStreamPriorityRange(&greatest, &least));
+  else
+    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuCtxGetStreamPriorityRange(&least, &greatest));
+  EXPECT_EQ(least_, least);
   EXPECT_EQ(greatest_, greatest);
   sc::observe("driver.least", least);
   sc::observe("driver.greatest", greatest);
 }
 
 // PRIO-03 · RT cudaStreamCreateWithPriority, cudaStreamGetPriority: a priority outside the range is
-// clamped to the nearest end without error, and Get returns the clamped value.
+// clamped to the nearest end without error, and Get returns the clamped value. Requests below the range
+// are decisive (greatest differs from the default 0). Requests above it clamp to least, which on every
+// NVIDIA GPU so far is 0, the default priority: there they cannot be told from "the priority was
+// ignored" (recorded as above_range_distinguishable).
 TEST_F(PriorityFlags, RuntimeOutOfRangePrioritiesAreClamped) {
   sc::claim("PRIO-03", sc::verdict_kind::documented, "RT cudaStreamCreateWithPriority, cudaStreamGetPriority");
   if (priorities_missing()) GTEST_SKIP() << kNoPriorities;
   for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
     for (const auto& request : out_of_range_requests(least_, greatest_)) {
       SCOPED_TRACE(std::string(request.label) + " " + flags_name(flags));
-      const int asked = sc::mutate("PRIO-03", static_cast<int>(request.value), 0);
+      const int asked = sc::mutate("PRIO-03", sc::mutation_kind::arrangement, static_cast<int>(request.value), 0);
       cudaStream_t raw = nullptr;
       EXPECT_CUDA_EQ(cudaSuccess, cudaStreamCreateWithPriority(&raw, static_cast<unsigned>(flags), asked));
       const stream s = stream::adopt(raw, request.label);
@@ -81,16 +108,18 @@ TEST_F(PriorityFlags, RuntimeOutOfRangePrioritiesAreClamped) {
       sc::observe(std::string("clamp.") + request.label + "." + flags_name(flags), got);
     }
   }
+  sc::observe("above_range_distinguishable", least_ != 0);
 }
 
-// PRIO-04 · DRV cuStreamCreateWithPriority, cuStreamGetPriority: the same clamping through the driver API.
+// PRIO-04 · DRV cuStreamCreateWithPriority, cuStreamGetPriority: the same clamping through the driver API
+// (the above-range half has PRIO-03's limit where least is 0).
 TEST_F(PriorityFlags, DriverOutOfRangePrioritiesAreClamped) {
   sc::claim("PRIO-04", sc::verdict_kind::documented, "DRV cuStreamCreateWithPriority, cuStreamGetPriority");
   if (priorities_missing()) GTEST_SKIP() << kNoPriorities;
   for (const unsigned flags : {0u, static_cast<unsigned>(CU_STREAM_NON_BLOCKING)}) {
     for (const auto& request : out_of_range_requests(least_, greatest_)) {
       SCOPED_TRACE(std::string(request.label) + " flags " + std::to_string(flags));
-      const int asked = sc::mutate("PRIO-04", static_cast<int>(request.value), 0);
+      const int asked = sc::mutate("PRIO-04", sc::mutation_kind::arrangement, static_cast<int>(request.value), 0);
       CUstream raw = nullptr;
       EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamCreateWithPriority(&raw, flags, asked));
       const stream s = stream::adopt(raw, request.label);  // CUstream and cudaStream_t are one type
@@ -100,6 +129,7 @@ TEST_F(PriorityFlags, DriverOutOfRangePrioritiesAreClamped) {
       sc::observe(std::string("driver.clamp.") + request.label + ".flags" + std::to_string(flags), got);
     }
   }
+  sc::observe("above_range_distinguishable", least_ != 0);
 }
 
 // PRIO-05 · RT cudaStreamGetPriority: every value in [greatest, least] reads back unchanged, both ends
@@ -110,7 +140,7 @@ TEST_F(PriorityFlags, EveryInRangePriorityReadsBackUnchanged) {
   int checked = 0;
   for (int p = greatest_; p <= least_; ++p) {
     SCOPED_TRACE("priority " + std::to_string(p));
-    const int asked = sc::mutate("PRIO-05", p, p + 1);
+    const int asked = sc::mutate("PRIO-05", sc::mutation_kind::arrangement, p, p + 1);
     const stream s = stream::create(stream_flags::non_blocking, asked);
     int runtime_view = 0;
     int driver_view = 0;
@@ -130,8 +160,9 @@ TEST_F(PriorityFlags, EveryInRangePriorityReadsBackUnchanged) {
 TEST_F(PriorityFlags, PlainlyCreatedStreamsHaveDefaultPriorityZero) {
   sc::claim("PRIO-06", sc::verdict_kind::documented, "RT cudaStreamCreate, cudaStreamCreateWithFlags; DRV");
   std::vector<stream> streams;
-  streams.push_back(sc::mutation_active("PRIO-06") ? stream::create(stream_flags::blocking, greatest_ - 1)
-                                                   : stream::create_default("cudaStreamCreate"));
+  streams.push_back(sc::mutation_active("PRIO-06", sc::mutation_kind::arrangement)
+                        ? stream::create(stream_flags::blocking, greatest_ - 1)
+                        : stream::create_default("cudaStreamCreate"));
   for (const unsigned flags : {0u, static_cast<unsigned>(cudaStreamNonBlocking)}) {
     cudaStream_t raw = nullptr;
     SC_CHECK_CUDA(cudaStreamCreateWithFlags(&raw, flags));
@@ -151,37 +182,74 @@ TEST_F(PriorityFlags, PlainlyCreatedStreamsHaveDefaultPriorityZero) {
 }
 
 // PRIO-11 · RT stream semantics: streams at every level, created and used from 16 host threads at once,
-// all complete with correct results.
+// all complete with correct results. "At once" is arranged, not hoped for: the threads leave a start
+// line together, and every stream's work waits on an event behind one gate, so all 16 x levels streams
+// exist with their work pending at the same time (checked while the gate is closed) before any runs.
 TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
   sc::claim("PRIO-11", sc::verdict_kind::documented, "RT stream semantics (multi-threaded creation and use)");
   constexpr unsigned kThreads = 16;
   constexpr std::uint32_t kElements = 4096;
   const int levels = least_ - greatest_ + 1;
+  const unsigned streams_expected = kThreads * static_cast<unsigned>(levels);
+  // Mutation (arrangement): each copy back runs in a side stream, not ordered after its fill.
+  const bool unordered_copy = sc::mutation_active("PRIO-11", sc::mutation_kind::arrangement);
   struct outcome {
     std::string error;
     int checked = 0;
   };
   std::vector<outcome> outcomes(kThreads);
+  std::atomic<unsigned> at_start{0};
+  std::atomic<unsigned> enqueued{0};
+  std::atomic<bool> go{false};
+  const stream hold = stream::create(stream_flags::non_blocking, 0, "hold");
+  const sc::event released = sc::event::create(sc::event_flags::disable_timing);
+  const auto wait_for = [](const std::function<bool()>& done) {
+    const auto until = std::chrono::steady_clock::now() + sc::kGateWatchdog;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > until) throw std::runtime_error("gave up waiting for the other threads");
+      std::this_thread::yield();
+    }
+  };
+  sc::gate g;
+  g.hold(hold);
+  SC_CHECK_CUDA(cudaEventRecord(released.get(), hold.get()));
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       try {
         SC_CHECK_CUDA(cudaSetDevice(device()));
+        ++at_start;
+        wait_for([&] { return at_start.load() == kThreads; });
+        struct level {
+          stream s;
+          sc::device_buffer<std::uint32_t> data;
+          sc::pinned_buffer<std::uint32_t> back;
+          std::uint32_t value;
+        };
+        std::vector<level> work;
         for (int p = greatest_; p <= least_; ++p) {
           const auto flags = (p + static_cast<int>(t)) % 2 == 0 ? stream_flags::blocking : stream_flags::non_blocking;
-          const stream s = stream::create(flags, p);
-          sc::device_buffer<std::uint32_t> data(kElements);
-          sc::pinned_buffer<std::uint32_t> back(kElements);
-          const std::uint32_t value = t * 1000u + static_cast<std::uint32_t>(p - greatest_) + 1u;
-          SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), data.data(), kElements, value));
-          SC_CHECK_CUDA(cudaMemcpyAsync(back.data(), data.data(), data.bytes(), cudaMemcpyDeviceToHost, s.get()));
-          SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
-          const std::uint32_t expected = sc::mutate("PRIO-11", value, value + 1);
+          level& w = work.emplace_back(level{stream::create(flags, p), sc::device_buffer<std::uint32_t>(kElements),
+                                             sc::pinned_buffer<std::uint32_t>(kElements),
+                                             t * 1000u + static_cast<std::uint32_t>(p - greatest_) + 1u});
+          SC_CHECK_CUDA(cudaStreamWaitEvent(w.s.get(), released.get(), 0));
+          SC_CHECK_CUDA(sc::kernels::launch_fill(w.s.get(), w.data.data(), kElements, w.value));
+          if (unordered_copy) {
+            const stream side = stream::create(stream_flags::non_blocking);
+            SC_CHECK_CUDA(cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, side.get()));
+            SC_CHECK_CUDA(sc::synchronize_within(side, sc::kWorkDeadline));
+          } else {
+            SC_CHECK_CUDA(cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, w.s.get()));
+          }
+          ++enqueued;
+        }
+        wait_for([&] { return go.load(); });
+        for (level& w : work) {
+          SC_CHECK_CUDA(sc::synchronize_within(w.s, sc::kWorkDeadline));
           for (std::uint32_t i = kElements; i-- > 0;)
-            if (back[i] != expected)
-              throw std::runtime_error("element " + std::to_string(i) + " is " + std::to_string(back[i]) +
-                                       ", expected " + std::to_string(expected) + " (priority " +
-                                       std::to_string(p) + ")");
+            if (w.back[i] != w.value)
+              throw std::runtime_error("element " + std::to_string(i) + " is " + std::to_string(w.back[i]) +
+                                       ", expected " + std::to_string(w.value));
           ++outcomes[t].checked;
         }
       } catch (const std::exception& e) {
@@ -189,13 +257,20 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
       }
     });
   }
+  const sc::gated_result all_pending = sc::present_while_gated(
+      "all " + std::to_string(streams_expected) + " streams created with their work pending",
+      [&] { return enqueued.load() == streams_expected; }, g);
+  g.open();
+  go = true;
   for (auto& th : threads) th.join();
+  EXPECT_TRUE(all_pending);
   for (unsigned t = 0; t < kThreads; ++t) {
     EXPECT_EQ("", outcomes[t].error) << "thread " << t;
     EXPECT_EQ(levels, outcomes[t].checked) << "thread " << t;
   }
   sc::observe("threads", static_cast<int>(kThreads));
   sc::observe("levels", levels);
+  sc::observe("streams_pending_at_once", static_cast<int>(enqueued.load()));
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
 // Host tests of the two error channels and of the test main's argument handling.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "sc/fixtures/check.hpp"
+#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/observe.hpp"
 #include "sc/fixtures/run_context.hpp"
 
@@ -49,8 +52,11 @@ TEST(ErrorChannels, DriverErrorCarriesTheCode) {
 
 TEST(Mutation, InactiveMutationReturnsTheRealValue) {
   // The suite's own CI runs without STREAMCHECK_MUTATE; the mutation job sets it per catalog ID.
-  if (sc::mutation_active("UNIT-NEVER")) FAIL() << "no catalog ID UNIT-NEVER exists to mutate";
-  EXPECT_EQ(4, sc::mutate("UNIT-NEVER", 4, 5));
+  if (sc::mutation_active("UNIT-NEVER", sc::mutation_kind::arrangement))
+    FAIL() << "no catalog ID UNIT-NEVER exists to mutate";
+  EXPECT_EQ(4, sc::mutate("UNIT-NEVER", sc::mutation_kind::expectation, 4, 5));
+  EXPECT_STREQ("arrangement", sc::to_string(sc::mutation_kind::arrangement));
+  EXPECT_STREQ("expectation", sc::to_string(sc::mutation_kind::expectation));
 }
 
 TEST(TestMain, StreamcheckArgumentsAreTakenOutOfArgv) {
@@ -76,6 +82,37 @@ TEST(TestMain, UnknownStreamcheckOptionIsAnError) {
   int argc = 2;
   const std::string problem = sc::take_streamcheck_arguments(argc, argv.data());
   EXPECT_NE(std::string::npos, problem.find("--streamcheck-result=/tmp/r")) << problem;
+}
+
+}  // namespace
+
+namespace {
+
+// A gate whose watchdog fired fails the test that held it, unless the firing was expected (a silent
+// gate in a test of the watchdog itself); both are recorded as evidence.
+TEST(WatchdogEvidence, AnUnexpectedFiringFailsTheTestAndIsRecorded) {
+  sc::fired_gate banner;
+  banner.index = 3;
+  banner.where = "s1";
+  banner.watchdog = std::chrono::milliseconds{2000};
+  banner.waited_ns = 2'000'100'000;
+  sc::fired_gate silent = banner;
+  silent.index = 4;
+  silent.expected = true;
+  nlohmann::json evidence;
+  EXPECT_NONFATAL_FAILURE(evidence = sc::detail::judge_fired_gates({banner, silent}), "the watchdog of gate 3");
+  ASSERT_EQ(2u, evidence.size());
+  EXPECT_EQ(false, evidence[0]["expected"]);
+  EXPECT_EQ("s1", evidence[0]["held"]);
+  EXPECT_EQ(2000, evidence[0]["watchdog_ms"]);
+  EXPECT_EQ(true, evidence[1]["expected"]);
+}
+
+TEST(WatchdogEvidence, AnExpectedFiringIsRecordedWithoutAFailure) {
+  sc::fired_gate silent;
+  silent.expected = true;
+  const nlohmann::json evidence = sc::detail::judge_fired_gates({silent});
+  EXPECT_EQ(1u, evidence.size());
 }
 
 }  // namespace

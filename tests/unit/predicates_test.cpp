@@ -1,7 +1,9 @@
 // Host tests of the timeline predicates on synthetic spans, edge cases included.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -114,6 +116,65 @@ TEST(Messages, CarryBothSpansAndTheSlackReasonOnSuccess) {
   EXPECT_NE(std::string::npos, text.find("first [globaltimer 0 .. 100, 100 ns]")) << text;
   EXPECT_NE(std::string::npos, text.find("second")) << text;
   EXPECT_NE(std::string::npos, text.find("timer quantization at both ends")) << text;
+}
+
+}  // namespace
+
+namespace {
+
+// Three-valued gate checks: an invalid check passes neither as "holds" nor as "does not hold".
+using sc::gated_outcome;
+using sc::gated_result;
+
+TEST(GatedResult, HoldsPassesOnlyTheClaimThatItHolds) {
+  const gated_result r(gated_outcome::holds, "mark 1 stayed absent");
+  EXPECT_TRUE(r);
+  EXPECT_FALSE(sc::does_not_hold(r));
+  EXPECT_EQ(std::optional<bool>(true), sc::measured(r));
+}
+
+TEST(GatedResult, DoesNotHoldPassesOnlyTheNegativeClaim) {
+  const gated_result r(gated_outcome::does_not_hold, "mark 1 landed");
+  EXPECT_FALSE(static_cast<::testing::AssertionResult>(r));
+  EXPECT_TRUE(sc::does_not_hold(r));
+  EXPECT_EQ(std::optional<bool>(false), sc::measured(r));
+}
+
+TEST(GatedResult, InvalidPassesNeitherClaimAndSaysWhy) {
+  const gated_result r(gated_outcome::invalid, "the gate was ended by its watchdog");
+  const ::testing::AssertionResult as_holds = r;
+  const ::testing::AssertionResult as_not = sc::does_not_hold(r);
+  EXPECT_FALSE(as_holds);
+  EXPECT_FALSE(as_not);
+  EXPECT_NE(std::string::npos, message(as_holds).find("invalid check: the gate was ended by its watchdog"));
+  EXPECT_NE(std::string::npos, message(as_not).find("invalid check"));
+  EXPECT_FALSE(r.valid());
+}
+
+TEST(GatedResult, AnInvalidObservedRowFailsTheTestAndMeasuresNothing) {
+  const gated_result r(gated_outcome::invalid, "the gate was opened");
+  std::optional<bool> value{true};
+  EXPECT_NONFATAL_FAILURE(value = sc::measured(r), "could not be measured: the gate was opened");
+  EXPECT_FALSE(value.has_value());
+}
+
+TEST(GatedResult, BoundedAttemptsStopAtTheFirstHoldAndAtTheFirstInvalid) {
+  int calls = 0;
+  const sc::observation held = sc::measure_within(3, [&] {
+    ++calls;
+    return gated_result(calls == 2 ? gated_outcome::holds : gated_outcome::does_not_hold, "try");
+  });
+  EXPECT_EQ(2, held.attempts);
+  EXPECT_EQ(gated_outcome::holds, held.seen.outcome());
+  calls = 0;
+  const sc::observation invalid = sc::measure_within(3, [&] {
+    ++calls;
+    return gated_result(gated_outcome::invalid, "watchdog");
+  });
+  EXPECT_EQ(1, invalid.attempts) << "an invalid trial is not retried";
+  EXPECT_EQ(gated_outcome::invalid, invalid.seen.outcome());
+  const sc::observation never = sc::measure_within(3, [] { return gated_result(gated_outcome::does_not_hold, "no"); });
+  EXPECT_EQ(3, never.attempts);
 }
 
 }  // namespace
