@@ -4,20 +4,31 @@
 #
 #   ci/mutation.sh BUILD_DIR LABEL ID [ID ...]
 #
-# Prints one line per ID and a summary; exits 1 if any mutation survived or hit other tests.
+# Prints one line per ID (with the kind of mutation its tests applied: arrangement or expectation) and a
+# summary that counts both kinds; exits 1 if any mutation survived or hit other tests.
 set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(cd "$1" && pwd) label=$2
 shift 2
 failed=0
+lines=()
 for id in "$@"; do
   (cd "$build" && STREAMCHECK_MUTATE="$id" STREAMCHECK_GPU_SLOTS=${STREAMCHECK_GPU_SLOTS:-4} \
      ctest -L "^${label}\$" -j "${MUTATION_JOBS:-4}" --timeout 120 >"$build/mutation-$id.log" 2>&1)
-  if ! python3 "$src/ci/mutation_check.py" "$(readlink -f "$build/results/latest")" "$id"; then
+  line=$(python3 "$src/ci/mutation_check.py" "$(readlink -f "$build/results/latest")" "$id")
+  status=$?
+  echo "$line"
+  lines+=("$line")
+  if [ $status -ne 0 ]; then
     failed=1
     tail -n 25 "$build/mutation-$id.log" | sed "s/^/  [$id] /"
   fi
 done
+count() { printf '%s\n' "${lines[@]}" | grep -c -- "$1" || true; }
+echo "mutation summary ($label): $(count ': killed \[arrangement\]') killed by an arrangement change," \
+     "$(count ': killed \[expectation\]') by an expectation change only," \
+     "$(count ': killed \[.*+.*\]') by both kinds in different tests," \
+     "$(count 'NOT KILLED') not killed, of $# ID(s)"
 [ $failed -eq 0 ] && echo "mutation: every mutation was killed by exactly its own tests" ||
   echo "mutation: some mutations survived or hit other tests (see above)"
 exit $failed
