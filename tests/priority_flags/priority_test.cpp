@@ -4,7 +4,6 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -182,9 +181,10 @@ TEST_F(PriorityFlags, PlainlyCreatedStreamsHaveDefaultPriorityZero) {
 }
 
 // PRIO-11 · RT stream semantics: streams at every level, created and used from 16 host threads at once,
-// all complete with correct results. "At once" is arranged, not hoped for: the threads leave a start
-// line together, and every stream's work waits on an event behind one gate, so all 16 x levels streams
-// exist with their work pending at the same time (checked while the gate is closed) before any runs.
+// all complete with correct results. "At once" is arranged, not hoped for: the threads allocate their
+// buffers, then leave a start line together once a gate holds; every stream's work waits on an event
+// behind that gate, so all 16 x levels streams exist with their work pending at the same time (checked
+// while the gate is closed) before any of it runs.
 TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
   sc::claim("PRIO-11", sc::verdict_kind::documented, "RT stream semantics (multi-threaded creation and use)");
   constexpr unsigned kThreads = 16;
@@ -198,40 +198,42 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
     int checked = 0;
   };
   std::vector<outcome> outcomes(kThreads);
-  std::atomic<unsigned> at_start{0};
+  std::atomic<unsigned> ready{0};
   std::atomic<unsigned> enqueued{0};
+  std::atomic<bool> start{false};
   std::atomic<bool> go{false};
   const stream hold = stream::create(stream_flags::non_blocking, 0, "hold");
   const sc::event released = sc::event::create(sc::event_flags::disable_timing);
-  const auto wait_for = [](const std::function<bool()>& done) {
-    const auto until = std::chrono::steady_clock::now() + sc::kGateWatchdog;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > until) throw std::runtime_error("gave up waiting for the other threads");
+  // Reason: allocation by 16 threads at once took about 2.5 s on an H100; 10 s bounds a stuck thread.
+  constexpr auto kThreadDeadline = std::chrono::seconds{10};
+  const auto wait_for = [&](const std::atomic<bool>& flag) {
+    const auto until = std::chrono::steady_clock::now() + kThreadDeadline;
+    while (!flag.load()) {
+      if (std::chrono::steady_clock::now() > until) throw std::runtime_error("gave up waiting for the test thread");
       std::this_thread::yield();
     }
   };
-  sc::gate g;
-  g.hold(hold);
-  SC_CHECK_CUDA(cudaEventRecord(released.get(), hold.get()));
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       try {
         SC_CHECK_CUDA(cudaSetDevice(device()));
-        ++at_start;
-        wait_for([&] { return at_start.load() == kThreads; });
         struct level {
-          stream s;
           sc::device_buffer<std::uint32_t> data;
           sc::pinned_buffer<std::uint32_t> back;
           std::uint32_t value;
+          stream s;
         };
         std::vector<level> work;
+        for (int p = greatest_; p <= least_; ++p)
+          work.push_back(level{sc::device_buffer<std::uint32_t>(kElements), sc::pinned_buffer<std::uint32_t>(kElements),
+                               t * 1000u + static_cast<std::uint32_t>(p - greatest_) + 1u, stream{}});
+        ++ready;
+        wait_for(start);
         for (int p = greatest_; p <= least_; ++p) {
           const auto flags = (p + static_cast<int>(t)) % 2 == 0 ? stream_flags::blocking : stream_flags::non_blocking;
-          level& w = work.emplace_back(level{stream::create(flags, p), sc::device_buffer<std::uint32_t>(kElements),
-                                             sc::pinned_buffer<std::uint32_t>(kElements),
-                                             t * 1000u + static_cast<std::uint32_t>(p - greatest_) + 1u});
+          level& w = work[static_cast<std::size_t>(p - greatest_)];
+          w.s = stream::create(flags, p);
           SC_CHECK_CUDA(cudaStreamWaitEvent(w.s.get(), released.get(), 0));
           SC_CHECK_CUDA(sc::kernels::launch_fill(w.s.get(), w.data.data(), kElements, w.value));
           if (unordered_copy) {
@@ -243,7 +245,7 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
           }
           ++enqueued;
         }
-        wait_for([&] { return go.load(); });
+        wait_for(go);
         for (level& w : work) {
           SC_CHECK_CUDA(sc::synchronize_within(w.s, sc::kWorkDeadline));
           for (std::uint32_t i = kElements; i-- > 0;)
@@ -254,14 +256,27 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
         }
       } catch (const std::exception& e) {
         outcomes[t].error = e.what();
+        ++ready;  // a thread that failed early must not hold the start line
       }
     });
   }
-  const sc::gated_result all_pending = sc::present_while_gated(
-      "all " + std::to_string(streams_expected) + " streams created with their work pending",
-      [&] { return enqueued.load() == streams_expected; }, g);
-  g.open();
-  go = true;
+  const auto until = std::chrono::steady_clock::now() + kThreadDeadline;
+  while (ready.load() < kThreads && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  sc::gated_result all_pending{sc::gated_outcome::invalid, "not measured: the threads did not reach the start line"};
+  {
+    sc::gate g;
+    if (ready.load() >= kThreads) {
+      g.hold(hold);
+      SC_CHECK_CUDA(cudaEventRecord(released.get(), hold.get()));
+      start = true;
+      all_pending = sc::present_while_gated(
+          "all " + std::to_string(streams_expected) + " streams created with their work pending",
+          [&] { return enqueued.load() == streams_expected; }, g);
+    }
+    start = true;
+    g.open();
+    go = true;
+  }
   for (auto& th : threads) th.join();
   EXPECT_TRUE(all_pending);
   for (unsigned t = 0; t < kThreads; ++t) {
