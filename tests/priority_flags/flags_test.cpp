@@ -92,6 +92,8 @@ TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
 TEST_F(PriorityFlags, NullOutPointersReturnAnErrorCode) {
   sc::claim("PRIO-10", sc::verdict_kind::observed, "RT cudaStreamCreate*, cudaStreamGetPriority/Flags (nullptr)");
   GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // The mutation acts in the child (it crashes); asked here too, so that this test's record shows it.
+  (void)sc::mutation_active("PRIO-10", sc::mutation_kind::arrangement);
   const sc::child_channel channel("PRIO10");
   EXPECT_EXIT(report_null_out_pointer_codes(channel), ::testing::ExitedWithCode(0), "");
   const auto lines = channel.read();

@@ -263,15 +263,18 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
   const auto until = std::chrono::steady_clock::now() + kThreadDeadline;
   while (ready.load() < kThreads && std::chrono::steady_clock::now() < until) std::this_thread::yield();
   sc::gated_result all_pending{sc::gated_outcome::invalid, "not measured: the threads did not reach the start line"};
+  std::chrono::steady_clock::duration enqueue_time{};
   {
     sc::gate g;
     if (ready.load() >= kThreads) {
       g.hold(hold);
       SC_CHECK_CUDA(cudaEventRecord(released.get(), hold.get()));
+      const auto started = std::chrono::steady_clock::now();
       start = true;
       all_pending = sc::present_while_gated(
           "all " + std::to_string(streams_expected) + " streams created with their work pending",
           [&] { return enqueued.load() == streams_expected; }, g);
+      enqueue_time = std::chrono::steady_clock::now() - started;
     }
     start = true;
     g.open();
@@ -286,6 +289,7 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
   sc::observe("threads", static_cast<int>(kThreads));
   sc::observe("levels", levels);
   sc::observe("streams_pending_at_once", static_cast<int>(enqueued.load()));
+  sc::observe("enqueue_ms", std::chrono::duration<double, std::milli>(enqueue_time).count());
 }
 
 }  // namespace
