@@ -37,8 +37,12 @@ struct host_call {
   std::function<void()> release;
 };
 
-std::vector<host_call> calls(void*& device, void*& host, void*& pageable, cudaStream_t other) {
+std::vector<host_call> calls(void*& device, void*& host, void*& pageable, cudaStream_t& made, cudaStream_t other) {
   return {
+      {"cudaStreamCreate", [] {}, [&made] { return cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking); },
+       [&made] { sc::note_teardown(cudaStreamDestroy(made), "cudaStreamDestroy"); made = nullptr; }},
+      {"cudaStreamDestroy(idle)", [&made] { SC_CHECK_CUDA(cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking)); },
+       [&made] { const cudaError_t c = cudaStreamDestroy(made); made = nullptr; return c; }, [] {}},
       {"cudaMalloc", [] {}, [&device] { return cudaMalloc(&device, kBytes); },
        [&device] { sc::note_teardown(cudaFree(device), "cudaFree"); device = nullptr; }},
       {"cudaFree", [&device] { SC_CHECK_CUDA(cudaMalloc(&device, kBytes)); },
@@ -142,7 +146,8 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
   void* device = nullptr;
   void* host = nullptr;
   void* pageable = nullptr;
-  for (const host_call& c : calls(device, host, pageable, other.get())) {
+  cudaStream_t made = nullptr;
+  for (const host_call& c : calls(device, host, pageable, made, other.get())) {
     SCOPED_TRACE(c.name);
     c.prepare();
     sc::marks m;
@@ -185,8 +190,9 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
     EXPECT_TRUE(sc::observed_row("DFLT-19", key + ".returned_while_gated", seen.returned));
     const bool returned = seen.returned.outcome() == sc::gated_outcome::holds;
     if (returned) sc::observe(key + ".took_us", static_cast<long long>(seen.took.count()));
-    if (returned && seen.code == cudaSuccess)
+    if (returned && seen.code == cudaSuccess) {
       EXPECT_TRUE(sc::observed_row("DFLT-18", key + ".other_stream_ran", other_stream_ran));
+    }
     if (probe.asked()) {
       sc::observe(key + ".other_thread_launch_returned", probe.launch_returned());
       sc::observe(key + ".other_thread_mark_ran", probe.mark_ran());
