@@ -1,0 +1,48 @@
+// Host tests of the baseline files themselves: every entry says what it expects, whether it is gating,
+// where the value comes from, why it is gating (or not) and whether a driver update may flip it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sc/fixtures/run_context.hpp"
+
+namespace {
+
+TEST(BaselineFiles, EveryEntrySaysWhyItIsGatingAndWhetherADriverMayFlipIt) {
+  if (sc::context().source_dir.empty()) GTEST_SKIP() << "no source tree given (run through ctest: --streamcheck-source)";
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(sc::context().source_dir) / "baselines";
+  ASSERT_TRUE(fs::is_directory(dir)) << dir;
+  int files = 0;
+  int entries = 0;
+  for (const auto& item : fs::directory_iterator(dir)) {
+    if (item.path().extension() != ".json") continue;
+    ++files;
+    SCOPED_TRACE(item.path().string());
+    std::ifstream in(item.path());
+    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(doc.is_discarded()) << "not valid JSON";
+    EXPECT_EQ("streamcheck.baseline", doc.value("schema", ""));
+    EXPECT_EQ("sm_", doc.value("arch", "").substr(0, 3));
+    ASSERT_TRUE(doc.contains("entries") && doc["entries"].is_object());
+    for (const auto& [id, rows] : doc["entries"].items()) {
+      for (const auto& [key, row] : rows.items()) {
+        ++entries;
+        const std::string where = id + "/" + key;
+        EXPECT_TRUE(row.contains("expected")) << where;
+        EXPECT_TRUE(row.contains("gating") && row["gating"].is_boolean()) << where;
+        EXPECT_TRUE(row.contains("driver_may_flip") && row["driver_may_flip"].is_boolean()) << where;
+        EXPECT_FALSE(row.value("why", "").empty()) << where << ": where the value comes from";
+        EXPECT_FALSE(row.value("gating_reason", "").empty()) << where << ": why it is gating or not";
+      }
+    }
+  }
+  EXPECT_GT(files, 0) << "no baseline file in " << dir;
+  EXPECT_GT(entries, 0);
+}
+
+}  // namespace
