@@ -4,7 +4,9 @@
     python3 reports/streamcheck_report.py RUN_DIR [RUN_DIR ...] [--source SRC_DIR] [-o OUT.html]
 
 A run folder (build/results/latest, or build/results/runs/<id>) holds env.json, gtest/*.xml,
-observations/*.json and instruments/*.json. The test plans are read from SRC_DIR/tests/<family>/README.md.
+observations/*.json and instruments/*.json. The test plans are read from SRC_DIR/tests/<family>/README.md,
+and from SRC_DIR/baselines/sm_<cc>.json what a baseline comparison does not carry (where the value comes
+from, why it is gating, whether a driver may flip it, a finding).
 Several run folders are merged only when they come from one environment (GPU, driver, runtime, commit).
 
 The page needs no network and no JavaScript: CSS is inline, the merged data is embedded as
@@ -31,9 +33,10 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 GENERATOR = "streamcheck_report"
-GENERATOR_VERSION = "1.0.0"
+GENERATOR_VERSION = "1.1.0"
 ENV_SCHEMA = "streamcheck.env"
 OBSERVATION_SCHEMA = "streamcheck.observation"
+BASELINE_SCHEMA = "streamcheck.baseline"
 SUPPORTED_SCHEMA_MAJOR = "1"
 
 # Test outcomes, in the order a family table lists them (failed first).
@@ -53,10 +56,25 @@ COVERAGE_LABEL = {
 COVERAGE_ORDER = ["fail", "differs", "no-result", "uncovered", "skipped", "pass", "retired"]
 
 BASELINE_LABEL = {"match": "match", "differs": "differs", "differs-gating": "differs (gating)",
-                  "no-baseline": "no baseline", "no-entry": "no entry"}
+                  "no-baseline": "no baseline", "no-entry": "no entry", "no-baseline-dir": "no baselines folder"}
+
+# A test whose claims are all observed and which met a row without a baseline ends skipped with a message
+# starting so (observation schema 1.3): its values were recorded but not judged.
+UNJUDGED_PREFIX = "no baseline:"
+
+MUTATION_KIND_TITLE = {
+    "arrangement": "the mutation changed what the test sets up, so the observation itself must tell the difference",
+    "expectation": "the mutation changed only the expected value: it proves the assertion can fire, not that the "
+                   "observation can tell; the family plan says why no arrangement change exists",
+}
+
+# Evidence lists shown per test at most; the rest is counted.
+MAX_EVIDENCE_LINES = 20
 
 # Properties that the fixtures record for every claim; everything else is an observed value.
 CLAIM_PROPERTIES = ("catalog_id", "verdict_kind", "doc_source")
+# Properties of the test's evidence (observation schema 1.3), not observed values.
+EVIDENCE_PROPERTIES = ("mutation", "mutation_kind", "watchdog", "invalid_check")
 # Attributes GoogleTest itself writes on <testcase>; any other attribute is a recorded property.
 TESTCASE_ATTRIBUTES = {"name", "file", "line", "status", "result", "time", "timestamp", "classname",
                        "type_param", "value_param"}
@@ -246,6 +264,11 @@ def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
         "observations": {},
         "baseline": [],
         "mutation": None,
+        "mutation_kind": None,
+        "watchdog": [],
+        "watchdog_summary": None,
+        "invalid_checks": [],
+        "invalid_checks_from_xml": False,
         "duration_ms": None,
         "setup_ms": None,
         "instrument": None,
@@ -360,14 +383,22 @@ def parse_gtest_xml(path: Path, stem: str) -> List[Dict[str, Any]]:
 
 
 def apply_properties(test: Dict[str, Any], properties: Dict[str, str]) -> None:
-    """RecordProperty values: claim, observed values, baseline verdicts, mutation."""
+    """RecordProperty values: claim, observed values, baseline verdicts, mutation, and the evidence of gates
+    (the watchdog summary, the last invalid check; the observation file holds all of it)."""
     if properties.get("catalog_id"):
         test["claims"] = [{"id": properties.get("catalog_id"), "kind": properties.get("verdict_kind"),
                            "source": properties.get("doc_source")}]
     if properties.get("mutation"):
         test["mutation"] = properties["mutation"]
+    if properties.get("mutation_kind"):
+        test["mutation_kind"] = properties["mutation_kind"]
+    if properties.get("watchdog"):
+        test["watchdog_summary"] = properties["watchdog"]
+    if properties.get("invalid_check"):
+        test["invalid_checks"] = [properties["invalid_check"]]
+        test["invalid_checks_from_xml"] = True
     for key, value in properties.items():
-        if key in CLAIM_PROPERTIES or key == "mutation":
+        if key in CLAIM_PROPERTIES or key in EVIDENCE_PROPERTIES:
             continue
         if key.startswith("baseline."):
             rest = key[len("baseline."):]
@@ -399,6 +430,22 @@ def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> 
         test["baseline"] = baseline
     if doc.get("mutation"):
         test["mutation"] = doc.get("mutation")
+    if doc.get("mutation_kind"):
+        test["mutation_kind"] = check_member(doc, "mutation_kind", str, path, "the observation")
+    # Schema 1.3: gates whose watchdog fired, and gate checks that proved nothing. Older files have neither.
+    watchdog = check_member(doc, "watchdog", list, path, "the observation")
+    if watchdog:
+        for entry in watchdog:
+            if not isinstance(entry, dict):
+                raise InputError("%s: every entry of \"watchdog\" must be an object" % path)
+        test["watchdog"] = watchdog
+    invalid = check_member(doc, "invalid_checks", list, path, "the observation")
+    if invalid:
+        for entry in invalid:
+            if not isinstance(entry, str):
+                raise InputError("%s: every entry of \"invalid_checks\" must be a string" % path)
+        test["invalid_checks"] = invalid
+        test["invalid_checks_from_xml"] = False
     duration = doc.get("duration_ms")
     if isinstance(duration, (int, float)) and not isinstance(duration, bool):
         test["duration_ms"] = float(duration)
@@ -604,6 +651,52 @@ def load_plans(source: Path) -> Dict[str, Dict[str, Any]]:
     return plans
 
 
+# ------------------------------------------------------------------------------------------------
+# Baseline file (baselines/sm_<cc>.json in the source tree): what the comparisons do not carry
+# ------------------------------------------------------------------------------------------------
+
+def baseline_arch(env: Dict[str, Any], tests: Iterable[Dict[str, Any]]) -> Optional[str]:
+    """sm_<cc> of the run's GPU (env.json), else of the first test that recorded a device."""
+    arch = dig(env, "gpu", "arch")
+    if isinstance(arch, str) and re.fullmatch(r"sm_\w+", arch):
+        return arch
+    capability = dig(env, "gpu", "compute_capability")
+    if isinstance(capability, str) and re.fullmatch(r"\d+\.\d+", capability):
+        return "sm_" + capability.replace(".", "")
+    for test in sorted(tests, key=lambda t: t["ctest_name"]):
+        capability = dig(test["device"], "compute_capability")
+        if isinstance(capability, int) and not isinstance(capability, bool) and capability > 0:
+            return "sm_%d" % capability
+    return None
+
+
+def load_baseline(source: Path, arch: Optional[str]) -> Dict[str, Any]:
+    """The source tree's baseline file of the architecture: {arch, path, version, entries, note}. entries is
+    empty and note says why when there is no file; a file that is not a baseline is an input error."""
+    found: Dict[str, Any] = {"arch": arch, "path": None, "version": None, "entries": {}, "note": None}
+    folder = source / "baselines"
+    if arch is None:
+        found["note"] = "the run names no GPU architecture"
+    elif not folder.is_dir():
+        found["note"] = "no baselines folder in the source tree"
+    elif not (folder / (arch + ".json")).is_file():
+        found["note"] = "no file baselines/%s.json in the source tree" % arch
+    if found["note"] is not None:
+        return found
+    path = folder / (arch + ".json")
+    doc = read_json(path, "baseline file")
+    check_schema(doc, path, BASELINE_SCHEMA, "baseline file")
+    found["path"] = str(path)
+    found["version"] = doc.get("schema_version")
+    found["entries"] = check_member(doc, "entries", dict, path, "the baseline file") or {}
+    return found
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """JSON equality as the fixtures compare: a boolean never equals a number."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
 def test_matches(name: str, test: Dict[str, Any]) -> bool:
     family = test["family"]
     candidates = {test["gtest_name"], test["ctest_name"]}
@@ -639,8 +732,9 @@ def coverage_detail(results: Sequence[Dict[str, Any]], missing: Sequence[str], d
         if t["status"] == "failed" and t["failures"]:
             first = t["failures"][0].strip().splitlines()
             notes.append("%s: %s" % (label_of(t), " ".join(first[1:2] or first[:1])))
-    reasons = sorted({t["skip_reason"] or "(no reason given)" for t in results if t["status"] == "skipped"})
-    notes.extend("skipped: %s" % r for r in reasons)
+    reasons = sorted({("not judged: " if is_unjudged(t) else "skipped: ") + (t["skip_reason"] or "(no reason given)")
+                      for t in results if t["status"] == "skipped"})
+    notes.extend(reasons)
     if missing:
         notes.append("no result for %s" % ", ".join(missing))
     notes.extend(differs)
@@ -649,6 +743,11 @@ def coverage_detail(results: Sequence[Dict[str, Any]], missing: Sequence[str], d
 
 def label_of(test: Dict[str, Any]) -> str:
     return "%s [%s]" % (test["gtest_name"], test["variant"]) if test["variant"] else test["gtest_name"]
+
+
+def is_unjudged(test: Dict[str, Any]) -> bool:
+    """A skip of the baseline rule: observed values recorded but not judged (no baseline file or entry)."""
+    return test["status"] == "skipped" and (test["skip_reason"] or "").startswith(UNJUDGED_PREFIX)
 
 
 def baseline_differences(tests: Iterable[Dict[str, Any]]) -> Dict[str, List[str]]:
@@ -1384,14 +1483,21 @@ tr.row-failed > td { background: #fff8f8; } tr.differs > td { background: #fffbe
 .st { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px; font-weight: 600;
   white-space: nowrap; border: 1px solid transparent; }
 .st-passed, .st-pass, .st-match { background: var(--pass-bg); color: var(--pass); border-color: #4ac26b; }
-.st-failed, .st-fail, .st-differs-gating { background: var(--fail-bg); color: var(--fail); border-color: #ff8182; }
+.st-failed, .st-fail, .st-differs-gating, .st-no-baseline-dir { background: var(--fail-bg); color: var(--fail);
+  border-color: #ff8182; }
 .st-skipped, .st-retired, .st-no-baseline, .st-no-entry, .st-noplan { background: var(--skip-bg); color: var(--skip);
   border-color: #afb8c1; }
 .st-uncovered, .st-no-result, .st-notrun { background: var(--amber-bg); color: var(--amber); border-color: #d4a72c; }
 .st-differs { background: var(--differs-bg); color: var(--differs); border-color: #c297ff; }
+.st-unjudged { background: var(--skip-bg); color: var(--amber); border-color: #d4a72c; border-style: dashed; }
 .tag { display: inline-block; padding: 0 6px; margin-left: 4px; border-radius: 4px; font-size: 11px;
   background: #ddf4ff; color: #0550ae; border: 1px solid #80ccff; }
 .tag.mutation { background: #fff1e5; color: #953800; border-color: #ffb77c; }
+.tag.watchdog { background: var(--fail-bg); color: var(--fail); border-color: #ff8182; font-weight: 600; }
+.tag.watchdog-expected { background: var(--skip-bg); color: var(--skip); border-color: #afb8c1; }
+.tag.finding { background: var(--differs-bg); color: var(--differs); border-color: #c297ff; cursor: help; }
+.why { text-decoration: underline dotted; cursor: help; }
+.evidence ul { margin: 2px 0 4px; padding-left: 18px; }
 .kvlist { display: flex; flex-wrap: wrap; gap: 2px 10px; font-family: ui-monospace, "DejaVu Sans Mono", Menlo,
   Consolas, monospace; font-size: 12px; } .kvlist i { color: var(--muted); font-style: normal; }
 details.family { margin: 12px 0; border: 1px solid var(--line); border-radius: 6px; padding: 6px 10px; }
@@ -1474,10 +1580,61 @@ def test_anchor(test: Dict[str, Any]) -> str:
     return "t-" + slug(test["ctest_name"])
 
 
+def watchdog_text(entry: Dict[str, Any]) -> str:
+    """One fired gate: "gate 2 holding s1: watchdog 2000 ms, waited 2.000 s; unexpected: ..."."""
+    held = entry.get("held")
+    waited = as_ns(entry.get("waited_ns"))
+    text = "gate %s%s: watchdog %s ms%s" % (
+        fmt_value(entry.get("gate")), " holding %s" % fmt_value(held) if held not in (None, "") else "",
+        fmt_value(entry.get("watchdog_ms")), ", waited %s" % fmt_ns(waited) if waited is not None else "")
+    if entry.get("expected") is True:
+        return text + "; expected (a test of the watchdog itself)"
+    return text + "; unexpected: the test fails, a check made while the gate was supposed to be closed proves nothing"
+
+
+def watchdog_tags(test: Dict[str, Any]) -> List[str]:
+    """Tags for the Result cell: fired watchdogs, unexpected ones (a failure) apart from expected ones."""
+    tags = []
+    fired = test["watchdog"]
+    unexpected = [w for w in fired if w.get("expected") is not True]
+    expected = [w for w in fired if w.get("expected") is True]
+    for group, cls, label, title in (
+            (unexpected, "watchdog", "watchdog fired (unexpected)",
+             "a gate was not opened before its watchdog ended it: the test fails (gates listed below)"),
+            (expected, "watchdog-expected", "watchdog fired (expected)",
+             "a test of the watchdog itself: its firing is expected (gates listed below)")):
+        if group:
+            tags.append('<span class="tag %s" title="%s">%s%s</span>' % (
+                cls, h(title), label, " \u00d7%d" % len(group) if len(group) > 1 else ""))
+    if not fired and test["watchdog_summary"]:
+        # XML only: the property counts the gates but does not say whether they were expected.
+        tags.append('<span class="tag watchdog" title="from the GoogleTest XML; the observation file, which says '
+                    'whether it was expected, is missing">watchdog: %s</span>' % h(test["watchdog_summary"]))
+    return tags
+
+
+def evidence_lists(test: Dict[str, Any]) -> List[str]:
+    """The fired gates and the invalid gate checks of a test, one line each (at most MAX_EVIDENCE_LINES)."""
+    out = []
+    for title, lines, cls in (("watchdog fired", [watchdog_text(w) for w in test["watchdog"]], "watchdog"),
+                              ("invalid checks", list(test["invalid_checks"]), "invalid")):
+        if not lines:
+            continue
+        shown = lines[:MAX_EVIDENCE_LINES]
+        more = len(lines) - len(shown)
+        note = ""
+        if cls == "invalid" and test["invalid_checks_from_xml"]:
+            note = ' <span class="muted">(the last one, from the XML)</span>'
+        out.append('<div class="evidence %s small"><b>%s (%d):</b>%s<ul>%s%s</ul></div>' % (
+            cls, title, len(lines), note, "".join("<li>%s</li>" % h(line) for line in shown),
+            "<li class=\"muted\">%d more in the observation file</li>" % more if more else ""))
+    return out
+
+
 class Page:
     def __init__(self, runs: Sequence[Dict[str, Any]], tests: Dict[str, Dict[str, Any]],
                  instruments: Dict[str, Any], coverage: Dict[str, Any], totals: Dict[str, int],
-                 source: Path, plans: Dict[str, Dict[str, Any]]):
+                 source: Path, plans: Dict[str, Dict[str, Any]], baseline: Optional[Dict[str, Any]] = None):
         self.runs = runs
         self.env = runs[0]["env"]
         self.tests = tests
@@ -1486,6 +1643,7 @@ class Page:
         self.totals = totals
         self.source = source
         self.plans = plans
+        self.baseline = baseline or {"arch": None, "path": None, "version": None, "entries": {}, "note": None}
         self.out: List[str] = []
 
     def w(self, *parts: str) -> None:
@@ -1554,6 +1712,12 @@ class Page:
         self.w("<dt>Tracing</dt><dd><b>%s</b>%s</dd>" % ("on" if on else "off",
                                                          " \u2014 %s" % h(reason) if reason else ""))
         self.w("<dt>Plans</dt><dd class='mono small'>%s</dd>" % h(str(self.source / "tests")))
+        if self.baseline["path"]:
+            self.w("<dt>Baseline</dt><dd><span class='mono small'>%s</span>%s</dd>" % (
+                h(self.baseline["path"]), ' <span class="muted small">schema %s</span>' % h(self.baseline["version"])
+                if self.baseline["version"] else ""))
+        else:
+            self.w('<dt>Baseline</dt><dd class="muted small">%s</dd>' % h(self.baseline["note"] or "none"))
         self.w("</dl>")
         for r in self.runs:
             for note in r["notes"]:
@@ -1586,13 +1750,18 @@ class Page:
                                                                            h(extra)))
         self.w('<div class="counters">')
         self.w('<div class="counter"><b>%d</b>tests</div>' % t["tests"])
+        unjudged = sum(1 for x in self.tests.values() if is_unjudged(x))
         for key, label in (("passed", "passed"), ("failed", "failed"), ("skipped", "skipped"), ("notrun", "not run")):
-            self.w('<div class="counter %s"><b>%d</b>%s</div>' % (key, t[key], label))
+            extra = '<div class="small">%d not judged: no baseline</div>' % unjudged if key == "skipped" and unjudged \
+                else ""
+            self.w('<div class="counter %s"><b>%d</b>%s%s</div>' % (key, t[key], label, extra))
         self.w("</div>")
         reasons: Dict[str, int] = {}
         for x in self.tests.values():
             if x["status"] == "skipped":
-                key = x["skip_reason"] or "(no reason given)"
+                # The baseline rule's messages list the rows, so they differ from test to test: one line for all.
+                key = "not judged: no baseline (observed values recorded, no baseline file or entry)" \
+                    if is_unjudged(x) else x["skip_reason"] or "(no reason given)"
                 reasons[key] = reasons.get(key, 0) + 1
         if reasons:
             self.w("<table class='narrow'><tr><th>Skip reason</th><th>Tests</th></tr>")
@@ -1750,7 +1919,11 @@ class Page:
     def test_row(self, t: Dict[str, Any], multi_run: bool) -> None:
         cls = ' class="row-failed"' if t["status"] == "failed" else ""
         self.w('<tr id="%s" data-status="%s"%s>' % (h(test_anchor(t)), h(t["status"]), cls))
-        self.w("<td>%s</td>" % badge(t["status"]))
+        if is_unjudged(t):
+            self.w("<td>%s</td>" % badge("unjudged", "not judged", "skipped: its observed values have no baseline, "
+                                                                    "so they were recorded but not judged"))
+        else:
+            self.w("<td>%s</td>" % badge(t["status"]))
         name = '<span class="mono" title="%s">%s</span>' % (h(t["ctest_name"]), breakable(t["gtest_name"]))
         if t["variant"]:
             name += '<span class="tag" title="ctest prefix %s.%s.">%s</span>' % (h(t["family"]), h(t["variant"]),
@@ -1779,10 +1952,18 @@ class Page:
                         'CUDA context, kernel loading, timer calibration)">set-up %s</div>' % h(fmt_duration(t["setup_ms"]))
         self.w('<td class="small" style="white-space:nowrap">%s</td>' % duration)
 
-        result = []
+        result = watchdog_tags(t)
         if t["mutation"]:
-            result.append('<span class="tag mutation">mutation: %s</span>' % h(t["mutation"]))
-        if t["status"] == "skipped":
+            kind = t["mutation_kind"]
+            title = MUTATION_KIND_TITLE.get(kind) if isinstance(kind, str) else None
+            result.append('<span class="tag mutation"%s>mutation: %s%s</span>' % (
+                ' title="%s"' % h(title) if title else "", h(t["mutation"]), " (%s)" % h(kind) if kind else ""))
+        if is_unjudged(t):
+            result.append("<div><b>not judged: no baseline</b> <span class=\"small\">(skipped)</span></div>"
+                          "<div class=\"small\">%s</div>" % h(t["skip_reason"]))
+            if t["skip_location"]:
+                result.append('<div class="muted small mono">%s</div>' % h(t["skip_location"]))
+        elif t["status"] == "skipped":
             result.append("<div><b>skipped:</b> %s</div>" % h(t["skip_reason"] or "(no reason given)"))
             if t["skip_location"]:
                 result.append('<div class="muted small mono">%s</div>' % h(t["skip_location"]))
@@ -1790,6 +1971,7 @@ class Page:
             text = failure if len(failure) <= 20000 else failure[:20000] + "\n... (%d more characters)" % (
                 len(failure) - 20000)
             result.append("<pre>%s</pre>" % h(text))
+        result.extend(evidence_lists(t))
         for note in t["notes"]:
             result.append('<div class="muted small">%s</div>' % h(note))
         tl_note = timeline_note(t)
@@ -1798,36 +1980,67 @@ class Page:
         self.w("<td>%s</td>" % ("".join(result) or '<span class="muted">\u2014</span>'))
         self.w("<td>%s</td>" % kv_list(t["observations"]))
         claim_ids = sorted({str(c.get("id")) for c in t["claims"]})
-        self.w("<td>%s</td></tr>" % self.baseline_list(t["baseline"], claim_ids))
+        self.w("<td>%s</td></tr>" % self.baseline_list(t["baseline"], claim_ids, self.baseline))
         if timeline_state(t) == "drawn":
             # The drawing takes the table's whole width, in a row of its own under the test's row.
             self.w('<tr class="tl-row"><td colspan="9">%s</td></tr>' % timeline_html(t["timeline"], timeline_anchor(t)))
 
     @staticmethod
-    def baseline_list(entries: List[Dict[str, Any]], claim_ids: Sequence[str]) -> str:
-        """One line per baseline comparison: status, key, observed, expected, gating, detail."""
+    def baseline_list(entries: List[Dict[str, Any]], claim_ids: Sequence[str],
+                      known: Optional[Dict[str, Any]] = None) -> str:
+        """One line per baseline comparison: status, key, observed, expected, gating, detail. What the row does
+        not carry comes from the source tree's baseline file (known): why the value is gating or not and where
+        it comes from (hover), whether a driver may flip it, a finding, and an expected value changed since."""
         if not entries:
             return '<span class="muted">\u2014</span>'
         single = len(claim_ids) == 1 and all(str(e.get("id")) in claim_ids for e in entries)
+        file_entries = (known or {}).get("entries") or {}
+        file_name = os.path.basename((known or {}).get("path") or "") or "the baseline file"
         out = []
         for e in entries:
             status = str(e.get("status"))
+            entry = dig(file_entries, str(e.get("id")), str(e.get("key")))
+            entry = entry if isinstance(entry, dict) else {}
             key = h(e.get("key")) if single else "%s/%s" % (h(e.get("id")), h(e.get("key")))
-            parts = ['<span class="mono">%s</span>' % key]
+            about = []
+            if isinstance(entry.get("why"), str) and entry["why"]:
+                about.append("why: %s" % entry["why"])
+            if isinstance(entry.get("driver_may_flip"), bool):
+                about.append("driver may flip: %s" % ("yes" if entry["driver_may_flip"] else "no"))
+            parts = ['<span class="mono%s"%s>%s</span>' % (" why" if about else "", ' title="%s"' % h(
+                "%s (%s)\n%s" % (e.get("key"), file_name, "\n".join(about))) if about else "", key)]
             if "observed" in e:
                 parts.append('= <span class="mono">%s</span>' % h(e["observed"]))
             facts = []
             if "expected" in e:
                 facts.append('expected <span class="mono">%s</span>' % h(e["expected"]))
             gating = e.get("gating")
+            reason = e.get("gating_reason") if isinstance(e.get("gating_reason"), str) and e.get("gating_reason") \
+                else entry.get("gating_reason") if isinstance(entry.get("gating_reason"), str) else None
             if gating is not None:
-                facts.append("gating" if gating is True else "not gating" if gating is False else
-                             "gating %s" % h(gating))
+                word = "gating" if gating is True else "not gating" if gating is False else "gating %s" % h(gating)
+                facts.append('<span class="why" title="%s">%s</span>' % (h(reason), word) if reason else word)
+            if entry.get("driver_may_flip") is True:
+                facts.append('<span class="why" title="a driver update may legitimately change this value">'
+                             'driver may flip</span>')
             if facts:
                 parts.append('<span class="muted">(%s)</span>' % ", ".join(facts))
+            if isinstance(entry.get("finding"), str) and entry["finding"]:
+                parts.append('<span class="tag finding" title="%s">finding</span>' % h(entry["finding"]))
             line = "%s %s" % (badge(status, BASELINE_LABEL.get(status, status)), " ".join(parts))
             if isinstance(e.get("detail"), str) and e.get("detail"):
                 line += '<div class="muted small">%s</div>' % h(e["detail"])
+            if "expected" in entry:
+                # The row was compared with the file of the run's source tree; this file may be newer.
+                if "expected" in e:
+                    said = None if same_value(entry["expected"], e["expected"]) else "now expects"
+                elif status in ("no-baseline", "no-entry", "no-baseline-dir"):
+                    said = "now has an entry: expected"
+                else:
+                    said = "expects"  # a row from the XML, which records the status only
+                if said:
+                    line += '<div class="muted small">%s in the source tree %s <span class="mono">%s</span></div>' % (
+                        h(file_name), said, h(entry["expected"]))
             out.append('<div class="bl">%s</div>' % line)
         return "".join(out)
 
@@ -1994,6 +2207,7 @@ def build_report(run_dirs: Sequence[Path], source: Path) -> Tuple[str, Dict[str,
     coverage = build_coverage(plans, tests)
     add_planned_placeholders(coverage, plans, tests)
     totals = totals_of(tests)
+    baseline = load_baseline(source, baseline_arch(runs[0]["env"], tests.values()))
     data = {
         "generator": {"name": GENERATOR, "version": GENERATOR_VERSION},
         "runs": [{"dir": r["dir"], "id": r["id"], "env": r["env"], "notes": r["notes"]} for r in runs],
@@ -2003,8 +2217,9 @@ def build_report(run_dirs: Sequence[Path], source: Path) -> Tuple[str, Dict[str,
         "plans": plans,
         "tests": [tests[name] for name in sorted(tests)],
         "instruments": instruments,
+        "baseline": {k: v for k, v in baseline.items() if k != "entries"},
     }
-    page = Page(runs, tests, instruments, coverage, totals, source, plans)
+    page = Page(runs, tests, instruments, coverage, totals, source, plans, baseline)
     return page.render(embed_json(data)), {"totals": totals, "uncovered": coverage["counts"]["uncovered"]}
 
 
@@ -2031,8 +2246,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                         help="a run's results folder, e.g. build/results/latest or build/results/runs/<id>")
     parser.add_argument("--source", metavar="SRC_DIR",
-                        help="the streamcheck source tree, for the test plans tests/*/README.md "
-                             "(default: the folder above reports/)")
+                        help="the streamcheck source tree, for the test plans tests/*/README.md and the "
+                             "baseline file baselines/sm_<cc>.json (default: the folder above reports/)")
     parser.add_argument("-o", "--output", metavar="OUT.html",
                         help="where to write the page (default: report.html in the first RUN_DIR)")
     args = parser.parse_args(argv)

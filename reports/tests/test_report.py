@@ -370,6 +370,206 @@ class TestDetails(ReportTestCase):
         self.assertEqual(report.cuda_version(0), "none (0)")
 
 
+class Evidence(ReportTestCase):
+    """Observation schema 1.3: fired watchdogs, invalid gate checks, mutation kinds, the baseline rule."""
+
+    def add_test(self, name, doc_fields=None, failures=(), skip=None, properties=None, claims=None,
+                 baseline=None, version="1.3.0", suite="Harness", family="harness"):
+        """A test of the family with an XML file and an observation file of the given schema version;
+        returns its ctest name."""
+        ctest = "%s.%s.%s" % (family, suite, name)
+        write(self.run_dir / "gtest" / (ctest + ".xml"), gtest_xml(suite, name, failures=failures, skip=skip,
+                                                                    properties=properties))
+        outcome = "failed" if failures else "skipped" if skip is not None else "passed"
+        doc = observation(ctest, "%s.%s" % (suite, name), claims or [], baseline=baseline, outcome=outcome)
+        doc["schema_version"] = version
+        doc.update(doc_fields or {})
+        write(self.run_dir / "observations" / (ctest + ".json"), json.dumps(doc))
+        return ctest
+
+    def row(self, page, ctest):
+        match = re.search(r'<tr id="t-%s".*?</td></tr>\s*(?=<tr id=|<tr class="tl-row"|</table>)' % re.escape(ctest),
+                          page, re.S)
+        self.assertIsNotNone(match, "no row for %s" % ctest)
+        return match.group(0)
+
+    def test_unexpected_watchdog_is_a_failure_tag_with_each_gate(self):
+        fired = [{"gate": 0, "held": "s1", "watchdog_ms": 2000, "waited_ns": 2000000000, "expected": False}]
+        ctest = self.add_test("GateNobodyOpened", {"watchdog": fired},
+                              failures=["/src/fixtures/src/gpu_test.cpp:94\nthe watchdog of gate 0 fired"],
+                              properties={"watchdog": "1 gate(s) fired"})
+        _, page = self.generate()
+        row = self.row(page, ctest)
+        self.assertIn('data-status="failed"', row)
+        self.assertRegex(row, r'<span class="tag watchdog" title="a gate was not opened before its watchdog ended it: '
+                              r'the test fails[^"]*">watchdog fired \(unexpected\)</span>')
+        self.assertIn("<li>gate 0 holding s1: watchdog 2000 ms, waited 2.000 s; unexpected: the test fails", row)
+        self.assertNotIn("watchdog<i>=</i>", row)  # the XML property is evidence, not an observed value
+        _, data = embedded_data(page)
+        test = next(t for t in data["tests"] if t["ctest_name"] == ctest)
+        self.assertEqual(test["watchdog"], fired)
+
+    def test_expected_watchdog_is_told_apart(self):
+        fired = [{"gate": 3, "held": "s", "watchdog_ms": 20, "waited_ns": 20480000, "expected": True},
+                 {"gate": 4, "held": "", "watchdog_ms": 20, "waited_ns": 20100000, "expected": True}]
+        ctest = self.add_test("WatchdogEndsAGateNobodyOpens", {"watchdog": fired})
+        _, page = self.generate()
+        row = self.row(page, ctest)
+        self.assertIn('data-status="passed"', row)
+        self.assertRegex(row, r'<span class="tag watchdog-expected" title="[^"]*">watchdog fired \(expected\) '
+                              r'\u00d72</span>')
+        self.assertNotIn('class="tag watchdog"', row)
+        self.assertIn("<li>gate 4: watchdog 20 ms, waited 20.10 ms; expected (a test of the watchdog itself)</li>",
+                      row)
+
+    def test_invalid_checks_are_listed_and_escaped(self):
+        checks = ["absent_while_gated: the gate was never held, so it proves nothing",
+                  "call_while_gated: the call <returned> after the gate was opened, so it proves nothing"]
+        ctest = self.add_test("ChecksOnAnOpenedGateAreInvalid", {"invalid_checks": checks},
+                              failures=["/src/tests/harness/harness_test.cpp:90\ninvalid check"],
+                              properties={"invalid_check": checks[-1]})
+        _, page = self.generate()
+        row = self.row(page, ctest)
+        self.assertIn("<b>invalid checks (2):</b>", row)
+        self.assertIn("<li>absent_while_gated: the gate was never held, so it proves nothing</li>", row)
+        self.assertIn("the call &lt;returned&gt; after the gate was opened", row)
+        self.assertNotIn("<returned>", page.replace(embedded_data(page)[0], ""))
+        self.assertNotIn("invalid_check<i>=</i>", row)
+        self.assertNotIn("from the XML", row)
+
+    def test_xml_without_observation_file_still_shows_the_evidence(self):
+        ctest = "harness.Harness.XmlOnly"
+        write(self.run_dir / "gtest" / (ctest + ".xml"), gtest_xml(
+            "Harness", "XmlOnly", failures=["x.cpp:1\nfailed"],
+            properties={"watchdog": "1 gate(s) fired", "invalid_check": "absent_while_gated: proves nothing",
+                        "mutation": "HARN-01", "mutation_kind": "expectation", "waited": 7}))
+        _, page = self.generate()
+        row = self.row(page, ctest)
+        self.assertIn(">watchdog: 1 gate(s) fired</span>", row)
+        self.assertIn("<b>invalid checks (1):</b> <span class=\"muted\">(the last one, from the XML)</span>", row)
+        self.assertIn("mutation: HARN-01 (expectation)", row)
+        self.assertIn("waited<i>=</i>7", row)
+        for key in ("watchdog", "invalid_check", "mutation_kind", "mutation"):
+            self.assertNotIn("%s<i>=</i>" % key, row)
+
+    def test_mutation_kind_is_shown_next_to_the_mutation(self):
+        ctest = self.add_test("Mutated", {"mutation": "DFLT-02", "mutation_kind": "arrangement"},
+                              failures=["x.cpp:1\nthe mark landed"])
+        _, page = self.generate()
+        row = self.row(page, ctest)
+        self.assertIn('<span class="tag mutation" title="the mutation changed what the test sets up, so the '
+                      'observation itself must tell the difference">mutation: DFLT-02 (arrangement)</span>', row)
+
+    def test_missing_baselines_folder_is_a_failure_row(self):
+        baseline = [{"id": "PRIO-07", "key": "legacy.priority", "observed": 0, "status": "no-baseline-dir",
+                     "detail": "the source tree /nowhere (from --streamcheck-source) has no baselines folder"}]
+        ctest = self.add_test("WrongSource", claims=[("PRIO-07", "observed", "not stated in docs")],
+                              baseline=baseline, failures=["x.cpp:1\ncannot be compared"])
+        _, page = self.generate()
+        row = self.row(page, ctest)
+        self.assertIn('<span class="st st-no-baseline-dir">no baselines folder</span>', row)
+        self.assertIn("has no baselines folder", row)
+        css = page[page.index("<style>"):page.index("</style>")]
+        self.assertRegex(css, r"\.st-differs-gating, \.st-no-baseline-dir \{ background: var\(--fail-bg\)")
+
+    def test_skip_for_want_of_a_baseline_reads_not_judged(self):
+        reason = ("no baseline: the observed value(s) were recorded but not judged: PRIO-07/legacy.priority "
+                  "(no file /src/baselines/sm_100.json);")
+        baseline = [{"id": "PRIO-07", "key": "legacy.priority", "observed": 0, "status": "no-baseline",
+                     "detail": "no file /src/baselines/sm_100.json"},
+                    {"id": "PRIO-07", "key": "legacy.flags", "observed": 0, "status": "no-entry",
+                     "detail": "no entry in /src/baselines/sm_100.json"}]
+        # The plan's test for PRIO-07 (SpecialHandles) is replaced by one that ended on the baseline rule.
+        for prefix in ("priority_flags.", "priority_flags.ptds."):
+            (self.run_dir / "gtest" / (prefix + "PriorityFlags.SpecialHandles.xml")).unlink()
+            (self.run_dir / "observations" / (prefix + "PriorityFlags.SpecialHandles.json")).unlink()
+        ctest = self.add_test("SpecialHandles", claims=[("PRIO-07", "observed", "not stated in docs")],
+                              baseline=baseline, skip="/src/fixtures/src/gpu_test.cpp:110\n" + reason,
+                              suite="PriorityFlags", family="priority_flags")
+        _, page = self.generate()
+        row = self.row(page, ctest)
+        self.assertIn('data-status="skipped"', row)
+        self.assertIn('<span class="st st-unjudged" title="skipped: its observed values have no baseline, so they '
+                      'were recorded but not judged">not judged</span>', row)
+        self.assertIn("<b>not judged: no baseline</b>", row)
+        self.assertIn(">no baseline</span>", row)
+        self.assertIn(">no entry</span>", row)
+        self.assertNotIn("<b>skipped:</b>", row)
+        totals = page[page.index('<section id="totals">'):page.index('<section id="coverage">')]
+        self.assertIn("1 not judged: no baseline", totals)
+        self.assertIn("not judged: no baseline (observed values recorded, no baseline file or entry)", totals)
+        coverage = re.search(r'<tr data-status="skipped"[^>]*id="id-PRIO-07">(.*?)</tr>', page, re.S)
+        self.assertIsNotNone(coverage)
+        self.assertIn("not judged: no baseline: the observed value(s)", coverage.group(1))
+        # An ordinary skip keeps its label.
+        self.assertIn("<b>skipped:</b> stream priorities are not supported on this device", page)
+
+    def test_observation_of_schema_1_2_without_the_new_fields_renders(self):
+        doc = observation("harness.Harness.Old", "Harness.Old", [("HARN-01", "documented", "RT")],
+                          {"waited": 5}, mutation="HARN-01")
+        doc["schema_version"] = "1.2.0"
+        write(self.run_dir / "gtest" / "harness.Harness.Old.xml", gtest_xml(
+            "Harness", "Old", properties={"catalog_id": "HARN-01", "verdict_kind": "documented",
+                                          "doc_source": "RT", "mutation": "HARN-01"}))
+        write(self.run_dir / "observations" / "harness.Harness.Old.json", json.dumps(doc))
+        result, page = self.generate()
+        self.assertIn("8 tests", result.stdout)
+        row = self.row(page, "harness.Harness.Old")
+        self.assertIn('data-status="passed"', row)
+        self.assertIn('<span class="tag mutation">mutation: HARN-01</span>', row)
+        self.assertNotIn("watchdog", row)
+        self.assertNotIn("invalid checks", row)
+        _, data = embedded_data(page)
+        test = next(t for t in data["tests"] if t["ctest_name"] == "harness.Harness.Old")
+        self.assertEqual((test["watchdog"], test["invalid_checks"], test["mutation_kind"]), ([], [], None))
+
+    def test_wrongly_shaped_evidence_is_an_error_not_a_traceback(self):
+        self.add_test("Bad", {"watchdog": ["gate 0"]})
+        result = run_cli(self.run_dir, "--source", self.source, "-o", self.out)
+        self.assert_refused(result, "harness.Harness.Bad.json", '"watchdog"')
+
+    def write_baseline(self, entries, schema_version="1.1.0"):
+        write(self.source / "baselines" / "sm_90.json", json.dumps(
+            {"schema": "streamcheck.baseline", "schema_version": schema_version, "arch": "sm_90",
+             "devices": ["NVIDIA H200"], "entries": entries}))
+
+    def test_baseline_file_adds_gating_reason_driver_flip_and_finding(self):
+        self.write_baseline({"PRIO-07": {
+            "legacy.priority": {"expected": 0, "gating": True, "why": "catalog H200", "driver_may_flip": False,
+                                "gating_reason": "default-stream work inherits it"},
+            "per_thread.flags": {"expected": 1, "gating": False, "why": "H200 run", "driver_may_flip": True,
+                                 "gating_reason": "recorded only",
+                                 "finding": "PG 4.3.1 says <all> streams synchronize; observed: not so"}}})
+        _, page = self.generate()
+        header = page[page.index("<header>"):page.index("</header>")]
+        self.assertIn(str(self.source / "baselines" / "sm_90.json"), header)
+        self.assertIn("schema 1.1.0", header)
+        row = self.row(page, "priority_flags.PriorityFlags.SpecialHandles")
+        self.assertIn('<span class="why" title="default-stream work inherits it">gating</span>', row)
+        self.assertIn('<span class="why" title="recorded only">not gating</span>', row)
+        self.assertIn('title="per_thread.flags (sm_90.json)\nwhy: H200 run\ndriver may flip: yes"', row)
+        self.assertIn("driver may flip: no", row)
+        self.assertEqual(row.count(">driver may flip</span>"), 1)
+        self.assertIn('<span class="tag finding" title="PG 4.3.1 says &lt;all&gt; streams synchronize; observed: '
+                      'not so">finding</span>', row)
+        # The run compared per_thread.flags with 0; the file in the source tree says 1 now.
+        self.assertIn('sm_90.json in the source tree now expects <span class="mono">1</span>', row)
+        self.assertEqual(row.count("in the source tree"), 1)
+
+    def test_gating_reason_of_the_row_is_shown_without_a_baseline_file(self):
+        baseline = [{"id": "HARN-02", "key": "k", "observed": True, "expected": True, "gating": True,
+                     "gating_reason": "the suite relies on it", "status": "match"}]
+        ctest = self.add_test("Reasoned", claims=[("HARN-02", "observed", "none")], baseline=baseline)
+        _, page = self.generate()
+        self.assertIn('<span class="why" title="the suite relies on it">gating</span>', self.row(page, ctest))
+        self.assertIn("no baselines folder in the source tree", page[page.index("<header>"):page.index("</header>")])
+
+    def test_invalid_baseline_file_is_refused(self):
+        write(self.source / "baselines" / "sm_90.json", '{"schema": "streamcheck.baseline", ')
+        result = run_cli(self.run_dir, "--source", self.source, "-o", self.out)
+        self.assert_refused(result, "sm_90.json", "invalid JSON")
+
+
 class Merging(ReportTestCase):
     def test_runs_of_one_environment_are_merged(self):
         second = self.root / "results2" / "20260101T010000Z-2"
