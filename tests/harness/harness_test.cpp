@@ -8,6 +8,7 @@
 #include "sc/fixtures/event.hpp"
 #include "sc/fixtures/gate.hpp"
 #include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/host_latch.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/stream.hpp"
@@ -145,6 +146,43 @@ TEST_F(Harness, ChecksOnAnOpenedGateAreInvalid) {
   EXPECT_EQ(sc::gated_outcome::invalid, sc::present_while_gated(m, 7, g).outcome());
   sc::gate never_held;
   EXPECT_EQ(sc::gated_outcome::invalid, sc::absent_while_gated(m, 7, never_held).outcome());
+}
+
+// The host-side twin of the gate: a host function waiting on a host flag holds its stream the same way,
+// and the same predicates judge it.
+TEST_F(Harness, HostLatchHoldsItsStreamUntilOpened) {
+  sc::marks m;
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
+  sc::stream free = sc::stream::create(sc::stream_flags::non_blocking, 0, "free");
+  sc::host_latch latch;
+  latch.hold(s);
+  m.drop(s, 1);
+  m.drop(free, 2);
+  ASSERT_TRUE(latch.wait_started());
+  EXPECT_TRUE(sc::absent_while_gated(m, 1, latch));
+  EXPECT_TRUE(sc::present_while_gated(m, 2, latch)) << "negative control: another stream is not held";
+  latch.open();
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  EXPECT_NE(0u, m.ticket_of(1));
+  EXPECT_EQ(sc::gate_state::opened, latch.state());
+}
+
+// A latch nobody opens returns at its deadline; checks on it are then invalid, and the firing is recorded
+// (expected here: the latch is silent, as the gate's watchdog test is).
+TEST_F(Harness, ChecksOnAHostLatchPastItsDeadlineAreInvalid) {
+  sc::marks m;
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
+  const std::size_t mark = sc::detail::latch_mark();
+  sc::host_latch latch(std::chrono::milliseconds{20}, sc::watchdog_report::silent);
+  latch.hold(s);
+  m.drop(s, 3);
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  ASSERT_EQ(sc::gate_state::timed_out, latch.state());
+  EXPECT_EQ(sc::gated_outcome::invalid, sc::present_while_gated(m, 3, latch).outcome());
+  const std::vector<sc::fired_gate> fired = sc::detail::latches_fired_since(mark);
+  ASSERT_EQ(1u, fired.size());
+  EXPECT_TRUE(fired[0].expected);
+  EXPECT_EQ("host latch in held", fired[0].where);
 }
 
 TEST_F(Harness, WatchdogEndsAGateNobodyOpens) {
