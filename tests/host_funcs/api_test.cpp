@@ -1,0 +1,143 @@
+// HOST-04, -09, -12, -13: what the two enqueue calls pass, that they return at once, what they refuse,
+// and how they behave under stream capture.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "host_funcs.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using HostFuncs = sc::testing::HostFuncs;
+using sc::testing::host_record;
+
+void CUDART_CB do_nothing(void*) {}
+void CUDART_CB do_nothing_callback(cudaStream_t, cudaError_t, void*) {}
+void CUDART_CB count_call(cudaStream_t, cudaError_t, void* calls) { static_cast<std::atomic<int>*>(calls)->fetch_add(1); }
+
+// HOST-04 · RT cudaLaunchHostFunc, cudaStreamAddCallback: userData arrives unchanged; a callback also gets
+// the stream it was added to and cudaSuccess when the work before it succeeded.
+TEST_F(HostFuncs, UserDataStreamAndStatusArriveUnchanged) {
+  sc::claim("HOST-04", sc::verdict_kind::documented, "RT cudaLaunchHostFunc, cudaStreamAddCallback (userData, stream, status)");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream other = make(stream_flags::non_blocking, "other");
+  // Mutation (arrangement): the callback is added to another stream than the one it is checked against.
+  const bool misplaced = sc::mutation_active("HOST-04", sc::mutation_kind::arrangement);
+  host_record& fn = launch_host_func(s, "host func");
+  host_record& cb = add_callback(misplaced ? other : s, "callback");
+  ASSERT_TRUE(drain());
+  EXPECT_EQ(1, fn.calls.load());
+  EXPECT_EQ(1, cb.calls.load());
+  EXPECT_EQ(fn.user_data_sent, fn.user_data_seen) << "cudaLaunchHostFunc changed userData";
+  EXPECT_EQ(cb.user_data_sent, cb.user_data_seen) << "cudaStreamAddCallback changed userData";
+  EXPECT_EQ(s.get(), cb.stream.load()) << "the callback got another stream";
+  EXPECT_CUDA_EQ(cudaSuccess, static_cast<cudaError_t>(cb.status.load()));
+}
+
+// HOST-09 · RT cudaLaunchHostFunc, cudaStreamAddCallback (enqueue): enqueueing does not block the host,
+// even behind unfinished work: both calls return while a gate holds their stream.
+TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
+  sc::claim("HOST-09", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (enqueue does not wait)");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  // Mutation (arrangement): each call is followed by a synchronize of its stream.
+  const bool then_sync = sc::mutation_active("HOST-09", sc::mutation_kind::arrangement);
+  struct enqueue {
+    const char* name;
+    std::function<cudaError_t()> call;
+  };
+  const std::vector<enqueue> calls = {
+      {"cudaLaunchHostFunc", [&] { return cudaLaunchHostFunc(s.get(), do_nothing, nullptr); }},
+      {"cudaStreamAddCallback", [&] { return cudaStreamAddCallback(s.get(), do_nothing_callback, nullptr, 0); }}};
+  for (const enqueue& e : calls) {
+    SCOPED_TRACE(e.name);
+    sc::gate g;
+    hold(g, s);
+    EXPECT_TRUE(g.wait_started());
+    const sc::return_observation seen = sc::call_while_gated(
+        [&] {
+          const cudaError_t code = e.call();
+          return code == cudaSuccess && then_sync ? cudaStreamSynchronize(s.get()) : code;
+        },
+        g);
+    ASSERT_TRUE(drain());
+    EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+    EXPECT_TRUE(seen.returned) << e.name << " waited for the gated stream";
+    sc::observe(std::string(e.name) + ".took_us", static_cast<long long>(seen.took.count()));
+  }
+}
+
+// HOST-12 · RT cudaStreamAddCallback ("flags ... must be 0"): flags other than 0 are refused with
+// cudaErrorInvalidValue and nothing runs. Observed beside it: cudaLaunchHostFunc with a null function.
+TEST_F(HostFuncs, InvalidArgumentsAreRefusedByName) {
+  sc::claim("HOST-12", sc::verdict_kind::documented, "RT cudaStreamAddCallback (flags must be 0); cudaLaunchHostFunc");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  // Mutation (arrangement): flags 0, which are valid.
+  const unsigned flags = sc::mutate("HOST-12", sc::mutation_kind::arrangement, 1u, 0u);
+  std::atomic<int> calls{0};
+  const cudaError_t bad_flags = cudaStreamAddCallback(s.get(), count_call, &calls, flags);
+  (void)cudaGetLastError();
+  const cudaError_t null_function = cudaLaunchHostFunc(s.get(), nullptr, nullptr);
+  (void)cudaGetLastError();
+  ASSERT_TRUE(drain());
+  sc::observe("rc.cudaStreamAddCallback(flags=1)", sc::error_name(bad_flags));
+  sc::observe("rc.cudaLaunchHostFunc(null)", sc::error_name(null_function));
+  EXPECT_CUDA_EQ(cudaErrorInvalidValue, bad_flags);
+  EXPECT_EQ(0, calls.load()) << "the refused callback ran";
+  EXPECT_NE(cudaSuccess, null_function) << "a null host function was accepted";
+}
+
+// HOST-13 · RT/DRV (cuStreamAddCallback: "not supported in stream capture"; cudaLaunchHostFunc is
+// capturable): during capture cudaLaunchHostFunc becomes a host node of the graph and cudaStreamAddCallback
+// is refused.
+TEST_F(HostFuncs, CaptureTakesHostFunctionsAsHostNodesAndRefusesCallbacks) {
+  sc::claim("HOST-13", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (capturable); DRV cuStreamAddCallback (not in capture)");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  // Mutation (arrangement): capture is never begun.
+  const bool capturing = !sc::mutation_active("HOST-13", sc::mutation_kind::arrangement);
+  // Two captures: a refused call may invalidate the capture it was made in.
+  const auto captured = [&](const std::function<cudaError_t()>& call, cudaError_t& code, cudaError_t& ended) {
+    if (capturing) SC_CHECK_CUDA(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeRelaxed));
+    code = call();
+    (void)cudaGetLastError();
+    cudaGraph_t graph = nullptr;
+    ended = capturing ? cudaStreamEndCapture(s.get(), &graph) : cudaErrorInvalidValue;
+    (void)cudaGetLastError();
+    return graph;
+  };
+  cudaError_t host_func = cudaSuccess;
+  cudaError_t host_func_end = cudaSuccess;
+  cudaGraph_t graph = captured([&] { return cudaLaunchHostFunc(s.get(), do_nothing, nullptr); }, host_func, host_func_end);
+  std::size_t nodes = 0;
+  int host_nodes = 0;
+  if (graph != nullptr) {
+    SC_CHECK_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
+    std::vector<cudaGraphNode_t> all(nodes);
+    SC_CHECK_CUDA(cudaGraphGetNodes(graph, all.data(), &nodes));
+    for (cudaGraphNode_t n : all) {
+      cudaGraphNodeType type{};
+      SC_CHECK_CUDA(cudaGraphNodeGetType(n, &type));
+      host_nodes += type == cudaGraphNodeTypeHost;
+    }
+    SC_CHECK_CUDA(cudaGraphDestroy(graph));
+  }
+  cudaError_t callback = cudaSuccess;
+  cudaError_t callback_end = cudaSuccess;
+  if (cudaGraph_t g2 = captured([&] { return cudaStreamAddCallback(s.get(), do_nothing_callback, nullptr, 0); },
+                                callback, callback_end))
+    SC_CHECK_CUDA(cudaGraphDestroy(g2));
+  ASSERT_TRUE(drain());
+  sc::observe("rc.cudaLaunchHostFunc", sc::error_name(host_func));
+  sc::observe("rc.end_capture_after_host_func", sc::error_name(host_func_end));
+  sc::observe("rc.cudaStreamAddCallback", sc::error_name(callback));
+  sc::observe("rc.end_capture_after_callback", sc::error_name(callback_end));
+  sc::observe("graph_nodes", static_cast<int>(nodes));
+  EXPECT_CUDA_EQ(cudaSuccess, host_func);
+  EXPECT_NE(cudaSuccess, callback) << "cudaStreamAddCallback was accepted during capture";
+  EXPECT_EQ(1, host_nodes) << "the captured host function is not one host node";
+}
+
+}  // namespace

@@ -1,0 +1,126 @@
+#include "host_funcs.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "sc/fixtures/observe.hpp"
+#include "sc/fixtures/trace.hpp"
+
+namespace sc::testing {
+namespace {
+
+std::uint64_t cupti_now() { return trace::state().enabled ? trace::now_ns() : 0; }
+
+// What a record's host function was given: the record and the fixture's ticket counter.
+struct host_call_args {
+  host_record* record;
+  std::atomic<unsigned>* tickets;
+};
+
+void note_run(host_record& r, std::atomic<unsigned>& tickets, void* user_data) {
+  r.start_ns.store(cupti_now());
+  r.thread = std::this_thread::get_id();
+  r.user_data_seen = user_data;
+  r.ticket.store(tickets.fetch_add(1u));
+  if (r.body) r.body();
+  r.end_ns.store(cupti_now());
+  r.calls.fetch_add(1);  // last: a reader that sees the call sees everything above
+}
+
+}  // namespace
+
+void HostFuncs::SetUp() {
+  GpuTest::SetUp();
+  if (IsSkipped() || HasFatalFailure()) return;
+  timeline().track(stream::legacy());
+}
+
+void HostFuncs::TearDown() {
+  if (!drain()) {
+    // A host function that never returns would hang the base fixture's cudaDeviceSynchronize: record the
+    // failure and end the process (CTest sees the message and the exit status).
+    std::fprintf(stderr, "streamcheck: a host function of this test did not return; ending the process\n");
+    std::fflush(nullptr);
+    detail::end_record("failed", 0.0, -1.0);
+    std::_Exit(3);
+  }
+  for (const host_record& r : records_)
+    timeline().host_interval("host:" + r.label, r.start_ns.load(), r.end_ns.load());
+  GpuTest::TearDown();
+}
+
+stream HostFuncs::make(stream_flags flags, const std::string& name) {
+  stream s = stream::create(flags, 0, name);
+  timeline().track(s);
+  streams_.push_back(s.get());
+  names_.push_back(name);
+  return s;
+}
+
+void HostFuncs::hold(gate& g, const stream& s) {
+  const auto label = timeline().label("gate@" + s.name());
+  g.hold(s);
+}
+
+void HostFuncs::hold(host_latch& l, const stream& s) { l.hold(s); }
+
+void HostFuncs::drop(marks& m, const stream& s, unsigned id) {
+  const auto label = timeline().label("mark" + std::to_string(id) + "@" + s.name());
+  m.drop(s, id);
+}
+
+host_record& HostFuncs::record(const std::string& label) {
+  host_record& r = records_.emplace_back();
+  r.label = label;
+  return r;
+}
+
+void CUDART_CB HostFuncs::run_host_func(void* data) {
+  auto* args = static_cast<host_call_args*>(data);
+  note_run(*args->record, *args->tickets, data);
+  delete args;
+}
+
+void CUDART_CB HostFuncs::run_callback(cudaStream_t s, cudaError_t status, void* data) {
+  auto* args = static_cast<host_call_args*>(data);
+  args->record->stream.store(s);
+  args->record->status.store(static_cast<int>(status));
+  note_run(*args->record, *args->tickets, data);
+  delete args;
+}
+
+host_record& HostFuncs::launch_host_func(const stream& s, const std::string& label, std::function<void()> body) {
+  host_record& r = record(label);
+  r.body = std::move(body);
+  auto* args = new host_call_args{&r, &next_ticket_};
+  r.user_data_sent = args;
+  const cudaError_t code = cudaLaunchHostFunc(s.get(), run_host_func, args);
+  if (code != cudaSuccess) delete args;
+  SC_CHECK_CUDA(code);
+  return r;
+}
+
+host_record& HostFuncs::add_callback(const stream& s, const std::string& label, std::function<void()> body) {
+  host_record& r = record(label);
+  r.body = std::move(body);
+  auto* args = new host_call_args{&r, &next_ticket_};
+  r.user_data_sent = args;
+  const cudaError_t code = cudaStreamAddCallback(s.get(), run_callback, args, 0);
+  if (code != cudaSuccess) delete args;
+  SC_CHECK_CUDA(code);
+  return r;
+}
+
+bool HostFuncs::drain() {
+  bool drained = true;
+  for (std::size_t i = 0; i < streams_.size(); ++i) {
+    if (synchronize_within(stream::view(streams_[i], names_[i]), kWorkDeadline) == cudaErrorNotReady) {
+      ADD_FAILURE() << "stream " << names_[i] << " did not drain within " << kWorkDeadline.count()
+                    << " ms: a host function in it has not returned";
+      drained = false;
+    }
+  }
+  return drained;
+}
+
+}  // namespace sc::testing

@@ -1,0 +1,152 @@
+// HOST-01, -02, -03, -10: where a host function stands in its stream's order, proven with gates and
+// host latches (never with timing).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "host_funcs.hpp"
+#include "sc/fixtures/event.hpp"
+#include "sc/fixtures/memory.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using HostFuncs = sc::testing::HostFuncs;
+using sc::testing::host_record;
+
+constexpr std::uint32_t kElements = 4096;
+
+// HOST-01 · RT cudaLaunchHostFunc ("called after currently enqueued work"); PG 2.3.4: a host function runs
+// only after all work enqueued before it in its stream has completed, and sees that work's results. A
+// gate holds s; a fill kernel after it writes V into mapped memory; the host function, after the fill,
+// reads the buffer in reverse order. It must not run while the gate is closed, and must see V everywhere.
+TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
+  sc::claim("HOST-01", sc::verdict_kind::documented, "RT cudaLaunchHostFunc; PG 2.3.4");
+  constexpr std::uint32_t kValue = 0x5c0001u;
+  sc::mapped<std::uint32_t> data(kElements);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream other = make(stream_flags::non_blocking, "other");
+  // Mutation (arrangement): the host function goes into another stream, not ordered after the fill.
+  const bool unordered = sc::mutation_active("HOST-01", sc::mutation_kind::arrangement);
+  std::atomic<std::uint32_t> wrong{0};
+  sc::gate g;
+  hold(g, s);
+  SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), data.device(), kElements, kValue));
+  host_record& reader = launch_host_func(unordered ? other : s, "reader", [&] {
+    std::uint32_t bad = 0;
+    for (std::uint32_t i = kElements; i-- > 0;) bad += data.host()[i] != kValue;
+    wrong.store(bad);
+  });
+  EXPECT_TRUE(g.wait_started());
+  EXPECT_TRUE(sc::absent_while_gated("the host function", [&] { return reader.calls.load() != 0; }, g));
+  g.open();
+  ASSERT_TRUE(drain());
+  EXPECT_EQ(1, reader.calls.load());
+  EXPECT_EQ(0u, wrong.load()) << "elements the host function saw without the fill's value";
+  sc::observe("elements_checked", static_cast<int>(kElements));
+}
+
+// HOST-02 · RT cudaLaunchHostFunc ("will block work added after it"), cudaStreamAddCallback: while a host
+// function runs (it waits on a host latch), later work in its stream does not start.
+TEST_F(HostFuncs, HostFunctionBlocksLaterWorkInItsStream) {
+  sc::claim("HOST-02", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (blocks work added after it)");
+  sc::marks m;
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream other = make(stream_flags::non_blocking, "other");
+  // Mutation (arrangement): the mark goes into another stream.
+  const bool elsewhere = sc::mutation_active("HOST-02", sc::mutation_kind::arrangement);
+  sc::host_latch latch;
+  hold(latch, s);
+  drop(m, elsewhere ? other : s, 1);
+  EXPECT_TRUE(latch.wait_started());
+  EXPECT_TRUE(sc::absent_while_gated(m, 1, latch));
+  latch.open();
+  ASSERT_TRUE(drain());
+  EXPECT_NE(0u, m.ticket_of(1));
+  timeline().host_interval("host:latch", latch.start_ns(), latch.end_ns());
+}
+
+// HOST-03 · RT stream order: host functions of one stream run exactly once each, in enqueue order,
+// interleaved with kernels. N host functions alternate with N marks; host function i must be the i-th to
+// run (tickets 1..N) and see exactly i + 1 marks landed (it ran after mark i and before mark i + 1).
+TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
+  sc::claim("HOST-03", sc::verdict_kind::documented, "RT stream semantics (host functions in stream order)");
+  constexpr unsigned kFunctions = 8;
+  sc::marks m;
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream late = make(stream_flags::non_blocking, "late");
+  // Mutation (arrangement): host function 3 goes into a stream held by a gate until the end.
+  const bool displaced = sc::mutation_active("HOST-03", sc::mutation_kind::arrangement);
+  std::vector<host_record*> fns;
+  std::vector<unsigned> marks_seen(kFunctions, 0);
+  sc::gate hold_late;
+  hold(hold_late, late);
+  for (unsigned i = 0; i < kFunctions; ++i) {
+    drop(m, s, i);
+    fns.push_back(&launch_host_func(displaced && i == 3 ? late : s, "f" + std::to_string(i), [&m, &marks_seen, i] {
+      unsigned landed = 0;
+      for (unsigned k = 0; k < kFunctions; ++k) landed += m.ticket_of(k) != 0;
+      marks_seen[i] = landed;
+    }));
+  }
+  const sc::gated_result all_ran = sc::present_while_gated(
+      "all host functions of s", [&] {
+        for (unsigned i = 0; i < kFunctions; ++i)
+          if (fns[i]->calls.load() == 0) return false;
+        return true;
+      }, hold_late);
+  hold_late.open();
+  ASSERT_TRUE(drain());
+  EXPECT_TRUE(all_ran);
+  for (unsigned i = 0; i < kFunctions; ++i) {
+    EXPECT_EQ(1, fns[i]->calls.load()) << "f" << i;
+    EXPECT_EQ(i + 1, fns[i]->ticket.load()) << "f" << i << " ran out of enqueue order";
+    EXPECT_EQ(i + 1, marks_seen[i]) << "f" << i << " did not run between mark " << i << " and mark " << i + 1;
+  }
+}
+
+// HOST-03 negative control: host functions of two streams without a join have no fixed order. The first
+// one enqueued (into a stream held by a gate) runs after the second (in a free stream).
+TEST_F(HostFuncs, NegativeControlHostFunctionsOfTwoStreamsHaveNoFixedOrder) {
+  sc::claim("HOST-03", sc::verdict_kind::documented, "RT stream semantics (negative control: two streams)");
+  const sc::stream a = make(stream_flags::non_blocking, "a");
+  const sc::stream b = make(stream_flags::non_blocking, "b");
+  // Mutation (arrangement): the second host function goes into the gated stream too.
+  const bool joined = sc::mutation_active("HOST-03", sc::mutation_kind::arrangement);
+  sc::gate g;
+  hold(g, a);
+  host_record& first = launch_host_func(a, "first");
+  host_record& second = launch_host_func(joined ? a : b, "second");
+  EXPECT_TRUE(g.wait_started());
+  EXPECT_TRUE(sc::present_while_gated("the second host function", [&] { return second.calls.load() != 0; }, g));
+  g.open();
+  ASSERT_TRUE(drain());
+  EXPECT_EQ(1u, second.ticket.load());
+  EXPECT_EQ(2u, first.ticket.load());
+}
+
+// HOST-10 · RT cudaLaunchHostFunc (it starts as if an event recorded just before it had been
+// synchronized): it also waits for work joined into its stream earlier by an event wait. A gate holds A;
+// B waits on an event recorded in A after the gate; the host function in B must not run while A is gated.
+TEST_F(HostFuncs, HostFunctionWaitsForWorkJoinedByAnEventWait) {
+  sc::claim("HOST-10", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (as if an event before it were synchronized)");
+  const sc::stream a = make(stream_flags::non_blocking, "a");
+  const sc::stream b = make(stream_flags::non_blocking, "b");
+  const sc::event joined = sc::event::create(sc::event_flags::disable_timing);
+  // Mutation (arrangement): B does not wait for the event.
+  const bool no_wait = sc::mutation_active("HOST-10", sc::mutation_kind::arrangement);
+  sc::gate g;
+  hold(g, a);
+  SC_CHECK_CUDA(cudaEventRecord(joined.get(), a.get()));
+  if (!no_wait) SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), joined.get(), 0));
+  host_record& fn = launch_host_func(b, "after join");
+  EXPECT_TRUE(g.wait_started());
+  EXPECT_TRUE(sc::absent_while_gated("the host function in B", [&] { return fn.calls.load() != 0; }, g));
+  g.open();
+  ASSERT_TRUE(drain());
+  EXPECT_EQ(1, fn.calls.load());
+}
+
+}  // namespace
