@@ -36,10 +36,14 @@ void HostFuncs::SetUp() {
 }
 
 void HostFuncs::TearDown() {
-  if (!drain()) {
+  if (const std::vector<std::string> stuck = unreturned(kWorkDeadline); !stuck.empty()) {
     // A host function that never returns would hang the base fixture's cudaDeviceSynchronize: record the
     // failure and end the process (CTest sees the message and the exit status).
-    std::fprintf(stderr, "streamcheck: a host function of this test did not return; ending the process\n");
+    std::string names;
+    for (const std::string& n : stuck) names += " " + n;
+    ADD_FAILURE() << "host function(s) did not return within " << kWorkDeadline.count() << " ms:" << names;
+    std::fprintf(stderr, "streamcheck: host function(s) of this test did not return:%s; ending the process\n",
+                 names.c_str());
     std::fflush(nullptr);
     detail::end_record("failed", 0.0, -1.0);
     std::_Exit(3);
@@ -97,6 +101,7 @@ host_record& HostFuncs::launch_host_func(const stream& s, const std::string& lab
   const cudaError_t code = cudaLaunchHostFunc(s.get(), run_host_func, args);
   if (code != cudaSuccess) delete args;
   SC_CHECK_CUDA(code);
+  r.enqueued = true;
   return r;
 }
 
@@ -108,7 +113,21 @@ host_record& HostFuncs::add_callback(const stream& s, const std::string& label, 
   const cudaError_t code = cudaStreamAddCallback(s.get(), run_callback, args, 0);
   if (code != cudaSuccess) delete args;
   SC_CHECK_CUDA(code);
+  r.enqueued = true;
   return r;
+}
+
+std::vector<std::string> HostFuncs::unreturned(std::chrono::milliseconds deadline) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  std::vector<std::string> stuck;
+  do {
+    stuck.clear();
+    for (const host_record& r : records_)
+      if (r.enqueued && r.calls.load() == 0) stuck.push_back(r.label);
+    if (stuck.empty()) break;
+    std::this_thread::yield();
+  } while (std::chrono::steady_clock::now() < until);
+  return stuck;
 }
 
 bool HostFuncs::drain() {

@@ -3,9 +3,10 @@
 // on which thread, and for callbacks the stream and status they were given. Nothing is asserted inside a
 // host function; the test body asserts. Every record becomes a host-lane interval of the test's timeline.
 //
-// TearDown waits for the test's streams with a deadline before the base fixture synchronizes the device:
-// a host function that never returns would make that synchronize hang, so instead the test fails with a
-// message naming the unfinished streams and the process ends.
+// TearDown waits, with a deadline, until every host function the test enqueued has returned, before the
+// base fixture synchronizes the device: a host function that never returns would make that synchronize
+// hang, so instead the test fails with a message naming it and the process ends. (It waits on the
+// records, not on the streams: the test's streams are destroyed by then.)
 #pragma once
 
 #include <atomic>
@@ -38,6 +39,7 @@ struct host_record {
   std::thread::id thread;                    // written before calls is incremented
   void* user_data_sent = nullptr;            // the userData pointer given at enqueue
   void* user_data_seen = nullptr;            // the userData pointer the function received
+  bool enqueued = false;                     // the enqueue call succeeded: it must run before the test ends
 };
 
 class HostFuncs : public GpuTest {
@@ -59,7 +61,10 @@ class HostFuncs : public GpuTest {
   static void CUDART_CB run_host_func(void* data);
   static void CUDART_CB run_callback(cudaStream_t s, cudaError_t status, void* data);
   // Waits for every stream made by make() with a deadline; false (and a failure) if one did not drain.
+  // Only while those streams exist (in the test body).
   bool drain();
+  // Waits until every enqueued host function has returned; the labels of those that did not.
+  std::vector<std::string> unreturned(std::chrono::milliseconds deadline);
 
  private:
   std::deque<host_record> records_;  // stable addresses: host functions point into it
