@@ -104,7 +104,9 @@ TEST_F(HostFuncs, InvalidArgumentsAreRefusedByName) {
       << "cudaLaunchHostFunc with a null function crashed the process";
   for (const auto& [key, value] : channel.read()) {
     sc::observe("null_function." + key, value);
-    if (key == "rc") EXPECT_NE("cudaSuccess", value) << "a null host function was accepted";
+    if (key == "rc") {
+      EXPECT_NE("cudaSuccess", value) << "a null host function was accepted";
+    }
   }
 }
 
