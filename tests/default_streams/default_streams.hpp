@@ -2,14 +2,12 @@
 // what they enqueue, so every test's observation file shows the order it proved.
 #pragma once
 
-#include <cstdlib>
 #include <string>
 
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/gate.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/predicates.hpp"
-#include "sc/fixtures/run_context.hpp"
 #include "sc/fixtures/stream.hpp"
 
 namespace sc::testing {
@@ -19,13 +17,8 @@ class DefaultStreams : public GpuTest {
   void SetUp() override {
     GpuTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    // The default entries prove orderings with independent hardware queues. A connection count set by
-    // the caller (not by this entry) can hold a mark back through a shared queue (DFLT-15/16), so an
-    // absence would prove nothing; the conn1/conn32 entries run the tests that are meant for it.
-    if (const char* set = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"); set != nullptr && context().env_variant.empty())
-      GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=" << set << " is set in the environment; the default entries "
-                   << "need the default connection count (a shared hardware queue could hold a mark back and "
-                   << "make an absence prove nothing); the conn1 and conn32 entries measure set counts";
+    // The default entries prove orderings with independent hardware queues (inherited_connection_count).
+    if (const std::string why = inherited_connection_count(); !why.empty()) GTEST_SKIP() << why;
     // Special handles first: learning their CUPTI ids may need a probe launch, which must not meet a gate.
     timeline().track(legacy_);
     timeline().track(per_thread_);

@@ -151,6 +151,8 @@ TEST_F(Harness, ChecksOnAnOpenedGateAreInvalid) {
 // The host-side twin of the gate: a host function waiting on a host flag holds its stream the same way,
 // and the same predicates judge it.
 TEST_F(Harness, HostLatchHoldsItsStreamUntilOpened) {
+  // With one connection the waiting host function blocks the shared queue, free stream included.
+  if (const std::string why = sc::inherited_connection_count(); !why.empty()) GTEST_SKIP() << why;
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
   sc::stream free = sc::stream::create(sc::stream_flags::non_blocking, 0, "free");
