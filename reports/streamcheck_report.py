@@ -408,6 +408,15 @@ def apply_properties(test: Dict[str, Any], properties: Dict[str, str]) -> None:
         test["observations"][key] = value
 
 
+def checked_list(doc: Dict[str, Any], key: str, item_type: type, item_name: str, path: Path) -> List[Any]:
+    """The list doc[key] (empty when absent), every entry of it of item_type, else an InputError."""
+    items = check_member(doc, key, list, path, "the observation") or []
+    for entry in items:
+        if not isinstance(entry, item_type):
+            raise InputError("%s: every entry of \"%s\" must be %s" % (path, key, item_name))
+    return items
+
+
 def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> None:
     """The observation file's typed values replace the XML's string properties."""
     test["observation_file"] = str(path)
@@ -422,28 +431,19 @@ def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> 
     observations = check_member(doc, "observations", dict, path, "the observation")
     if observations:
         test["observations"] = observations
-    baseline = check_member(doc, "baseline", list, path, "the observation")
+    baseline = checked_list(doc, "baseline", dict, "an object", path)
     if baseline:
-        for entry in baseline:
-            if not isinstance(entry, dict):
-                raise InputError("%s: every entry of \"baseline\" must be an object" % path)
         test["baseline"] = baseline
     if doc.get("mutation"):
         test["mutation"] = doc.get("mutation")
     if doc.get("mutation_kind"):
         test["mutation_kind"] = check_member(doc, "mutation_kind", str, path, "the observation")
     # Schema 1.3: gates whose watchdog fired, and gate checks that proved nothing. Older files have neither.
-    watchdog = check_member(doc, "watchdog", list, path, "the observation")
+    watchdog = checked_list(doc, "watchdog", dict, "an object", path)
     if watchdog:
-        for entry in watchdog:
-            if not isinstance(entry, dict):
-                raise InputError("%s: every entry of \"watchdog\" must be an object" % path)
         test["watchdog"] = watchdog
-    invalid = check_member(doc, "invalid_checks", list, path, "the observation")
+    invalid = checked_list(doc, "invalid_checks", str, "a string", path)
     if invalid:
-        for entry in invalid:
-            if not isinstance(entry, str):
-                raise InputError("%s: every entry of \"invalid_checks\" must be a string" % path)
         test["invalid_checks"] = invalid
         test["invalid_checks_from_xml"] = False
     duration = doc.get("duration_ms")

@@ -95,28 +95,26 @@ void CUDART_CB HostFuncs::run_callback(cudaStream_t s, cudaError_t status, void*
   delete args;
 }
 
-host_record& HostFuncs::launch_host_func(const stream& s, const std::string& label, std::function<void()> body) {
+host_record& HostFuncs::enqueue(const std::string& label, std::function<void()> body,
+                               const std::function<cudaError_t(void*)>& call) {
   host_record& r = record(label);
   r.body = std::move(body);
   auto* args = new host_call_args{&r, &next_ticket_};
   r.user_data_sent = args;
-  const cudaError_t code = cudaLaunchHostFunc(s.get(), run_host_func, args);
+  const cudaError_t code = call(args);
   if (code != cudaSuccess) delete args;
   SC_CHECK_CUDA(code);
   r.enqueued = true;
   return r;
 }
 
+host_record& HostFuncs::launch_host_func(const stream& s, const std::string& label, std::function<void()> body) {
+  return enqueue(label, std::move(body), [&s](void* args) { return cudaLaunchHostFunc(s.get(), run_host_func, args); });
+}
+
 host_record& HostFuncs::add_callback(const stream& s, const std::string& label, std::function<void()> body) {
-  host_record& r = record(label);
-  r.body = std::move(body);
-  auto* args = new host_call_args{&r, &next_ticket_};
-  r.user_data_sent = args;
-  const cudaError_t code = cudaStreamAddCallback(s.get(), run_callback, args, 0);
-  if (code != cudaSuccess) delete args;
-  SC_CHECK_CUDA(code);
-  r.enqueued = true;
-  return r;
+  return enqueue(label, std::move(body),
+                 [&s](void* args) { return cudaStreamAddCallback(s.get(), run_callback, args, 0); });
 }
 
 std::vector<std::string> HostFuncs::unreturned(std::chrono::milliseconds deadline) {

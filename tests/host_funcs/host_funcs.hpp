@@ -67,6 +67,9 @@ class HostFuncs : public GpuTest {
   std::vector<std::string> unreturned(std::chrono::milliseconds deadline);
 
  private:
+  host_record& enqueue(const std::string& label, std::function<void()> body,
+                       const std::function<cudaError_t(void*)>& call);
+
   std::deque<host_record> records_;  // stable addresses: host functions point into it
   std::vector<cudaStream_t> streams_;
   std::vector<std::string> names_;
