@@ -1,0 +1,80 @@
+// HOST-05, HOST-14 (observed): what a host function may call, and which thread runs it.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "host_funcs.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using HostFuncs = sc::testing::HostFuncs;
+using sc::testing::host_record;
+
+// HOST-05 · RT cudaLaunchHostFunc ("may not make any CUDA API calls ... may result in
+// cudaErrorNotPermitted, but this is not required") (observed): the codes two non-synchronizing calls
+// return inside a host function — an allocation, and a query of another, idle stream. The only test
+// that makes CUDA calls inside a host function.
+TEST_F(HostFuncs, CudaCallsInsideAHostFunction) {
+  sc::claim("HOST-05", sc::verdict_kind::observed, "RT cudaLaunchHostFunc (CUDA calls forbidden; may return cudaErrorNotPermitted)");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream idle = make(stream_flags::non_blocking, "idle");
+  // Mutation (arrangement): the same calls are made on the test thread, outside any host function.
+  const bool outside = sc::mutation_active("HOST-05", sc::mutation_kind::arrangement);
+  void* allocated = nullptr;
+  cudaError_t malloc_rc = cudaSuccess;
+  cudaError_t query_rc = cudaSuccess;
+  const auto calls = [&] {
+    malloc_rc = cudaMalloc(&allocated, 256);
+    query_rc = cudaStreamQuery(idle.get());
+  };
+  if (outside)
+    calls();
+  else
+    launch_host_func(s, "cuda calls", calls);
+  ASSERT_TRUE(drain());
+  if (allocated != nullptr) SC_CHECK_CUDA(cudaFree(allocated));
+  (void)cudaGetLastError();
+  EXPECT_TRUE(sc::matches_baseline("HOST-05", "rc.cudaMalloc", sc::error_name(malloc_rc)));
+  EXPECT_TRUE(sc::matches_baseline("HOST-05", "rc.cudaStreamQuery", sc::error_name(query_rc)));
+  sc::observe("rc.cudaMalloc", sc::error_name(malloc_rc));
+  sc::observe("rc.cudaStreamQuery", sc::error_name(query_rc));
+}
+
+// HOST-14 · PG 2.3.4 (observed): host functions run on a thread the driver owns, not the enqueuing
+// thread; whether one worker serves a context or each stream has its own is not documented. Two host
+// functions in each of four streams, one stream after the other.
+TEST_F(HostFuncs, HostFunctionsRunOnADriverThread) {
+  sc::claim("HOST-14", sc::verdict_kind::observed, "PG 2.3.4 (host functions run on a driver thread)");
+  constexpr int kStreams = 4;
+  // Mutation (arrangement): the functions are called directly on the test thread instead of enqueued.
+  const bool direct = sc::mutation_active("HOST-14", sc::mutation_kind::arrangement);
+  std::vector<sc::stream> streams;
+  for (int i = 0; i < kStreams; ++i) streams.push_back(make(stream_flags::non_blocking, "s" + std::to_string(i)));
+  std::vector<std::thread::id> seen;
+  for (int i = 0; i < kStreams; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      std::thread::id ran;
+      const auto note = [&ran] { ran = std::this_thread::get_id(); };
+      if (direct)
+        note();
+      else
+        launch_host_func(streams[i], "s" + std::to_string(i) + "." + std::to_string(k), note);
+      ASSERT_TRUE(drain());
+      seen.push_back(ran);
+    }
+  }
+  const std::thread::id self = std::this_thread::get_id();
+  bool on_enqueuing_thread = false;
+  for (const std::thread::id& id : seen) on_enqueuing_thread = on_enqueuing_thread || id == self;
+  const int workers = static_cast<int>(std::set<std::thread::id>(seen.begin(), seen.end()).size());
+  sc::observe("runs_on_enqueuing_thread", on_enqueuing_thread);
+  sc::observe("distinct_worker_threads", workers);
+  EXPECT_TRUE(sc::matches_baseline("HOST-14", "runs_on_enqueuing_thread", on_enqueuing_thread));
+  EXPECT_TRUE(sc::matches_baseline("HOST-14", "distinct_worker_threads", workers));
+}
+
+}  // namespace
