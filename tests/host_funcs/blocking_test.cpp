@@ -21,15 +21,25 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
   sc::claim("HOST-06", sc::verdict_kind::observed, "RT cudaLaunchHostFunc; NVIDIA/nccl #1742");
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  // Mutation (arrangement): B's host function goes behind the latch in A.
-  const bool behind = sc::mutation_active("HOST-06", sc::mutation_kind::arrangement);
+  // Mutation (arrangement): A is held by a kernel gate instead, so no host function is waiting (on this
+  // driver the measured value then flips from "held back" to "ran").
+  const bool device_gate = sc::mutation_active("HOST-06", sc::mutation_kind::arrangement);
   sc::host_latch latch;
-  hold(latch, a);
-  EXPECT_TRUE(latch.wait_started());
-  host_record& other = launch_host_func(behind ? a : b, "b");
+  sc::gate g;
+  if (device_gate) {
+    hold(g, a);
+    EXPECT_TRUE(g.wait_started());
+  } else {
+    hold(latch, a);
+    EXPECT_TRUE(latch.wait_started());
+  }
+  const sc::holder& held = device_gate ? static_cast<const sc::holder&>(g) : latch;
+  host_record& other = launch_host_func(b, "b");
+  // Reason for the 50 ms window: a free worker runs a host function within microseconds.
   const sc::gated_result ran = sc::present_while_gated("the host function in B", [&] { return other.calls.load() != 0; },
-                                                       latch, sc::kAbsenceWindow);  // a free worker runs it in microseconds
+                                                       held, sc::kAbsenceWindow);
   latch.open();
+  g.open();
   ASSERT_TRUE(drain());
   timeline().host_interval("host:latch", latch.start_ns(), latch.end_ns());
   EXPECT_TRUE(sc::observed_row("HOST-06", "other_stream_host_function_ran", ran));
