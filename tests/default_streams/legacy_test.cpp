@@ -66,7 +66,7 @@ TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
     return sc::present_while_gated(m, 1, g);
   });
   sc::observe("attempts", seen.attempts);
-  EXPECT_TRUE(sc::observed_row("DFLT-01", "holds", seen.seen));
+  EXPECT_TRUE(sc::observed_row("DFLT-01", "holds", seen.last));
 }
 
 // DFLT-10 · undocumented (observed): cudaStreamQuery on the legacy stream while only a blocking stream is

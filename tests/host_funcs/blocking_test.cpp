@@ -41,7 +41,6 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
   latch.open();
   g.open();
   ASSERT_TRUE(drain());
-  timeline().host_interval("host:latch", latch.start_ns(), latch.end_ns());
   EXPECT_TRUE(sc::observed_row("HOST-06", "other_stream_host_function_ran", ran));
 }
 
@@ -61,7 +60,6 @@ TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
   const sc::gated_result ran = sc::present_while_gated(m, 1, latch);
   latch.open();
   ASSERT_TRUE(drain());
-  timeline().host_interval("host:latch", latch.start_ns(), latch.end_ns());
   EXPECT_TRUE(sc::observed_row("HOST-07", "other_stream_kernel_ran", ran));
 }
 

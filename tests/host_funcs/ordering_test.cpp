@@ -65,7 +65,6 @@ TEST_F(HostFuncs, HostFunctionBlocksLaterWorkInItsStream) {
   latch.open();
   ASSERT_TRUE(drain());
   EXPECT_NE(0u, m.ticket_of(1));
-  timeline().host_interval("host:latch", latch.start_ns(), latch.end_ns());
 }
 
 // HOST-03 · RT stream order: host functions of one stream run exactly once each, in enqueue order,

@@ -161,14 +161,14 @@ TEST(GatedResult, BoundedAttemptsStopAtTheFirstHoldAndAtTheFirstInvalid) {
     return gated_result(calls == 2 ? gated_outcome::holds : gated_outcome::does_not_hold, "try");
   });
   EXPECT_EQ(2, held.attempts);
-  EXPECT_EQ(gated_outcome::holds, held.seen.outcome());
+  EXPECT_EQ(gated_outcome::holds, held.last.outcome());
   calls = 0;
   const sc::observation invalid = sc::measure_within(3, [&] {
     ++calls;
     return gated_result(gated_outcome::invalid, "watchdog");
   });
   EXPECT_EQ(1, invalid.attempts) << "an invalid trial is not retried";
-  EXPECT_EQ(gated_outcome::invalid, invalid.seen.outcome());
+  EXPECT_EQ(gated_outcome::invalid, invalid.last.outcome());
   const sc::observation never = sc::measure_within(3, [] { return gated_result(gated_outcome::does_not_hold, "no"); });
   EXPECT_EQ(3, never.attempts);
 }
