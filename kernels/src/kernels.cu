@@ -72,6 +72,9 @@ __global__ void beacon_kernel(beacon* out, std::uint64_t spin_ns) {
 
 __global__ void empty_kernel() {}
 
+// Ends in a device fault (PTX trap): the context is unusable afterwards.
+__global__ void trap_kernel() { __trap(); }
+
 __global__ void fill_kernel(std::uint32_t* out, std::uint32_t n, std::uint32_t value) {
   for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = value;
 }
@@ -149,6 +152,11 @@ cudaError_t launch_empty(cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+cudaError_t launch_trap(cudaStream_t stream) {
+  trap_kernel<<<1, 1, 0, stream>>>();
+  return cudaGetLastError();
+}
+
 cudaError_t launch_fill(cudaStream_t stream, std::uint32_t* out, std::uint32_t n, std::uint32_t value) {
   const unsigned threads = 256;
   const unsigned blocks = n == 0 ? 1u : (n + threads - 1) / threads > 1024u ? 1024u : (n + threads - 1) / threads;
@@ -162,6 +170,7 @@ const void* const kAllKernels[] = {
     reinterpret_cast<const void*>(gate_kernel),  reinterpret_cast<const void*>(mark_kernel),
     reinterpret_cast<const void*>(spin_kernel),  reinterpret_cast<const void*>(timer_probe_kernel),
     reinterpret_cast<const void*>(beacon_kernel), reinterpret_cast<const void*>(empty_kernel),
+    reinterpret_cast<const void*>(trap_kernel),
     reinterpret_cast<const void*>(fill_kernel),  reinterpret_cast<const void*>(fill_late_kernel),
     reinterpret_cast<const void*>(count_mismatches_kernel)};
 }  // namespace

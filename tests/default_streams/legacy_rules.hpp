@@ -31,10 +31,11 @@ inline void legacy_waits_for_earlier_blocking_work(DefaultStreams& t, const enqu
   gate g;
   t.hold(g, s1);
   p.drop(m, p.null_stream, 1);
-  ASSERT_TRUE(g.wait_started());
-  EXPECT_TRUE(absent_while_gated(m, 1, g));
-  t.timeline().host_event("gate opened");
-  g.open();
+  {
+    held_window w(g);
+    EXPECT_TRUE(w.absent(probe::mark(m, 1))) << "legacy work ran while blocking s1 was held";
+    t.timeline().host_event("gate opened");
+  }
   t.drain();
   EXPECT_EQ(1u, m.ticket_of(1));
   EXPECT_GE(m.stamp_ns_of(1), g.end_ns()) << "the legacy mark landed before the gate in s1 ended";
@@ -50,10 +51,11 @@ inline void blocking_waits_for_earlier_legacy_work(DefaultStreams& t, const enqu
   t.hold(k1, s1);
   p.drop(m, p.null_stream, 2);
   p.drop(m, s2, 3);
-  ASSERT_TRUE(k1.wait_started());
-  EXPECT_TRUE(absent_while_gated("k3 (mark 3 in blocking s2)", [&] { return m.ticket_of(3) != 0; }, k1));
-  EXPECT_EQ(0u, m.ticket_of(2)) << "k2 ran before k1 ended";
-  k1.open();
+  {
+    held_window w(k1);
+    EXPECT_TRUE(w.absent(probe("k3 (mark 3 in blocking s2) landed", [&m] { return m.ticket_of(3) != 0; })));
+    EXPECT_TRUE(w.absent(probe::mark(m, 2), std::chrono::milliseconds(0))) << "k2 ran before k1 ended";
+  }
   t.drain();
   EXPECT_EQ(1u, m.ticket_of(2)) << "k2 (legacy) must land first";
   EXPECT_EQ(2u, m.ticket_of(3)) << "k3 (s2) must land after k2";
@@ -66,9 +68,10 @@ inline void legacy_does_not_wait_for_non_blocking_work(DefaultStreams& t, const 
   gate g;
   t.hold(g, s1);
   p.drop(m, p.null_stream, 1);
-  ASSERT_TRUE(g.wait_started());
-  EXPECT_TRUE(present_while_gated(m, 1, g)) << "the legacy stream waited for a non-blocking stream";
-  g.open();
+  {
+    held_window w(g);
+    EXPECT_TRUE(w.present(probe::mark(m, 1))) << "the legacy stream waited for a non-blocking stream";
+  }
   t.drain();
 }
 
@@ -79,9 +82,10 @@ inline void non_blocking_does_not_wait_for_legacy_work(DefaultStreams& t, const 
   gate g;
   t.hold(g, p.null_stream);
   p.drop(m, s2, 3);
-  ASSERT_TRUE(g.wait_started());
-  EXPECT_TRUE(present_while_gated(m, 3, g)) << "a non-blocking stream waited for the legacy stream";
-  g.open();
+  {
+    held_window w(g);
+    EXPECT_TRUE(w.present(probe::mark(m, 3))) << "a non-blocking stream waited for the legacy stream";
+  }
   t.drain();
 }
 
@@ -101,10 +105,11 @@ inline void wait_on_legacy_holds_later_blocking_work_only(DefaultStreams& t, con
   if (!mutation_active("DFLT-05", mutation_kind::arrangement)) p.wait_event(p.null_stream, done);
   p.drop(m, s2, 2);
   p.drop(m, s3, 3);
-  ASSERT_TRUE(g.wait_started());
-  EXPECT_TRUE(present_while_gated(m, 3, g)) << "non-blocking s3 must not wait";
-  EXPECT_TRUE(absent_while_gated(m, 2, g)) << "blocking s2 must wait for the legacy wait, which waits for s1";
-  g.open();
+  {
+    held_window w(g);
+    EXPECT_TRUE(w.present(probe::mark(m, 3))) << "non-blocking s3 must not wait";
+    EXPECT_TRUE(w.absent(probe::mark(m, 2))) << "blocking s2 must wait for the legacy wait, which waits for s1";
+  }
   t.drain();
   EXPECT_NE(0u, m.ticket_of(2));
 }

@@ -83,9 +83,10 @@ TEST_F(PerThreadStreams, PerThreadStreamSynchronizesWithTheLegacyStream) {
     sc::gate g;
     hold(g, legacy_);
     drop(m, subject, 1);
-    ASSERT_TRUE(g.wait_started());
-    EXPECT_TRUE(sc::absent_while_gated(m, 1, g)) << "per-thread work did not wait for earlier legacy work";
-    g.open();
+    {
+      sc::held_window w(g);
+      EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "per-thread work did not wait for earlier legacy work";
+    }
     drain();
   }
   {
@@ -93,9 +94,10 @@ TEST_F(PerThreadStreams, PerThreadStreamSynchronizesWithTheLegacyStream) {
     sc::gate g;
     hold(g, subject);
     drop(m, legacy_, 2);
-    ASSERT_TRUE(g.wait_started());
-    EXPECT_TRUE(sc::absent_while_gated(m, 2, g)) << "legacy work did not wait for earlier per-thread work";
-    g.open();
+    {
+      sc::held_window w(g);
+      EXPECT_TRUE(w.absent(sc::probe::mark(m, 2))) << "legacy work did not wait for earlier per-thread work";
+    }
     drain();
   }
 }

@@ -4,6 +4,7 @@
 // driver do. Each mutation adds or removes the one edge that flips the measured value (see the plan).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include "host_funcs.hpp"
@@ -14,6 +15,10 @@ namespace {
 using sc::stream_flags;
 using HostFuncs = sc::testing::HostFuncs;
 using sc::testing::host_record;
+
+// How long another process may take to create its context and load its kernels. Reason: a context on an
+// idle H100 takes about 0.2 s; 20 s leaves room for a loaded machine and a driver that initializes slowly.
+constexpr std::chrono::milliseconds kChildReadyDeadline{20000};
 
 // HOST-06 · RT cudaLaunchHostFunc (host functions of independent streams run in undefined order);
 // NVIDIA/nccl #1742 (observed): while a host function in A waits, does a host function in B run?
@@ -64,28 +69,43 @@ TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
 }
 
 // HOST-08 · pytorch/FBGEMM PR #5462 (observed): while a cudaStreamAddCallback callback waits, do another
-// host thread's CUDA calls on another stream (cudaEventRecord, cudaStreamQuery) return?
+// host thread's CUDA calls on another stream (cudaEventRecord, cudaStreamQuery) return? And does another
+// process's work (a kernel and cudaDeviceSynchronize in its own context) complete? The thread is a
+// thread_probe, the process a child_probe: the same held window judges both.
 TEST_F(HostFuncs, OtherThreadsCallsWhileACallbackWaits) {
   sc::claim("HOST-08", sc::verdict_kind::observed, "pytorch/FBGEMM PR #5462 (a driver mutex held during callbacks?)");
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
-  // Mutation (arrangement): the calls also synchronize stream A, so they must wait for the callback.
+  // The other process sets up its context before anything is held (that takes far longer than a window).
+  sc::child_probe other_process("launch-sync", device());
+  ASSERT_TRUE(other_process.wait_ready(kChildReadyDeadline)) << other_process.problem();
+  // Mutation (arrangement): the thread's calls also synchronize stream A, so they must wait for the callback.
   const bool wait_for_a = sc::mutation_active("HOST-08", sc::mutation_kind::arrangement);
+  sc::thread_probe calls("cudaEventRecord + cudaStreamQuery on stream B", [&] {
+    cudaError_t code = cudaEventRecord(e.get(), b.get());
+    if (code == cudaSuccess) code = cudaStreamQuery(b.get());
+    if (code == cudaSuccess && wait_for_a) code = cudaStreamSynchronize(a.get());
+    return code;
+  });
   sc::host_latch latch(sc::kGateWatchdog, sc::watchdog_report::banner, sc::host_enqueue::stream_callback);
   hold(latch, a);
-  EXPECT_TRUE(latch.wait_started());
-  const sc::return_observation seen = sc::call_while_gated(
-      [&] {
-        cudaError_t code = cudaEventRecord(e.get(), b.get());
-        if (code == cudaSuccess) code = cudaStreamQuery(b.get());
-        if (code == cudaSuccess && wait_for_a) code = cudaStreamSynchronize(a.get());
-        return code;
-      },
-      latch);
+  sc::held_window w(latch);
+  calls.start();
+  const sc::gated_result thread_returned = w.present(calls.returned(), sc::kReturnWindow);
+  other_process.go();
+  // Reason for 1 s: the other context's kernel and synchronize take milliseconds on an idle GPU.
+  const sc::gated_result process_done = w.present(other_process.done(), sc::kPresenceDeadline);
+  w.release();
+  ASSERT_TRUE(calls.join_within(sc::kWorkDeadline)) << "the other thread's calls did not return after the release";
   ASSERT_TRUE(drain());
-  EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-  EXPECT_TRUE(sc::observed_row("HOST-08", "other_thread_calls_returned", seen.returned));
+  ASSERT_TRUE(other_process.wait_done(sc::kWorkDeadline)) << other_process.problem();
+  EXPECT_CUDA_EQ(cudaSuccess, calls.code()) << calls.failure();
+  EXPECT_EQ("cudaSuccess", other_process.result().at("rc")) << "the other process's kernel or synchronize failed";
+  sc::observe("other_thread_took_us", static_cast<long long>(calls.took().count()));
+  sc::observe("other_process_took_us", other_process.result().at("took_us"));
+  EXPECT_TRUE(sc::observed_row("HOST-08", "other_thread_calls_returned", thread_returned));
+  EXPECT_TRUE(sc::observed_row("HOST-08", "other_process_work_completed", process_done));
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/host_latch.hpp"
 #include "sc/fixtures/predicates.hpp"
+#include "sc/fixtures/probe.hpp"
 #include "sc/fixtures/stream.hpp"
 
 namespace sc::testing {
@@ -41,6 +42,11 @@ struct host_record {
   void* user_data_seen = nullptr;            // the userData pointer the function received
   bool enqueued = false;                     // the enqueue call succeeded: it must run before the test ends
 };
+
+// The probe "host function <label> ran" (for the gate predicates and held_window).
+inline probe ran(const host_record& r) {
+  return probe("host function '" + r.label + "' ran", [&r] { return r.calls.load() != 0; });
+}
 
 class HostFuncs : public GpuTest {
  protected:

@@ -15,6 +15,7 @@ namespace {
 using sc::stream_flags;
 using HostFuncs = sc::testing::HostFuncs;
 using sc::testing::host_record;
+using sc::testing::ran;
 
 constexpr std::uint32_t kElements = 4096;
 
@@ -39,9 +40,10 @@ TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
     for (std::uint32_t i = kElements; i-- > 0;) bad += data.host()[i] != kValue;
     wrong.store(bad);
   });
-  EXPECT_TRUE(g.wait_started());
-  EXPECT_TRUE(sc::absent_while_gated("the host function", [&] { return reader.calls.load() != 0; }, g));
-  g.open();
+  {
+    sc::held_window w(g);
+    EXPECT_TRUE(w.absent(ran(reader))) << "the host function ran before the work enqueued ahead of it";
+  }
   ASSERT_TRUE(drain());
   EXPECT_EQ(1, reader.calls.load());
   EXPECT_EQ(0u, wrong.load()) << "elements the host function saw without the fill's value";
@@ -60,9 +62,10 @@ TEST_F(HostFuncs, HostFunctionBlocksLaterWorkInItsStream) {
   sc::host_latch latch;
   hold(latch, s);
   drop(m, elsewhere ? other : s, 1);
-  EXPECT_TRUE(latch.wait_started());
-  EXPECT_TRUE(sc::absent_while_gated(m, 1, latch));
-  latch.open();
+  {
+    sc::held_window w(latch);
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "work after a waiting host function ran";
+  }
   ASSERT_TRUE(drain());
   EXPECT_NE(0u, m.ticket_of(1));
 }
@@ -118,9 +121,10 @@ TEST_F(HostFuncs, NegativeControlHostFunctionsOfTwoStreamsHaveNoFixedOrder) {
   hold(g, a);
   host_record& first = launch_host_func(a, "first");
   host_record& second = launch_host_func(joined ? a : b, "second");
-  EXPECT_TRUE(g.wait_started());
-  EXPECT_TRUE(sc::present_while_gated("the second host function", [&] { return second.calls.load() != 0; }, g));
-  g.open();
+  {
+    sc::held_window w(g);
+    EXPECT_TRUE(w.present(ran(second))) << "the second host function waited for the first one's stream";
+  }
   ASSERT_TRUE(drain());
   EXPECT_EQ(1u, second.ticket.load());
   EXPECT_EQ(2u, first.ticket.load());
@@ -141,9 +145,10 @@ TEST_F(HostFuncs, HostFunctionWaitsForWorkJoinedByAnEventWait) {
   SC_CHECK_CUDA(cudaEventRecord(joined.get(), a.get()));
   if (!no_wait) SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), joined.get(), 0));
   host_record& fn = launch_host_func(b, "after join");
-  EXPECT_TRUE(g.wait_started());
-  EXPECT_TRUE(sc::absent_while_gated("the host function in B", [&] { return fn.calls.load() != 0; }, g));
-  g.open();
+  {
+    sc::held_window w(g);
+    EXPECT_TRUE(w.absent(ran(fn))) << "the host function in B ran before the work B joined by an event wait";
+  }
   ASSERT_TRUE(drain());
   EXPECT_EQ(1, fn.calls.load());
 }

@@ -40,6 +40,9 @@ cudaError_t launch_beacon(cudaStream_t stream, beacon* out, std::uint64_t spin_n
 // Does nothing: launch cost (INST-05).
 cudaError_t launch_empty(cudaStream_t stream);
 
+// Traps (a device fault): the context is lost, later calls return an error. Only in a child process.
+cudaError_t launch_trap(cudaStream_t stream);
+
 // out[i] = value for i < n (a data path with a known result).
 cudaError_t launch_fill(cudaStream_t stream, std::uint32_t* out, std::uint32_t n, std::uint32_t value);
 

@@ -1,0 +1,87 @@
+// HOST-15 (observed): cuLaunchHostFunc_v2 and its host-task sync modes (CUDA 13.2 driver API): BLOCKING
+// (0, the worker thread sleeps until a host task is ready) and SPINWAIT (1, it spins), and what an
+// unknown mode returns. The toolkit this suite builds with (13.0) has no declaration of it, so the entry
+// point is asked of the driver at run time, and the test skips, saying so, where the driver predates it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "host_funcs.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using HostFuncs = sc::testing::HostFuncs;
+
+// cuLaunchHostFunc_v2(hStream, fn, userData, syncMode), as the CUDA 13.2 driver API documents it.
+using launch_host_func_v2 = CUresult (*)(CUstream, CUhostFn, void*, unsigned int);
+constexpr int kV2DriverVersion = 13020;
+constexpr unsigned kModeBlocking = 0;
+constexpr unsigned kModeSpinWait = 1;
+constexpr unsigned kModeUnknown = 2;
+// Samples per mode. Reason: a median of 15 gate releases is stable to a few microseconds on an idle host.
+constexpr int kSamples = 15;
+
+struct wake {
+  std::atomic<bool> ran{false};
+  std::chrono::steady_clock::time_point at;
+};
+void CUDART_CB note_wake(void* data) {
+  auto* w = static_cast<wake*>(data);
+  w->at = std::chrono::steady_clock::now();
+  w->ran.store(true, std::memory_order_release);
+}
+
+// HOST-15 · cuda-python HostTaskSyncMode (CUDA 13.2) (observed): the latency from a gate's release to the
+// start of the host function behind it, per sync mode (median of kSamples), and the code of mode 2.
+TEST_F(HostFuncs, HostTaskSyncModesOfLaunchHostFuncV2) {
+  sc::claim("HOST-15", sc::verdict_kind::observed, "cuda-python HostTaskSyncMode; DRV cuLaunchHostFunc_v2 (CUDA 13.2)");
+  int driver = 0;
+  SC_CHECK_CUDA(cudaDriverGetVersion(&driver));
+  sc::observe("driver_version", driver);
+  if (driver < kV2DriverVersion)
+    GTEST_SKIP() << "the driver supports CUDA " << driver / 1000 << "." << driver % 1000 / 10
+                 << "; cuLaunchHostFunc_v2 (host-task sync modes) needs a CUDA 13.2 driver, so there is nothing to measure";
+  void* v1 = nullptr;
+  void* v2 = nullptr;
+  cudaDriverEntryPointQueryResult found_v1 = cudaDriverEntryPointSymbolNotFound;
+  cudaDriverEntryPointQueryResult found_v2 = cudaDriverEntryPointSymbolNotFound;
+  SC_CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuLaunchHostFunc", &v1, 10000, cudaEnableDefault, &found_v1));
+  SC_CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuLaunchHostFunc", &v2, kV2DriverVersion, cudaEnableDefault, &found_v2));
+  if (found_v2 != cudaDriverEntryPointSuccess || v2 == nullptr || v2 == v1)
+    GTEST_SKIP() << "driver " << driver << " gives no second ABI of cuLaunchHostFunc at version " << kV2DriverVersion;
+  const auto launch = reinterpret_cast<launch_host_func_v2>(v2);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  wake refused;
+  const CUresult unknown = launch(s.get(), note_wake, &refused, kModeUnknown);
+  ASSERT_TRUE(drain());
+  sc::observe("rc.mode_2", static_cast<int>(unknown));
+  EXPECT_TRUE(sc::matches_baseline("HOST-15", "rc.mode_2", static_cast<int>(unknown)));
+  for (const unsigned mode : {kModeBlocking, kModeSpinWait}) {
+    const std::string key = mode == kModeBlocking ? "blocking" : "spinwait";
+    std::vector<long long> micros;
+    for (int i = 0; i < kSamples; ++i) {
+      wake w;
+      sc::gate g;
+      hold(g, s);
+      ASSERT_EQ(CUDA_SUCCESS, launch(s.get(), note_wake, &w, mode)) << "mode " << mode;
+      std::chrono::steady_clock::time_point released;
+      {
+        sc::held_window window(g);
+        ASSERT_TRUE(window.absent(sc::probe::flag("the host function (" + key + ")", w.ran), std::chrono::milliseconds(1)));
+        released = std::chrono::steady_clock::now();
+      }
+      ASSERT_TRUE(drain());
+      micros.push_back(std::chrono::duration_cast<std::chrono::microseconds>(w.at - released).count());
+    }
+    std::sort(micros.begin(), micros.end());
+    sc::observe("release_to_start_us." + key + ".median", micros[micros.size() / 2]);
+    sc::observe("release_to_start_us." + key + ".max", micros.back());
+  }
+}
+
+}  // namespace
