@@ -33,7 +33,7 @@ elif [ "${SKIP_MUTATION:-0}" != 1 ]; then
     DFLT-08 DFLT-09 DFLT-10 DFLT-11 DFLT-12 DFLT-13 DFLT-14 DFLT-15 DFLT-16 DFLT-17 DFLT-18 DFLT-19 DFLT-20 DFLT-21 DFLT-22 DFLT-23 2>&1 | tee -a "$out/mutation.log"
   [ "${PIPESTATUS[0]}" -ne 0 ] && mutation_rc=1
   bash "$src/ci/mutation.sh" "$build" host_funcs HOST-01 HOST-02 HOST-03 HOST-04 HOST-05 HOST-06 HOST-07 HOST-08 HOST-09 \
-    HOST-10 HOST-12 HOST-13 HOST-14 2>&1 | tee -a "$out/mutation.log"
+    HOST-10 HOST-11 HOST-12 HOST-13 HOST-14 2>&1 | tee -a "$out/mutation.log"
   [ "${PIPESTATUS[0]}" -ne 0 ] && mutation_rc=1
 fi
 echo "gpu_runner: suite rc=$suite_rc mutation rc=$mutation_rc; $(cat "$out/gpu.txt")"

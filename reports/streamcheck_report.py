@@ -1040,14 +1040,20 @@ def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
         is_open = end is None or end == 0
         ranges.append({"raw": entry, "s": start, "e": None if is_open else max(end, start), "open": is_open,
                        "name": fmt_value(entry.get("name")) if entry.get("name") is not None else ""})
-    host = [{"raw": e, "s": as_ns(e["start_ns"]),
-             "label": e.get("label") if isinstance(e.get("label"), str)
-             else "" if e.get("label") is None else fmt_value(e.get("label"))}
-            for e in raw_host]
+    host = []
+    for e in raw_host:
+        start = as_ns(e["start_ns"])
+        end = as_ns(e.get("end_ns"))
+        host.append({"raw": e, "s": start,
+                     # An interval (a host function, a latch's wait) when it has a later end; a moment otherwise.
+                     "e": end if end is not None and end > start else None,
+                     "label": e.get("label") if isinstance(e.get("label"), str)
+                     else "" if e.get("label") is None else fmt_value(e.get("label"))})
 
     starts = [x["s"] for x in items] + [x["s"] for x in ranges] + [x["s"] for x in host]
     t0 = min(starts) if starts else 0
-    ends = [x["e"] for x in items] + [x["e"] for x in ranges if not x["open"]] + starts
+    ends = [x["e"] for x in items] + [x["e"] for x in ranges if not x["open"]] + \
+        [x["e"] for x in host if x["e"] is not None] + starts
     t1 = max(ends) if ends else 0
 
     # What is drawn: the first items by start time, in at most TL_MAX_LANES stream lanes.
@@ -1279,13 +1285,24 @@ def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple
             body.append('<g class="range%s"><title>%s</title>%s%s</g>' % (" open" if r["open"] else "", h(tip),
                                                                           shape, text))
 
-    # Host lane: a tick for each host event, and a faint line through the lanes above.
+    # Host lane: a tick for each host event, and a faint line through the lanes above; a host event with an
+    # end (a host function, a host latch's wait) is also drawn as a bar from its start to its end.
     host = [e for e in model["host"][:TL_MAX_HOST] if w0 <= e["s"] <= w1]
     if model["host"]:
-        top = lane("host", "host moments the test recorded", TL_HOST_H, shade)
+        top = lane("host", "host moments and host-function intervals the test recorded", TL_HOST_H, shade)
         for e in host:
             x = x_of(e["s"])
+            if e["e"] is not None:
+                x_end = max(x_of(min(e["e"], w1)), x + 1.0)
+                body.append('<rect class="host-interval" x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" '
+                            'fill-opacity="0.25" stroke="%s" stroke-width="1"><title>%s</title></rect>' % (
+                                x, top + 3, x_end - x, TL_HOST_H - 5, TL_HOST_COLOR, TL_HOST_COLOR,
+                                h("host: %s\nfrom %s for %s" % (e["label"] or "(no label)",
+                                                                fmt_ns(e["s"] - t0, signed=True, exact=True),
+                                                                fmt_ns(e["e"] - e["s"])))))
             tip = "host: %s\nat %s" % (e["label"] or "(no label)", fmt_ns(e["s"] - t0, signed=True, exact=True))
+            if e["e"] is not None:
+                tip += ", for %s" % fmt_ns(e["e"] - e["s"])
             text = svg_text(x + 4, top + TL_HOST_H - 6, e["label"], ' fill="%s"' % TL_HOST_COLOR) \
                 if e["label"] and x + 4 + len(e["label"]) * TL_CHAR_W <= TL_WIDTH else ""
             body.append('<line x1="%.2f" x2="%.2f" y1="%d" y2="%.1f" stroke="%s" stroke-opacity="0.35" '

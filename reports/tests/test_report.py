@@ -720,6 +720,24 @@ class Timelines(ReportTestCase):
         self.assertIn("without a timeline record", section)
         self.assertNotIn("RangeIsOrdered", section)
 
+    def test_host_functions_are_drawn_as_intervals_in_the_host_lane(self):
+        tl = two_streams_timeline()
+        tl["host_events"].append({"kind": "host", "label": "host:reader", "start_ns": T0 + 2010000,
+                                  "end_ns": T0 + 2410000})
+        ctest = self.add_test("HostInterval", tl)
+        _, page = self.generate()
+        svg = re.search(r"<svg\b.*?</svg>", self.drawing(page, ctest), re.S).group(0)
+        bars = re.findall(r'<rect class="host-interval" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"[^>]*>'
+                          r'<title>([^<]*)</title>', svg)
+        self.assertEqual(len(bars), 1, "the host function with an end is one bar; the moment is not")
+        x, width, title = bars[0]
+        self.assertGreater(float(width), 10.0)  # 400 us of a 3 ms span in 900 px
+        self.assertIn("host: host:reader", title)
+        self.assertIn("400", title)  # its duration
+        kernel_x = [float(v) for v in re.findall(r'<g class="item kernel"><title>k1 .*?</title><rect x="([\d.]+)"',
+                                                 svg, re.S)]
+        self.assertLess(kernel_x[0], float(x))  # drawn on the same time axis, after the kernel it follows
+
     def test_lanes_are_the_stream_names_then_nvtx_and_host(self):
         ctest = self.add_test("TwoStreams", two_streams_timeline())
         _, page = self.generate()
