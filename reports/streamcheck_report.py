@@ -19,6 +19,7 @@ Python 3.9+ standard library only; reads result files only (no CUDA, no GoogleTe
 from __future__ import annotations
 
 import argparse
+import bisect
 import datetime
 import fnmatch
 import html
@@ -950,6 +951,12 @@ TL_OTHER_STYLE = ("#d0d7de", "#57606a")
 TL_BLOCK_FILL = "#0b3d91"
 TL_RANGE_STYLE = ("#e4d8fb", "#6639ba")
 TL_HOST_COLOR = "#cf222e"
+TL_LANE_CHARS = 17         # characters of a lane's title shown left of the plot (the tooltip has all of it)
+
+# Copies and memsets are drawn on lanes of their own, after every kernel lane: one per (stream, direction).
+TL_COPY_KINDS = ("memcpy", "memset")
+TL_LANE_SEP = " \u00b7 "
+TL_DIRECTION_ORDER = {"HtoD": 0, "DtoH": 1, "DtoD": 2}   # then any other copy kind, then memset
 
 
 def as_ns(value: Any) -> Optional[int]:
@@ -993,6 +1000,28 @@ def fmt_bytes(n: Any) -> str:
     return "%s B" % format(n, ",")
 
 
+def fmt_pct(part: float, whole: float) -> str:
+    """part / whole as a percentage with at most one decimal, "50 %", "33.3 %"; never rounded to 0 or 100
+    when it is not."""
+    value = 100.0 * part / whole
+    if 0 < value < 0.05:
+        return "<0.1 %"
+    if 99.95 <= value < 100:
+        return ">99.9 %"
+    text = "%.1f" % value
+    return "%s %%" % (text[:-2] if text.endswith(".0") else text)
+
+
+def fmt_rate(n_bytes: int, ns: int) -> str:
+    """Bytes over nanoseconds in GB/s (10^9 bytes per second, which is bytes per ns)."""
+    rate = n_bytes / float(ns)
+    if rate >= 100:
+        return "%.0f GB/s" % rate
+    if rate >= 10:
+        return "%.1f GB/s" % rate
+    return "%.3g GB/s" % rate
+
+
 def timeline_state(test: Dict[str, Any]) -> str:
     """'none' (no timeline object), 'off' (tracing off), 'empty' (on, nothing recorded) or 'drawn'."""
     tl = test.get("timeline")
@@ -1018,9 +1047,46 @@ def entries_of(tl: Dict[str, Any], key: str) -> Tuple[List[Dict[str, Any]], int]
     return good, bad
 
 
+def copy_direction(item: Dict[str, Any]) -> str:
+    """The copy lane's word for a memcpy or memset item: its copy kind (HtoD, DtoH, DtoD, ...), "memset",
+    or "memcpy" where the file names no copy kind."""
+    if item["kind"] == "memset":
+        return "memset"
+    kind = item["raw"].get("copy_kind")
+    if kind is None or kind == "":
+        return "memcpy"
+    return kind if isinstance(kind, str) else fmt_value(kind)
+
+
+def merge_intervals(spans: Iterable[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    """The union of [start, end) intervals as sorted, disjoint intervals; empty intervals are dropped."""
+    merged: List[Tuple[int, int]] = []
+    for start, end in sorted(s for s in spans if s[1] > s[0]):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def covered_ns(start: int, end: int, union: Sequence[Tuple[int, int]], union_starts: Sequence[int]) -> int:
+    """How much of [start, end) the disjoint, sorted intervals of union cover."""
+    total = 0
+    index = max(bisect.bisect_right(union_starts, start) - 1, 0)
+    while index < len(union) and union[index][0] < end:
+        a, b = union[index]
+        total += max(0, min(b, end) - max(a, start))
+        index += 1
+    return total
+
+
 def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
     """Items, ranges and host events with integer times, the span, and what is drawn of them.
-    Times stay integers (CUPTI's are ~1.8e18 ns, beyond a double's exact range) until t0 is subtracted."""
+    Times stay integers (CUPTI's are ~1.8e18 ns, beyond a double's exact range) until t0 is subtracted.
+    Lanes: one per stream for its kernels (and items of any other kind), then one per (stream, copy direction)
+    for its memcpy and memset items (observation schema 1.4 adds their channel), so that a copy is drawn under
+    the kernels it overlaps. Each copy and memset also gets the time a kernel of the test overlapped it."""
     raw_items, bad_items = entries_of(tl, "items")
     raw_ranges, bad_ranges = entries_of(tl, "ranges")
     raw_host, bad_host = entries_of(tl, "host_events")
@@ -1056,22 +1122,57 @@ def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
         [x["e"] for x in host if x["e"] is not None] + starts
     t1 = max(ends) if ends else 0
 
-    # What is drawn: the first items by start time, in at most TL_MAX_LANES stream lanes.
+    # Copies and memsets: the part of each one's interval that any kernel of the test overlapped.
+    kernels = merge_intervals((it["s"], it["e"]) for it in items if it["kind"] == "kernel")
+    kernel_starts = [a for a, _ in kernels]
+    copies = {"count": 0, "time_ns": 0, "overlap_ns": 0}
+    for item in items:
+        item["lane"] = (item["stream"], copy_direction(item) if item["kind"] in TL_COPY_KINDS else "")
+        if item["kind"] in TL_COPY_KINDS:
+            item["overlap_ns"] = covered_ns(item["s"], item["e"], kernels, kernel_starts)
+            copies["count"] += 1
+            copies["time_ns"] += item["e"] - item["s"]
+            copies["overlap_ns"] += item["overlap_ns"]
+
+    # What is drawn: the first items by start time, in at most TL_MAX_LANES lanes.
     items.sort(key=lambda x: (x["s"], x["e"]))
-    lanes: List[str] = []
+    opened: List[Tuple[str, str]] = []
+    opened_set: set = set()
+    refused: set = set()
     drawn = []
     for item in items:
         if len(drawn) >= TL_MAX_ITEMS:
             break
-        if item["stream"] not in lanes:
-            if len(lanes) >= TL_MAX_LANES:
+        if item["lane"] not in opened_set:
+            if len(opened) >= TL_MAX_LANES:
+                refused.add(item["lane"])
                 continue
-            lanes.append(item["stream"])
+            opened.append(item["lane"])
+            opened_set.add(item["lane"])
         drawn.append(item)
+    # Lane order: the kernel lanes by their stream's first item, then the copy lanes, by stream in the same
+    # order and, within a stream, HtoD, DtoH, DtoD, any other copy kind, memset.
+    stream_rank: Dict[str, int] = {}
+    for stream, _ in opened:
+        stream_rank.setdefault(stream, len(stream_rank))
+
+    def lane_order(key: Tuple[str, str]) -> Tuple[int, int, int, str, int]:
+        stream, direction = key
+        if not direction:
+            return 0, stream_rank[stream], 0, "", 0
+        rank = TL_DIRECTION_ORDER.get(direction, 4 if direction == "memset" else 3)
+        return 1, stream_rank[stream], rank, direction, opened.index(key)
+
+    lanes = []
+    for stream, direction in sorted(opened, key=lane_order):
+        lanes.append({"key": (stream, direction), "stream": stream, "direction": direction,
+                      "name": stream + TL_LANE_SEP + direction if direction else stream})
+    drawn_streams = {stream for stream, _ in opened}
     ranges.sort(key=lambda x: (x["s"], -(x["e"] if x["e"] is not None else t1)))
     host.sort(key=lambda x: x["s"])
     return {"t0": t0, "t1": t1, "items": items, "drawn": drawn, "lanes": lanes,
-            "ranges": ranges, "host": host, "bad": bad_items + bad_ranges + bad_host}
+            "lanes_refused": len(refused), "streams_refused": len({s for s, _ in refused} - drawn_streams),
+            "copies": copies, "ranges": ranges, "host": host, "bad": bad_items + bad_ranges + bad_host}
 
 
 def pack_rows(spans: Sequence[Tuple[float, float]], max_rows: int) -> List[Optional[int]]:
@@ -1129,17 +1230,34 @@ def item_tooltip(item: Dict[str, Any], t0: int) -> str:
                               if raw.get("stream_id") is not None else ""),
              "start %s, duration %s" % (fmt_ns(item["s"] - t0, signed=True, exact=True),
                                          fmt_ns(item["e"] - item["s"]))]
-    if item["kind"] in ("memcpy", "memset") or "bytes" in raw:
+    duration = item["e"] - item["s"]
+    if item["kind"] in TL_COPY_KINDS or "bytes" in raw:
         parts = []
         if raw.get("bytes") is not None:
             parts.append(fmt_bytes(raw.get("bytes")))
         if raw.get("copy_kind"):
             parts.append(fmt_value(raw.get("copy_kind")))
-        if raw.get("src_kind") or raw.get("dst_kind"):
+        if item["kind"] == "memset" and raw.get("dst_kind"):
+            parts.append("memory %s" % fmt_value(raw.get("dst_kind")))  # a memset has no source
+        elif raw.get("src_kind") or raw.get("dst_kind"):
             parts.append("memory %s \u2192 %s" % (fmt_value(raw.get("src_kind") or "?"),
                                                   fmt_value(raw.get("dst_kind") or "?")))
         if parts:
             lines.append(", ".join(parts))
+    # Observation schema 1.4: the hardware channel CUPTI reports (absent from older files and when unknown).
+    channel = [fmt_value(raw.get(key)) for key in ("channel_type", "channel_id") if raw.get(key) not in (None, "")]
+    if channel:
+        lines.append("channel %s" % " ".join(channel))
+    if item["kind"] in TL_COPY_KINDS:
+        n_bytes = raw.get("bytes")
+        if isinstance(n_bytes, int) and not isinstance(n_bytes, bool) and n_bytes >= 0 and duration > 0:
+            lines.append("bandwidth %s" % fmt_rate(n_bytes, duration))
+        if "overlap_ns" in item:
+            if duration > 0:
+                lines.append("overlapped by kernels: %s of its interval (%s of %s)" % (
+                    fmt_pct(item["overlap_ns"], duration), fmt_ns(item["overlap_ns"]), fmt_ns(duration)))
+            else:
+                lines.append("overlapped by kernels: n/a (zero duration)")
     if raw.get("name"):
         name = fmt_value(raw.get("name"))
         lines.append("name %s" % (name if len(name) <= 160 else name[:157] + "..."))
@@ -1148,6 +1266,17 @@ def item_tooltip(item: Dict[str, Any], t0: int) -> str:
     if raw.get("correlation_id") is not None:
         lines.append("correlation %s" % fmt_value(raw.get("correlation_id")))
     return "\n".join(lines)
+
+
+def lane_title(title: str, suffix: str = "") -> str:
+    """A lane's title as shown left of the plot: at most TL_LANE_CHARS characters; a copy lane's suffix
+    (" · HtoD") is kept whole and its stream's name shortened instead."""
+    if len(title) + len(suffix) <= TL_LANE_CHARS:
+        return title + suffix
+    room = TL_LANE_CHARS - len(suffix) - 1
+    if room < 1:
+        return (title + suffix)[:TL_LANE_CHARS - 1] + "\u2026"
+    return title[:room] + "\u2026" + suffix
 
 
 def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple[str, int]:
@@ -1167,12 +1296,12 @@ def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple
     blocks_left = [TL_MAX_BLOCKS]
     blocks_skipped = 0
 
-    def lane(title: str, tooltip: str, height: float, shade: bool) -> float:
+    def lane(title: str, tooltip: str, height: float, shade: bool, suffix: str = "") -> float:
         nonlocal y
         top = y
         if shade:
             lanes_out.append('<rect x="0" y="%.1f" width="%d" height="%.1f" fill="#f6f8fa"/>' % (top, TL_WIDTH, height))
-        shown = title if len(title) <= 17 else title[:16] + "\u2026"
+        shown = lane_title(title, suffix)
         lanes_out.append('<g class="lane-label"><title>%s</title>%s</g>' % (
             h(tooltip), svg_text(4, top + min(height, TL_ROW_H + 4) / 2 + 3.5, shown,
                                  ' font-weight="600" fill="#24292f"')))
@@ -1181,10 +1310,12 @@ def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple
         y += height
         return top
 
-    # Stream lanes: item rows, then block rows under the kernels.
+    # Lanes: a stream's kernels (item rows, then block rows under them); after all of those, the copy lanes,
+    # one per stream and direction, on the same time axis.
     shade = False
-    for name in model["lanes"]:
-        mine = [it for it in model["drawn"] if it["stream"] == name]
+    for entry in model["lanes"]:
+        name, direction = entry["stream"], entry["direction"]
+        mine = [it for it in model["drawn"] if it["lane"] == entry["key"]]
         rows = pack_rows([(it["s"], it["e"]) for it in mine], 1000)
         n_rows = max(r for r in rows if r is not None) + 1 if mine else 1
         block_plan = []
@@ -1208,8 +1339,13 @@ def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple
             n_block_rows = max(n_block_rows, max(used) + 1 if used else 0)
         height = n_rows * TL_ROW_H + n_block_rows * (TL_BLOCK_H + 1) + (4 if n_block_rows else 0) + 4
         ids = sorted({fmt_value(it["raw"].get("stream_id")) for it in mine if it["raw"].get("stream_id") is not None})
-        top = lane(name, "stream %s%s: %s drawn" % (name, " (CUPTI stream %s)" % ", ".join(ids) if ids else "",
-                                                     plural(len(mine), "item")), height, shade)
+        what = ""
+        if direction:
+            what = ", memsets" if direction == "memset" else ", copies" if direction == "memcpy" else \
+                ", %s copies" % direction
+        tooltip = "stream %s%s%s: %s drawn" % (name, " (CUPTI stream %s)" % ", ".join(ids) if ids else "", what,
+                                              plural(len(mine), "item"))
+        top = lane(name, tooltip, height, shade, TL_LANE_SEP + direction if direction else "")
         shade = not shade
         for it, row in zip(mine, rows):
             fill, stroke = TL_KIND_STYLE.get(it["kind"], TL_OTHER_STYLE)
@@ -1349,6 +1485,12 @@ def timeline_summary(model: Dict[str, Any]) -> str:
     parts.append(plural(len(model["ranges"]), "NVTX range"))
     if model["host"]:
         parts.append(plural(len(model["host"]), "host event"))
+    copies = model["copies"]
+    if copies["count"]:
+        # Copies and memsets: the share of their summed time that the union of the test's kernels covered.
+        parts.append(plural(copies["count"], "copy", "copies"))
+        parts.append("%s of copy time overlapped by kernels" % fmt_pct(copies["overlap_ns"], copies["time_ns"])
+                     if copies["time_ns"] > 0 else "no copy time (zero durations)")
     parts.append("span %s" % fmt_ns(model["t1"] - model["t0"]))
     return ", ".join(parts)
 
@@ -1367,6 +1509,9 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
     legend += '<span class="tl-key"><i style="background:%s;border-color:%s"></i>NVTX range</span>' % TL_RANGE_STYLE
     legend += ('<span class="tl-key"><i style="background:%s;border-color:%s;width:3px"></i>host event</span>'
                % (TL_HOST_COLOR, TL_HOST_COLOR))
+    if model["copies"]["count"]:
+        legend += ('<span class="muted">copies and memsets: lanes of their own under the kernel lanes, one per '
+                   'stream and direction</span>')
     legend += '<span class="muted">faded, dashed: unlabelled \u00b7 hover for details</span>'
     out.append('<div class="tl-legend small">%s</div>' % legend)
     out.append('<div class="tl-caption small muted">whole test: t0 = first record, %s</div>' % h(fmt_ns(t1 - t0)))
@@ -1417,10 +1562,12 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
     notes = []
     left_out = len(model["items"]) - len(drawn)
     if left_out:
-        streams_out = len({it["stream"] for it in model["items"]}) - len(model["lanes"])
         why = ["at most %d items per test, the first by start time" % TL_MAX_ITEMS]
-        if streams_out:
-            why.append("%s beyond the first %d not drawn" % (plural(streams_out, "stream"), TL_MAX_LANES))
+        if model["lanes_refused"]:
+            # Lanes: a stream's kernels, and one for each of its copy directions.
+            why.append("%s beyond the first %d not drawn" % (plural(model["lanes_refused"], "lane"), TL_MAX_LANES))
+        if model["streams_refused"]:
+            why.append("%s with nothing drawn" % plural(model["streams_refused"], "stream"))
         notes.append("%d of %d items not drawn (%s)" % (left_out, len(model["items"]), "; ".join(why)))
     if len(model["ranges"]) > TL_MAX_RANGES:
         notes.append("%d of %d NVTX ranges not drawn" % (len(model["ranges"]) - TL_MAX_RANGES, len(model["ranges"])))

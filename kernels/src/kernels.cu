@@ -72,6 +72,24 @@ __global__ void beacon_kernel(beacon* out, std::uint64_t spin_ns) {
 
 __global__ void empty_kernel() {}
 
+// A gate that occupies thread slots: every thread of every block stays resident until the host opens
+// the gate. Block 0's thread 0 is the gate proper (it publishes started/start/end like gate_kernel);
+// thread 0 of every block counts the block as resident, then polls the open flag (with the watchdog, no
+// banner: block 0 reports); the other threads wait at the barrier, holding their slots.
+__global__ void gate_grid_kernel(gate_word* gate, std::uint64_t watchdog_ns, bool banner, std::uint32_t* resident) {
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(*resident).fetch_add(1u, cuda::memory_order_release);
+    if (blockIdx.x == 0) {
+      device::gate_wait(gate, watchdog_ns, banner);
+    } else {
+      const std::uint64_t since = now_ns();
+      while (sys_u32(gate->open).load(cuda::memory_order_acquire) == 0u && now_ns() - since <= watchdog_ns)
+        __nanosleep(1000);
+    }
+  }
+  __syncthreads();
+}
+
 // Ends in a device fault (PTX trap): the context is unusable afterwards.
 __global__ void trap_kernel() { __trap(); }
 
@@ -152,6 +170,16 @@ cudaError_t launch_empty(cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+cudaError_t launch_gate_grid(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns, bool banner,
+                             unsigned blocks, unsigned threads, std::uint32_t* resident) {
+  gate_grid_kernel<<<blocks, threads, 0, stream>>>(gate, watchdog_ns, banner, resident);
+  return cudaGetLastError();
+}
+
+cudaError_t gate_grid_occupancy(unsigned threads, int* blocks_per_sm) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gate_grid_kernel, static_cast<int>(threads), 0);
+}
+
 cudaError_t launch_trap(cudaStream_t stream) {
   trap_kernel<<<1, 1, 0, stream>>>();
   return cudaGetLastError();
@@ -170,7 +198,7 @@ const void* const kAllKernels[] = {
     reinterpret_cast<const void*>(gate_kernel),  reinterpret_cast<const void*>(mark_kernel),
     reinterpret_cast<const void*>(spin_kernel),  reinterpret_cast<const void*>(timer_probe_kernel),
     reinterpret_cast<const void*>(beacon_kernel), reinterpret_cast<const void*>(empty_kernel),
-    reinterpret_cast<const void*>(trap_kernel),
+    reinterpret_cast<const void*>(trap_kernel), reinterpret_cast<const void*>(gate_grid_kernel),
     reinterpret_cast<const void*>(fill_kernel),  reinterpret_cast<const void*>(fill_late_kernel),
     reinterpret_cast<const void*>(count_mismatches_kernel)};
 }  // namespace

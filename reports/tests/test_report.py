@@ -676,13 +676,31 @@ def two_streams_timeline():
         host_events=[{"kind": "host", "label": "enqueued", "start_ns": T0 + 141000, "end_ns": T0 + 141000}])
 
 
+def copies_timeline():
+    """Schema 1.4: a 1 ms kernel on s1 and a 300 us one on s2 (overlapping it), a 400 us HtoD copy on s1 whose
+    first 200 us the first kernel overlaps, a DtoH copy on s2 and a memset on a copy-only stream; the copies carry
+    their channel, except the DtoH one (a channel CUPTI did not report)."""
+    return timeline_doc(items=[
+        tl_item("kernel", "k1", "s1", 0, 1000000, channel_id=1, channel_type="compute"),
+        tl_item("kernel", "k2", "s2", 100, 300000, stream_id=17),
+        tl_item("memcpy", "upload", "s1", 800, 400000, bytes=20000000, channel_id=3, channel_type="async_memcpy"),
+        tl_item("memcpy", "download", "s2", 1300, 100000, stream_id=17, copy_kind="DtoH", src_kind="device",
+                dst_kind="pageable"),
+        tl_item("memset", "fill", "cupti:9", 1500, 50000, stream_id=9, src_kind="unknown", channel_id=4,
+                channel_type="async_memcpy")])
+
+
+def lane_titles(svg):
+    return re.findall(r'<g class="lane-label"><title>[^<]*</title><text [^>]*>([^<]*)</text></g>', svg)
+
+
 class Timelines(ReportTestCase):
-    def add_test(self, name, timeline, family="harness", suite="Timeline"):
+    def add_test(self, name, timeline, family="harness", suite="Timeline", version="1.1.0"):
         """A passed test of the given family whose observation file holds the timeline; returns its ctest name."""
         ctest = "%s.%s.%s" % (family, suite, name)
         write(self.run_dir / "gtest" / (ctest + ".xml"), gtest_xml(suite, name))
         doc = observation(ctest, "%s.%s" % (suite, name), [])
-        doc["schema_version"] = "1.1.0"
+        doc["schema_version"] = version
         doc["timeline"] = timeline
         write(self.run_dir / "observations" / (ctest + ".json"), json.dumps(doc))
         return ctest
@@ -742,9 +760,10 @@ class Timelines(ReportTestCase):
         ctest = self.add_test("TwoStreams", two_streams_timeline())
         _, page = self.generate()
         svg = re.search(r"<svg\b.*?</svg>", self.drawing(page, ctest), re.S).group(0)
-        lanes = re.findall(r'<g class="lane-label"><title>[^<]*</title><text [^>]*>([^<]*)</text></g>', svg)
-        self.assertEqual(lanes, ["cupti:15", "s1", "s2", "NVTX", "host"])  # streams by first start
-        self.assertIn("<title>stream s2 (CUPTI stream 17): 2 items drawn</title>", svg)
+        # Kernel lanes by their stream's first start, then copy lanes (streams in the same order), NVTX, host.
+        self.assertEqual(lane_titles(svg), ["s1", "s2", "cupti:15 \u00b7 memset", "s2 \u00b7 HtoD", "NVTX", "host"])
+        self.assertIn("<title>stream s2 (CUPTI stream 17): 1 item drawn</title>", svg)
+        self.assertIn("<title>stream s2 (CUPTI stream 17), HtoD copies: 1 item drawn</title>", svg)
         # The item's label is written inside its bar when it fits; kernels, copies and memsets differ in colour.
         self.assertRegex(svg, r'(?s)<g class="item kernel"><title>k1 \u2014 kernel\n.*?</title><rect [^>]*/>'
                               r'<text [^>]*>k1</text></g>')
@@ -762,6 +781,107 @@ class Timelines(ReportTestCase):
         self.assertIn("8,388,608 B (8 MiB), HtoD, memory pinned \u2192 device", tip)
         # Offsets are exact to the nanosecond although the clock's values exceed a double's precision.
         self.assertIn("start +2.075000 ms, duration 150.0 \u00b5s", tip)
+
+    def test_copies_get_lanes_under_all_kernel_lanes_one_per_stream_and_direction(self):
+        ctest = self.add_test("Copies", copies_timeline(), version="1.4.0")
+        _, page = self.generate()
+        svg = re.search(r"<svg\b.*?</svg>", self.drawing(page, ctest), re.S).group(0)
+        # A copy-only stream (cupti:9) gets only its copy lane.
+        self.assertEqual(lane_titles(svg), ["s1", "s2", "s1 \u00b7 HtoD", "s2 \u00b7 DtoH", "cupti:9 \u00b7 memset"])
+        self.assertIn("<title>stream s2 (CUPTI stream 17), DtoH copies: 1 item drawn</title>", svg)
+        self.assertIn("<title>stream cupti:9 (CUPTI stream 9), memsets: 1 item drawn</title>", svg)
+
+        def bar(label):
+            x, y, width = re.search(r'<g class="item \w+"><title>%s \u2014 .*?</title><rect x="([\d.]+)" '
+                                    r'y="([\d.]+)" width="([\d.]+)"' % label, svg, re.S).groups()
+            return float(x), float(y), float(width)
+
+        k1, k2, upload, download, fill = (bar(n) for n in ("k1", "k2", "upload", "download", "fill"))
+        # Kernels above every copy; the upload under k1, on the same time axis (it starts at 800 of k1's 1000 us).
+        self.assertLess(max(k1[1], k2[1]), min(upload[1], download[1], fill[1]))
+        self.assertLess(upload[1], download[1])
+        self.assertLess(download[1], fill[1])
+        self.assertAlmostEqual(upload[0], k1[0] + 0.8 * k1[2], places=1)
+        self.assertEqual(svg.count('<g class="item '), 5)
+
+    def test_copy_tooltip_has_channel_bandwidth_and_kernel_overlap(self):
+        ctest = self.add_test("Copies", copies_timeline(), version="1.4.0")
+        _, page = self.generate()
+        drawing = self.drawing(page, ctest)
+        tip = re.search(r'<g class="item memcpy"><title>(upload .*?)</title>', drawing, re.S).group(1)
+        self.assertIn("20,000,000 B (19.07 MiB), HtoD, memory pinned \u2192 device", tip)
+        self.assertIn("\nchannel async_memcpy 3\n", tip)
+        self.assertIn("\nbandwidth 50.0 GB/s\n", tip)  # 2e7 B in 400 us
+        # k1 ends 200 us into the 400 us copy: half of it overlapped.
+        self.assertIn("\noverlapped by kernels: 50 % of its interval (200.0 \u00b5s of 400.0 \u00b5s)", tip)
+        # The DtoH copy has no channel fields (unknown): no channel line, still bandwidth and overlap.
+        tip = re.search(r'<g class="item memcpy"><title>(download .*?)</title>', drawing, re.S).group(1)
+        self.assertNotIn("channel", tip)
+        self.assertIn("DtoH, memory device \u2192 pageable", tip)
+        self.assertIn("bandwidth 83.9 GB/s", tip)
+        self.assertIn("overlapped by kernels: 0 % of its interval", tip)
+        # A memset has a destination only.
+        tip = re.search(r'<g class="item memset"><title>(fill .*?)</title>', drawing, re.S).group(1)
+        self.assertIn("8,388,608 B (8 MiB), memory device\nchannel async_memcpy 4\nbandwidth 168 GB/s", tip)
+        # Kernels show their channel too, but neither bandwidth nor overlap.
+        tip = re.search(r'<g class="item kernel"><title>(k1 .*?)</title>', drawing, re.S).group(1)
+        self.assertIn("\nchannel compute 1\n", tip)
+        self.assertNotIn("bandwidth", tip)
+        self.assertNotIn("overlapped", tip)
+
+    def test_summary_line_counts_copies_and_their_overlap_with_kernels(self):
+        ctest = self.add_test("Copies", copies_timeline(), version="1.4.0")
+        _, page = self.generate()
+        summary = re.search(r"<summary>(.*?)</summary>", self.drawing(page, ctest), re.S).group(1)
+        # 200 us of 550 us of copy time under a kernel.
+        self.assertIn("5 items on 3 streams, 0 NVTX ranges, 3 copies, 36.4 % of copy time overlapped by kernels",
+                      summary)
+        section = page[page.index('<section id="timelines">'):]
+        self.assertIn("3 copies, 36.4 % of copy time overlapped by kernels", section[:section.index("</section>")])
+        # Overlapping kernels count once; a copy fully under them is 100 %.
+        doc = timeline_doc(items=[tl_item("kernel", "a", "s1", 0, 500000), tl_item("kernel", "b", "s2", 100, 500000),
+                                  tl_item("memcpy", "c", "s3", 200, 300000)])
+        model = report.timeline_model(doc)
+        self.assertEqual(model["copies"], {"count": 1, "time_ns": 300000, "overlap_ns": 300000})
+        self.assertIn("1 copy, 100 % of copy time overlapped by kernels", report.timeline_summary(model))
+        # Without copies the line is as before.
+        model = report.timeline_model(timeline_doc(items=[tl_item("kernel", "a", "s1", 0, 500)]))
+        self.assertNotIn("cop", report.timeline_summary(model))
+        self.assertEqual(report.fmt_pct(1, 3000), "<0.1 %")
+        self.assertEqual(report.fmt_pct(2999, 3000), ">99.9 %")
+
+    def test_observation_1_4_is_read_like_1_3(self):
+        ctest = self.add_test("Copies", copies_timeline(), version="1.4.0")
+        old = self.add_test("Older", copies_timeline(), version="1.3.0")
+        result, page = self.generate()
+        self.assertEqual(result.stderr, "")
+        self.assertFalse("schema version" in page or "not supported (this generator" in page)
+        self.assertIn("9 tests", result.stdout)
+        for name in (ctest, old):
+            self.assertIn('<tr id="t-%s" data-status="passed"' % name, page)
+            self.assertEqual(self.drawing(page, name).count('<g class="item '), 5)
+        _, data = embedded_data(page)
+        test = next(t for t in data["tests"] if t["ctest_name"] == ctest)
+        self.assertEqual(test["timeline"]["items"][2]["channel_type"], "async_memcpy")
+
+    def test_copy_without_channel_fields_is_still_drawn(self):
+        item = tl_item("memcpy", "plain", "s", 0, 1000, copy_kind="DtoD")
+        self.assertNotIn("channel_id", item)
+        ctest = self.add_test("NoChannel", timeline_doc(items=[item]), version="1.4.0")
+        _, page = self.generate()
+        svg = re.search(r"<svg\b.*?</svg>", self.drawing(page, ctest), re.S).group(0)
+        self.assertEqual(lane_titles(svg), ["s \u00b7 DtoD"])
+        (x, width), = self.rects(svg, "item memcpy")
+        self.assertGreaterEqual(width, 1.0)
+        tip = re.search(r'<g class="item memcpy"><title>(.*?)</title>', svg, re.S).group(1)
+        self.assertNotIn("channel", tip)
+        self.assertIn("overlapped by kernels: 0 % of its interval", tip)
+
+    def test_long_stream_names_keep_the_copy_direction_in_the_lane_title(self):
+        self.assertEqual(report.lane_title("s2", " \u00b7 HtoD"), "s2 \u00b7 HtoD")
+        self.assertEqual(report.lane_title("a_rather_long_stream", " \u00b7 memset"), "a_rathe\u2026 \u00b7 memset")
+        self.assertEqual(len(report.lane_title("a_rather_long_stream", " \u00b7 memset")), report.TL_LANE_CHARS)
+        self.assertEqual(report.lane_title("a_rather_long_stream"), "a_rather_long_st\u2026")
 
     def test_zero_length_item_is_at_least_one_pixel_wide_and_x_starts_at_t0(self):
         ctest = self.add_test("TwoStreams", two_streams_timeline())
@@ -867,7 +987,24 @@ class Timelines(ReportTestCase):
         _, page = self.generate()
         drawing = self.drawing(page, ctest)
         self.assertIn("2 of 50 items not drawn", drawing)
-        self.assertIn("2 streams beyond the first 48 not drawn", drawing)
+        # Memsets have lanes of their own: the cap counts lanes; these two streams had nothing else.
+        self.assertIn("2 lanes beyond the first 48 not drawn; 2 streams with nothing drawn", drawing)
+        svg = re.search(r"<svg\b.*?</svg>", drawing, re.S).group(0)
+        self.assertEqual(len(lane_titles(svg)), report.TL_MAX_LANES)
+
+    def test_copy_lanes_count_against_the_lane_cap(self):
+        # One stream with a kernel and 49 copy-only streams: the kernel lane is first and the cap counts every lane.
+        items = [tl_item("kernel", "k", "s", 0, 100)] + [
+            tl_item("memcpy", "c%d" % i, "c%d" % i, i + 1, 100) for i in range(report.TL_MAX_LANES)]
+        ctest = self.add_test("ManyCopyLanes", timeline_doc(items=items), version="1.4.0")
+        _, page = self.generate()
+        drawing = self.drawing(page, ctest)
+        svg = re.search(r"<svg\b.*?</svg>", drawing, re.S).group(0)
+        titles = lane_titles(svg)
+        self.assertEqual(len(titles), report.TL_MAX_LANES)
+        self.assertEqual(titles[:2], ["s", "c0 \u00b7 HtoD"])
+        self.assertIn("1 of 49 items not drawn", drawing)
+        self.assertIn("1 lane beyond the first 48 not drawn; 1 stream with nothing drawn", drawing)
 
     def test_all_text_is_escaped(self):
         evil = SCRIPT_TEXT

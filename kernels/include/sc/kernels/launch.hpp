@@ -40,6 +40,16 @@ cudaError_t launch_beacon(cudaStream_t stream, beacon* out, std::uint64_t spin_n
 // Does nothing: launch cost (INST-05).
 cudaError_t launch_empty(cudaStream_t stream);
 
+// A gate as wide as a grid: `blocks` blocks of `threads` threads all stay resident (holding their thread
+// slots) until gate->open becomes 1 or the watchdog fires. Each block adds 1 to *resident (mapped host
+// memory) when it starts, so the host can tell when the whole grid is resident. Block 0 publishes
+// started/start_ns/end_ns like launch_gate.
+cudaError_t launch_gate_grid(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns, bool banner,
+                             unsigned blocks, unsigned threads, std::uint32_t* resident);
+
+// How many blocks of `threads` threads of the grid gate fit on one SM at once (the occupancy API).
+cudaError_t gate_grid_occupancy(unsigned threads, int* blocks_per_sm);
+
 // Traps (a device fault): the context is lost, later calls return an error. Only in a child process.
 cudaError_t launch_trap(cudaStream_t stream);
 

@@ -1,0 +1,97 @@
+#include "copy_overlap.hpp"
+
+#include <algorithm>
+
+#include "sc/fixtures/observe.hpp"
+#include "sc/fixtures/trace.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace sc::testing {
+
+pageable::pageable(std::size_t bytes, std::uint32_t value)
+    : bytes_(bytes), words_(new std::uint32_t[bytes / sizeof(std::uint32_t)]) {
+  std::fill(words_.get(), words_.get() + size(), value);
+}
+
+void CopyOverlap::SetUp() {
+  GpuTest::SetUp();
+  if (IsSkipped() || HasFatalFailure()) return;
+  // Orderings and overlaps across streams need independent hardware queues (inherited_connection_count).
+  if (const std::string why = inherited_connection_count(); !why.empty()) GTEST_SKIP() << why;
+  observe("async_engine_count", properties().asyncEngineCount);
+  observe("pageable_memory_access", properties().pageableMemoryAccess);
+  observe("concurrent_kernels", properties().concurrentKernels);
+  observe("copy_bytes", static_cast<unsigned long long>(kCopyBytes));
+  timeline().track(stream::legacy());
+}
+
+stream CopyOverlap::make(stream_flags flags, const std::string& name, int priority) {
+  stream s = stream::create(flags, priority, name);
+  timeline().track(s);
+  return s;
+}
+
+void CopyOverlap::hold(holder& g, const stream& s) {
+  const auto label = timeline().label("gate@" + s.name());
+  g.hold(s);
+}
+
+void CopyOverlap::drop(marks& m, const stream& s, unsigned id) {
+  const auto label = timeline().label("mark" + std::to_string(id) + "@" + s.name());
+  m.drop(s, id);
+}
+
+cudaError_t CopyOverlap::copy(const std::string& label, void* dst, const void* src, std::size_t bytes,
+                              cudaMemcpyKind kind, const stream& s) {
+  const auto scope = timeline().label(label);
+  return cudaMemcpyAsync(dst, src, bytes, kind, s.get());
+}
+
+cudaError_t CopyOverlap::memset(const std::string& label, void* dst, int value, std::size_t bytes, const stream& s) {
+  const auto scope = timeline().label(label);
+  return cudaMemsetAsync(dst, value, bytes, s.get());
+}
+
+void CopyOverlap::count_mismatches(const std::string& label, const std::uint32_t* data, std::size_t n,
+                                   std::uint32_t expected, std::uint32_t* mismatches, const stream& s) {
+  const auto scope = timeline().label(label);
+  SC_CHECK_CUDA(kernels::launch_count_mismatches(s.get(), data, static_cast<std::uint32_t>(n), expected, mismatches));
+}
+
+void CopyOverlap::drain() {
+  SC_CHECK_CUDA(synchronize_within(stream::legacy(), kWorkDeadline));
+  SC_CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+std::string CopyOverlap::untraced_reason() const {
+  const auto& state = trace::state();
+  if (state.enabled) return "";
+  return "CUPTI tracing is off (" + (state.reason.empty() ? std::string("no reason given") : state.reason) + ")";
+}
+
+const timeline_item* CopyOverlap::one(const sc::timeline& t, const std::string& label) {
+  const auto found = t.labelled(label);
+  EXPECT_EQ(1u, found.size()) << "timeline items labelled '" << label << "'";
+  return found.size() == 1 ? found[0] : nullptr;
+}
+
+double CopyOverlap::covered_fraction(const timeline_item& a, const timeline_item& b) {
+  if (a.end_ns <= a.start_ns) return 0.0;
+  const std::uint64_t lo = std::max(a.start_ns, b.start_ns);
+  const std::uint64_t hi = std::min(a.end_ns, b.end_ns);
+  return hi > lo ? static_cast<double>(hi - lo) / static_cast<double>(a.end_ns - a.start_ns) : 0.0;
+}
+
+double CopyOverlap::gbps(const timeline_item& c) {
+  return c.end_ns > c.start_ns ? static_cast<double>(c.bytes) / static_cast<double>(c.end_ns - c.start_ns) : 0.0;
+}
+
+void CopyOverlap::observe_copy(const std::string& key, const timeline_item& c) {
+  observe(key + ".gbps", gbps(c));
+  observe(key + ".duration_us", static_cast<double>(c.end_ns - c.start_ns) / 1000.0);
+  observe(key + ".bytes", static_cast<unsigned long long>(c.bytes));
+  observe(key + ".kinds", c.copy_kind + " " + c.src_kind + "->" + c.dst_kind);
+  if (!c.channel_type.empty()) observe(key + ".channel", c.channel_type + ":" + std::to_string(c.channel_id));
+}
+
+}  // namespace sc::testing

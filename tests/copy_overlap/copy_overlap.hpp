@@ -1,0 +1,78 @@
+// The CopyOverlap fixture: streams the timeline knows by name, labelled copies and memsets (one CUPTI
+// record each, found again by label), buffers reused inside a test, and the arithmetic the family reads
+// from a collected timeline (how much of one interval another covers, a copy's bandwidth).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/predicates.hpp"
+#include "sc/fixtures/probe.hpp"
+#include "sc/fixtures/stream.hpp"
+#include "sc/fixtures/timeline.hpp"
+
+namespace sc::testing {
+
+// The size of the copies that decide overlap and measure bandwidth. Reason: 32 MiB takes about 1 ms
+// pinned and 3 to 6 ms pageable on PCIe 5 and C2C hosts: long against CUPTI's microsecond resolution, so
+// an overlap fraction means something, and short enough for at most 50 ms of GPU work per test.
+inline constexpr std::size_t kCopyBytes = std::size_t{32} << 20;
+// Copies whose content is checked element by element. Reason: 4 MiB is a million words, enough that a
+// consumer running early sees unwritten words, and quick to check on the host.
+inline constexpr std::size_t kCheckedBytes = std::size_t{4} << 20;
+// How long a free copy engine may take to finish a copy while a gate holds another stream. Reason: 32 MiB
+// needs at most about 10 ms even pageable; 1 s is far beyond that and below the gate watchdog (2 s).
+inline constexpr std::chrono::milliseconds kCopyDeadline{1000};
+
+// Host memory that is not pinned (plain new[]). Every page is written once at construction, so a copy
+// does not also measure first-touch page faults.
+class pageable {
+ public:
+  explicit pageable(std::size_t bytes, std::uint32_t value = 0);
+  std::uint32_t* data() const noexcept { return words_.get(); }
+  std::size_t bytes() const noexcept { return bytes_; }
+  std::size_t size() const noexcept { return bytes_ / sizeof(std::uint32_t); }
+
+ private:
+  std::size_t bytes_;
+  std::unique_ptr<std::uint32_t[]> words_;
+};
+
+class CopyOverlap : public GpuTest {
+ protected:
+  void SetUp() override;
+
+ public:
+  using GpuTest::timeline;
+  stream make(stream_flags flags, const std::string& name, int priority = 0);
+  void hold(holder& g, const stream& s);
+  void drop(marks& m, const stream& s, unsigned id);
+  // cudaMemcpyAsync / cudaMemsetAsync under `label` (one CUPTI record each); they return the call's code.
+  cudaError_t copy(const std::string& label, void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                   const stream& s);
+  cudaError_t memset(const std::string& label, void* dst, int value, std::size_t bytes, const stream& s);
+  // A kernel under `label`: counts the words of data[0..n) different from `expected` into *mismatches.
+  void count_mismatches(const std::string& label, const std::uint32_t* data, std::size_t n, std::uint32_t expected,
+                        std::uint32_t* mismatches, const stream& s);
+  // Waits for the whole device with a deadline (every gate must be open by then).
+  void drain();
+  int async_engines() const noexcept { return properties().asyncEngineCount; }
+  // Empty when the test's timeline is recorded; otherwise why not (CUPTI unavailable, under a profiler).
+  std::string untraced_reason() const;
+
+  // The one item labelled `label` in `t`; nullptr (and a failure) when there is not exactly one.
+  static const timeline_item* one(const sc::timeline& t, const std::string& label);
+  // The fraction of a's interval that b's covers (0 when a has no length).
+  static double covered_fraction(const timeline_item& a, const timeline_item& b);
+  // Bytes per nanosecond = GB/s (0 without a duration).
+  static double gbps(const timeline_item& c);
+  // Records what CUPTI said of a copy or memset under `key`: bandwidth, duration, memory kinds, channel.
+  static void observe_copy(const std::string& key, const timeline_item& c);
+};
+
+}  // namespace sc::testing

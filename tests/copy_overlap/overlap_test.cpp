@@ -1,0 +1,288 @@
+// COPY-03, -04, -06, -12, -13 (observed): what a copy does beside a kernel that another stream keeps
+// resident (a gate), proven twice: by the gate (the copy completed while the kernel was still waiting)
+// and by CUPTI (the copy's interval inside the kernel's; the fraction recorded). Which copy engines
+// exist is read from the device (asyncEngineCount), never assumed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "copy_overlap.hpp"
+#include "sc/fixtures/memory.hpp"
+#include "sc/fixtures/event.hpp"
+#include "sc/fixtures/host_atomic.hpp"
+#include "sc/fixtures/trace.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::CopyOverlap;
+using sc::testing::kCopyBytes;
+using sc::testing::kCopyDeadline;
+
+// A copy lies inside a kernel when the kernel covers at least this fraction of it. Reason: CUPTI stamps
+// copies and kernels on one clock, but an interval's ends can be off by a microsecond or so; 1 % of a
+// millisecond copy is ten times that.
+constexpr double kInside = 0.99;
+// Two copies overlap each other when the shorter one is at least half covered by the other (catalog
+// COPY-04). Reason: copies queued one after the other on one engine share no time at all; any real
+// concurrency of two equal copies covers far more than half.
+constexpr double kMutualOverlap = 0.5;
+
+// COPY-03 · PG 2.3 (copy/compute overlap "may" happen); simpleStreams only prints it: a pinned H2D copy in
+// stream B completes while a gate kernel in stream A is still resident, and CUPTI puts the copy inside the
+// kernel.
+TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
+  sc::claim("COPY-03", sc::verdict_kind::observed, "PG 2.3 (copy/compute overlap)");
+  const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
+  sc::pinned_buffer<std::uint32_t> src(n);
+  sc::device_buffer<std::uint32_t> dst(n);
+  const sc::stream a = make(stream_flags::non_blocking, "a");
+  const sc::stream b = make(stream_flags::non_blocking, "b");
+  // Mutation (arrangement): the copy goes into A, behind the gate (one stream instead of two).
+  const sc::stream& target = sc::mutation_active("COPY-03", sc::mutation_kind::arrangement) ? a : b;
+  sc::thread_probe copied("a pinned H2D copy in " + target.name() + " and its synchronize", [&] {
+    const cudaError_t code = copy("h2d", dst.data(), src.data(), kCopyBytes, cudaMemcpyHostToDevice, target);
+    return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
+  });
+  sc::gate g;
+  hold(g, a);
+  sc::held_window w(g);
+  copied.start();
+  const sc::gated_result done = w.present(copied.returned(), kCopyDeadline);
+  w.release();
+  ASSERT_TRUE(copied.join_within(sc::kWorkDeadline)) << "the copy did not finish after the gate opened";
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, copied.code()) << copied.failure();
+  EXPECT_TRUE(sc::observed_row("COPY-03", "copy_completed_while_kernel_resident", done));
+  if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
+  const sc::timeline t = timeline().collect();
+  const sc::timeline_item* c = one(t, "h2d");
+  const sc::timeline_item* k = one(t, "gate@a");
+  ASSERT_TRUE(c != nullptr && k != nullptr);
+  observe_copy("h2d", *c);
+  const double inside = covered_fraction(*c, *k);
+  sc::observe("copy_covered_by_kernel", inside);
+  EXPECT_TRUE(sc::matches_baseline("COPY-03", "copy_inside_kernel", inside >= kInside));
+}
+
+// COPY-04 · PG 2.3; deviceQuery ("copy engines"): with asyncEngineCount >= 2, an H2D copy and a D2H copy
+// in two more streams both complete while a kernel is resident, and overlap each other.
+TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
+  sc::claim("COPY-04", sc::verdict_kind::observed, "PG 2.3 (asyncEngineCount: concurrent copies in both directions)");
+  if (async_engines() < 2)
+    GTEST_SKIP() << "asyncEngineCount is " << async_engines() << ": this device cannot copy in both directions at once";
+  const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
+  sc::pinned_buffer<std::uint32_t> up(n);
+  sc::pinned_buffer<std::uint32_t> down(n);
+  sc::device_buffer<std::uint32_t> dev_up(n);
+  sc::device_buffer<std::uint32_t> dev_down(n);
+  const sc::stream a = make(stream_flags::non_blocking, "a");
+  const sc::stream b = make(stream_flags::non_blocking, "b");
+  const sc::stream c = make(stream_flags::non_blocking, "c");
+  // Mutation (arrangement): the D2H copy goes into B after the H2D copy (one stream instead of two).
+  const sc::stream& d2h_stream = sc::mutation_active("COPY-04", sc::mutation_kind::arrangement) ? b : c;
+  sc::thread_probe copied("an H2D copy in b and a D2H copy in " + d2h_stream.name() + ", and their synchronizes", [&] {
+    cudaError_t code = copy("h2d", dev_up.data(), up.data(), kCopyBytes, cudaMemcpyHostToDevice, b);
+    if (code == cudaSuccess) code = copy("d2h", down.data(), dev_down.data(), kCopyBytes, cudaMemcpyDeviceToHost, d2h_stream);
+    if (code == cudaSuccess) code = cudaStreamSynchronize(b.get());
+    return code == cudaSuccess ? cudaStreamSynchronize(d2h_stream.get()) : code;
+  });
+  sc::gate g;
+  hold(g, a);
+  sc::held_window w(g);
+  copied.start();
+  const sc::gated_result done = w.present(copied.returned(), kCopyDeadline);
+  w.release();
+  ASSERT_TRUE(copied.join_within(sc::kWorkDeadline)) << "the copies did not finish after the gate opened";
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, copied.code()) << copied.failure();
+  EXPECT_TRUE(sc::observed_row("COPY-04", "both_copies_completed_while_kernel_resident", done));
+  if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
+  const sc::timeline t = timeline().collect();
+  const sc::timeline_item* h2d = one(t, "h2d");
+  const sc::timeline_item* d2h = one(t, "d2h");
+  ASSERT_TRUE(h2d != nullptr && d2h != nullptr);
+  observe_copy("h2d", *h2d);
+  observe_copy("d2h", *d2h);
+  const bool h2d_shorter = h2d->end_ns - h2d->start_ns <= d2h->end_ns - d2h->start_ns;
+  const double mutual = h2d_shorter ? covered_fraction(*h2d, *d2h) : covered_fraction(*d2h, *h2d);
+  sc::observe("shorter_copy_covered_by_the_other", mutual);
+  EXPECT_TRUE(sc::matches_baseline("COPY-04", "copies_overlap_each_other", mutual >= kMutualOverlap));
+}
+
+// COPY-06 · old guide ("will not overlap"); PG 2.3.2.3 (observed): does an async copy from pageable
+// memory in stream B complete while a kernel in stream A is resident?
+TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
+  sc::claim("COPY-06", sc::verdict_kind::observed, "old guide (pageable copies do not overlap); PG 2.3.2.3");
+  const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
+  sc::testing::pageable src(kCopyBytes, 7u);
+  sc::device_buffer<std::uint32_t> dst(n);
+  const sc::stream a = make(stream_flags::non_blocking, "a");
+  const sc::stream b = make(stream_flags::non_blocking, "b");
+  // Mutation (arrangement): the copy goes into A, behind the gate.
+  const sc::stream& target = sc::mutation_active("COPY-06", sc::mutation_kind::arrangement) ? a : b;
+  sc::thread_probe copied("a pageable H2D copy in " + target.name() + " and its synchronize", [&] {
+    const cudaError_t code = copy("h2d pageable", dst.data(), src.data(), kCopyBytes, cudaMemcpyHostToDevice, target);
+    return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
+  });
+  sc::gate g;
+  hold(g, a);
+  sc::held_window w(g);
+  copied.start();
+  const sc::gated_result done = w.present(copied.returned(), kCopyDeadline);
+  w.release();
+  ASSERT_TRUE(copied.join_within(sc::kWorkDeadline)) << "the copy did not finish after the gate opened";
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, copied.code()) << copied.failure();
+  EXPECT_TRUE(sc::observed_row("COPY-06", "pageable_copy_completed_while_kernel_resident", done));
+  if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
+  const sc::timeline t = timeline().collect();
+  const sc::timeline_item* k = one(t, "gate@a");
+  const auto parts = t.labelled("h2d pageable");  // a staged copy may come as several records
+  ASSERT_TRUE(k != nullptr && !parts.empty());
+  double covered_ns = 0;
+  double total_ns = 0;
+  for (const sc::timeline_item* p : parts) {
+    covered_ns += covered_fraction(*p, *k) * static_cast<double>(p->end_ns - p->start_ns);
+    total_ns += static_cast<double>(p->end_ns - p->start_ns);
+  }
+  observe_copy("h2d_pageable", *parts.front());
+  sc::observe("h2d_pageable.records", static_cast<int>(parts.size()));
+  sc::observe("copy_covered_by_kernel", total_ns > 0 ? covered_ns / total_ns : 0.0);
+}
+
+// COPY-12 · a claim in a vlasiator PR #1125 review; catalog Q5 (observed): do cudaMemsetAsync and a D2D
+// cudaMemcpyAsync run on the SMs (needing free thread slots), or on a copy engine? Every thread slot of
+// every SM is taken by a grid-wide gate; then a memset, a D2D copy and (the control) a one-thread kernel
+// go into three other streams. The control must not run: it shows the slots really are full.
+TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
+  sc::claim("COPY-12", sc::verdict_kind::observed, "vlasiator PR #1125 review (memsets on SMs?); catalog Q5");
+  const unsigned threads = static_cast<unsigned>(std::min(1024, properties().maxThreadsPerBlock));
+  int per_sm = 0;
+  SC_CHECK_CUDA(sc::kernels::gate_grid_occupancy(threads, &per_sm));
+  ASSERT_GT(per_sm, 0);
+  // Mutation (arrangement): half the SMs' worth of blocks, so slots stay free.
+  const bool half = sc::mutation_active("COPY-12", sc::mutation_kind::arrangement);
+  const unsigned full = static_cast<unsigned>(properties().multiProcessorCount * per_sm);
+  const unsigned blocks = half ? full / 2 : full;
+  sc::observe("grid_gate.blocks", static_cast<int>(blocks));
+  sc::observe("grid_gate.threads", static_cast<int>(threads));
+  sc::observe("grid_gate.blocks_per_sm", per_sm);
+  const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
+  sc::device_buffer<std::uint32_t> x(n);
+  sc::device_buffer<std::uint32_t> y(n);
+  sc::mapped<std::uint32_t> resident(1);
+  resident.host()[0] = 0;
+  sc::marks m;
+  const sc::stream a = make(stream_flags::non_blocking, "a");
+  const sc::stream b = make(stream_flags::non_blocking, "b");
+  const sc::stream c = make(stream_flags::non_blocking, "c");
+  const sc::stream d = make(stream_flags::non_blocking, "d");
+  sc::thread_probe memset_done("a memset in b and its synchronize", [&] {
+    const cudaError_t code = memset("memset", x.data(), 0x11, kCopyBytes, b);
+    return code == cudaSuccess ? cudaStreamSynchronize(b.get()) : code;
+  });
+  sc::thread_probe d2d_done("a D2D copy in c and its synchronize", [&] {
+    const cudaError_t code = copy("d2d", y.data(), x.data(), kCopyBytes, cudaMemcpyDeviceToDevice, c);
+    return code == cudaSuccess ? cudaStreamSynchronize(c.get()) : code;
+  });
+  sc::gate g;
+  {
+    const auto label = timeline().label("grid gate@a");
+    g.hold_by([&](sc::kernels::gate_word* word, std::uint64_t ns, bool banner) {
+      return sc::kernels::launch_gate_grid(a.get(), word, ns, banner, blocks, threads, resident.device());
+    });
+  }
+  sc::held_window w(g);
+  // Every block resident before anything is asked. Reason for 1 s: a grid of this size starts in microseconds.
+  const sc::gated_result filled = w.present(
+      sc::probe("all " + std::to_string(blocks) + " blocks of the grid gate resident",
+                [&] { return sc::load_acquire(resident.host()[0]) >= blocks; }),
+      sc::kPresenceDeadline);
+  EXPECT_TRUE(filled);
+  drop(m, d, 1);
+  // Reason for the 50 ms windows: a free engine (or free SM) finishes 32 MiB in well under 10 ms.
+  const sc::gated_result kernel_ran = w.present(sc::probe::mark(m, 1), sc::kAbsenceWindow);
+  memset_done.start();
+  const sc::gated_result memset_ran = w.present(memset_done.returned(), sc::kAbsenceWindow);
+  d2d_done.start();
+  const sc::gated_result d2d_ran = w.present(d2d_done.returned(), sc::kAbsenceWindow);
+  w.release();
+  ASSERT_TRUE(memset_done.join_within(sc::kWorkDeadline));
+  ASSERT_TRUE(d2d_done.join_within(sc::kWorkDeadline));
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, memset_done.code());
+  EXPECT_CUDA_EQ(cudaSuccess, d2d_done.code());
+  EXPECT_TRUE(sc::observed_row("COPY-12", "control_kernel_ran_while_sms_full", kernel_ran));
+  EXPECT_TRUE(sc::observed_row("COPY-12", "memset_ran_while_sms_full", memset_ran));
+  EXPECT_TRUE(sc::observed_row("COPY-12", "d2d_copy_ran_while_sms_full", d2d_ran));
+  if (const std::string why = untraced_reason(); !why.empty()) {
+    sc::observe("channels", why);
+    return;
+  }
+  const sc::timeline t = timeline().collect();
+  for (const char* label : {"memset", "d2d"})
+    if (const sc::timeline_item* item = one(t, label)) observe_copy(label, *item);
+}
+
+// COPY-13 · DRV/RT ...CreateWithPriority ("only compute kernels" are affected); PG 2.3.9.1; NVlabs
+// cuda-oxide #761 vs NVIDIA/warp test_streams.py (observed): two equal pinned H2D copies, one in the
+// lowest-priority stream issued first, one in the highest-priority stream issued second, both held behind
+// one gate (an event wait): which starts first once the gate opens, and how much they overlap.
+TEST_F(CopyOverlap, StreamPriorityAndCopies) {
+  sc::claim("COPY-13", sc::verdict_kind::observed, "RT cudaStreamCreateWithPriority note; PG 2.3.9.1");
+  SC_REQUIRE_TRACING();
+  int least = 0;
+  int greatest = 0;
+  SC_CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  if (least == greatest) GTEST_SKIP() << "the device has one stream priority level";
+  const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
+  sc::pinned_buffer<std::uint32_t> src_low(n);
+  sc::pinned_buffer<std::uint32_t> src_high(n);
+  sc::device_buffer<std::uint32_t> dst_low(n);
+  sc::device_buffer<std::uint32_t> dst_high(n);
+  const sc::stream gs = make(stream_flags::non_blocking, "gate");
+  const sc::stream low = make(stream_flags::non_blocking, "low", least);
+  const sc::stream high = make(stream_flags::non_blocking, "high", greatest);
+  const sc::event opened = sc::event::create(sc::event_flags::disable_timing);
+  // Mutation (arrangement): the high-priority copy is issued first.
+  const bool high_first = sc::mutation_active("COPY-13", sc::mutation_kind::arrangement);
+  sc::gate g;
+  hold(g, gs);
+  SC_CHECK_CUDA(cudaEventRecord(opened.get(), gs.get()));
+  SC_CHECK_CUDA(cudaStreamWaitEvent(low.get(), opened.get(), 0));
+  SC_CHECK_CUDA(cudaStreamWaitEvent(high.get(), opened.get(), 0));
+  const auto issue_low = [&] { SC_CHECK_CUDA(copy("low", dst_low.data(), src_low.data(), kCopyBytes, cudaMemcpyHostToDevice, low)); };
+  const auto issue_high = [&] { SC_CHECK_CUDA(copy("high", dst_high.data(), src_high.data(), kCopyBytes, cudaMemcpyHostToDevice, high)); };
+  if (high_first) {
+    issue_high();
+    issue_low();
+  } else {
+    issue_low();
+    issue_high();
+  }
+  {
+    sc::held_window w(g);
+    EXPECT_TRUE(w.absent(sc::probe("a copy behind the gate finished", [&] {
+      return cudaStreamQuery(low.get()) == cudaSuccess || cudaStreamQuery(high.get()) == cudaSuccess;
+    }))) << "a copy did not wait for the event";
+  }
+  drain();
+  const sc::timeline t = timeline().collect();
+  const sc::timeline_item* l = one(t, "low");
+  const sc::timeline_item* h = one(t, "high");
+  ASSERT_TRUE(l != nullptr && h != nullptr);
+  observe_copy("low", *l);
+  observe_copy("high", *h);
+  sc::observe("priority.least", least);
+  sc::observe("priority.greatest", greatest);
+  sc::observe("high_start_minus_low_start_us",
+              (static_cast<double>(h->start_ns) - static_cast<double>(l->start_ns)) / 1000.0);
+  const bool h_shorter = h->end_ns - h->start_ns <= l->end_ns - l->start_ns;
+  sc::observe("shorter_copy_covered_by_the_other", h_shorter ? covered_fraction(*h, *l) : covered_fraction(*l, *h));
+  EXPECT_TRUE(sc::matches_baseline("COPY-13", "high_priority_copy_started_first", h->start_ns < l->start_ns));
+}
+
+}  // namespace

@@ -1,0 +1,216 @@
+// COPY-05, -07, -08 (observed), COPY-09, -10 (documented, with observed rows): pageable host memory and
+// synchronous copies. "Returns while gated" is decided by call_while_gated: the call is made while a gate
+// holds the stream it depends on, and either returns within the window (it did not wait) or not.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "copy_overlap.hpp"
+#include "sc/fixtures/memory.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::CopyOverlap;
+using sc::testing::kCopyBytes;
+using sc::testing::pageable;
+
+// COPY-05 · SYNC ("might be synchronous"); 11.1 archive (staging by a worker thread) (observed): an async
+// H2D copy from pageable memory — is it complete when the call returns (idle stream), and does the call
+// return while a gate holds its stream? Figures beside it (never judged): H2D and D2H bandwidth, pinned
+// and pageable, from CUPTI.
+TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
+  sc::claim("COPY-05", sc::verdict_kind::observed, "SYNC (cudaMemcpyAsync from pageable memory might be synchronous)");
+  const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
+  pageable plain(kCopyBytes, 3u);
+  sc::pinned_buffer<std::uint32_t> pinned(n);
+  sc::device_buffer<std::uint32_t> dev(n);
+  // Mutation (arrangement): the copies come from pinned memory instead.
+  const bool use_pinned = sc::mutation_active("COPY-05", sc::mutation_kind::arrangement);
+  const std::uint32_t* src = use_pinned ? pinned.data() : plain.data();
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  SC_CHECK_CUDA(copy("warm-up", dev.data(), src, kCopyBytes, cudaMemcpyHostToDevice, s));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  SC_CHECK_CUDA(copy("idle stream", dev.data(), src, kCopyBytes, cudaMemcpyHostToDevice, s));
+  const cudaError_t right_after = cudaStreamQuery(s.get());
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  sc::observe("query_right_after_return", sc::error_name(right_after));
+  EXPECT_TRUE(sc::matches_baseline("COPY-05", "h2d_complete_on_return", right_after == cudaSuccess));
+  sc::return_observation seen;
+  {
+    sc::gate g;
+    hold(g, s);
+    sc::held_window w(g);
+    seen = sc::call_while_gated([&] { return copy("gated", dev.data(), src, kCopyBytes, cudaMemcpyHostToDevice, s); }, g);
+  }
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+  sc::observe("gated.took_us", static_cast<long long>(seen.took.count()));
+  EXPECT_TRUE(sc::observed_row("COPY-05", "h2d_returned_while_gated", seen.returned));
+  // Figures.
+  SC_CHECK_CUDA(copy("pinned H2D", dev.data(), pinned.data(), kCopyBytes, cudaMemcpyHostToDevice, s));
+  SC_CHECK_CUDA(copy("pinned D2H", pinned.data(), dev.data(), kCopyBytes, cudaMemcpyDeviceToHost, s));
+  SC_CHECK_CUDA(copy("pageable H2D", dev.data(), plain.data(), kCopyBytes, cudaMemcpyHostToDevice, s));
+  SC_CHECK_CUDA(copy("pageable D2H", plain.data(), dev.data(), kCopyBytes, cudaMemcpyDeviceToHost, s));
+  drain();
+  if (!untraced_reason().empty()) return;
+  const sc::timeline t = timeline().collect();
+  for (const char* label : {"pinned H2D", "pinned D2H", "pageable H2D", "pageable D2H"}) {
+    const auto parts = t.labelled(label);
+    if (parts.empty()) continue;
+    std::uint64_t busy = 0;
+    for (const sc::timeline_item* p : parts) busy += p->end_ns - p->start_ns;
+    std::string key = std::string("figure.") + label;
+    for (char& ch : key) ch = ch == ' ' ? '_' : ch;
+    sc::observe(key + ".gbps", busy > 0 ? static_cast<double>(kCopyBytes) / static_cast<double>(busy) : 0.0);
+    sc::observe(key + ".records", static_cast<int>(parts.size()));
+    if (!parts.front()->channel_type.empty())
+      sc::observe(key + ".channel", parts.front()->channel_type + ":" + std::to_string(parts.front()->channel_id));
+  }
+}
+
+// COPY-07 · SYNC 11.x ("returns only once the copy has completed"); current: "might be synchronous"
+// (observed): does a D2H cudaMemcpyAsync into pageable memory return while a gate holds its stream?
+TEST_F(CopyOverlap, PageableDeviceToHostCopyAgainstAGatedStream) {
+  sc::claim("COPY-07", sc::verdict_kind::observed, "SYNC (pageable D2H cudaMemcpyAsync returns after completion)");
+  const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
+  pageable plain(kCopyBytes);
+  sc::pinned_buffer<std::uint32_t> pinned(n);
+  sc::device_buffer<std::uint32_t> dev(n);
+  // Mutation (arrangement): the destination is pinned memory.
+  std::uint32_t* dst = sc::mutation_active("COPY-07", sc::mutation_kind::arrangement) ? pinned.data() : plain.data();
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  sc::return_observation seen;
+  {
+    sc::gate g;
+    hold(g, s);
+    sc::held_window w(g);
+    seen = sc::call_while_gated([&] { return copy("d2h", dst, dev.data(), kCopyBytes, cudaMemcpyDeviceToHost, s); }, g);
+  }
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+  sc::observe("took_us", static_cast<long long>(seen.took.count()));
+  EXPECT_TRUE(sc::observed_row("COPY-07", "d2h_returned_while_gated", seen.returned));
+}
+
+// COPY-08 · old guide ("Concurrent Execution between Host and Device": copies of 64 KB or less are
+// asynchronous) vs SYNC ("might be synchronous") (observed, contested): small pageable H2D
+// cudaMemcpyAsync against a gate in the same stream at 4 KB, 64 KB, 64 KB + 1 and 1 MiB.
+TEST_F(CopyOverlap, SmallPageableCopiesAgainstAGatedStream) {
+  sc::claim("COPY-08", sc::verdict_kind::observed, "old guide (<= 64 KB asynchronous) vs SYNC (might be synchronous)");
+  const std::vector<std::size_t> sizes = {4096, 65536, 65537, 1u << 20};
+  pageable plain(1u << 20, 5u);
+  sc::pinned_buffer<std::uint32_t> pinned((1u << 20) / sizeof(std::uint32_t));
+  sc::device_buffer<std::uint32_t> dev((1u << 20) / sizeof(std::uint32_t));
+  // Mutation (arrangement): the sources are pinned memory.
+  const std::uint32_t* src = sc::mutation_active("COPY-08", sc::mutation_kind::arrangement) ? pinned.data() : plain.data();
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  for (const std::size_t bytes : sizes) {
+    SCOPED_TRACE(bytes);
+    sc::return_observation seen;
+    {
+      sc::gate g;
+      hold(g, s);
+      sc::held_window w(g);
+      seen = sc::call_while_gated(
+          [&] { return copy("h2d " + std::to_string(bytes), dev.data(), src, bytes, cudaMemcpyHostToDevice, s); }, g);
+    }
+    drain();
+    EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+    sc::observe("took_us." + std::to_string(bytes), static_cast<long long>(seen.took.count()));
+    EXPECT_TRUE(sc::observed_row("COPY-08", "returned_while_gated." + std::to_string(bytes), seen.returned));
+  }
+}
+
+// COPY-09 · SYNC (Memcpy, synchronous): cudaMemcpy from pageable memory to the device performs a stream
+// sync first; device to pageable host returns only after the copy completed; device to device does no
+// host-side synchronization. With a gate in the legacy stream (where cudaMemcpy is issued): the first two
+// must not return while it is closed, the third must.
+TEST_F(CopyOverlap, SynchronousCopyRules) {
+  sc::claim("COPY-09", sc::verdict_kind::documented, "SYNC (cudaMemcpy: pageable H2D syncs first, D2H completes, D2D does not sync)");
+  const std::size_t bytes = std::size_t{1} << 20;
+  const std::size_t n = bytes / sizeof(std::uint32_t);
+  pageable plain(bytes, 9u);
+  sc::device_buffer<std::uint32_t> x(n);
+  sc::device_buffer<std::uint32_t> y(n);
+  // Mutation (arrangement): the gate holds a non-blocking stream instead of the legacy stream.
+  const bool elsewhere = sc::mutation_active("COPY-09", sc::mutation_kind::arrangement);
+  const sc::stream nb = make(stream_flags::non_blocking, "nb");
+  const sc::stream legacy = sc::stream::legacy();
+  const sc::stream& held = elsewhere ? nb : legacy;
+  struct call {
+    const char* name;
+    cudaMemcpyKind kind;
+    void* dst;
+    const void* src;
+    bool returns;
+  };
+  const std::vector<call> calls = {{"pageable H2D", cudaMemcpyHostToDevice, x.data(), plain.data(), false},
+                                   {"D2H to pageable", cudaMemcpyDeviceToHost, plain.data(), x.data(), false},
+                                   {"D2D", cudaMemcpyDeviceToDevice, y.data(), x.data(), true}};
+  for (const call& c : calls) {
+    SCOPED_TRACE(c.name);
+    sc::return_observation seen;
+    {
+      sc::gate g;
+      hold(g, held);
+      sc::held_window w(g);
+      seen = sc::call_while_gated(
+          [&] {
+            const auto scope = timeline().label(std::string("cudaMemcpy ") + c.name);
+            return cudaMemcpy(c.dst, c.src, bytes, c.kind);
+          },
+          g);
+    }
+    drain();
+    EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+    sc::observe(std::string("took_us.") + c.name, static_cast<long long>(seen.took.count()));
+    if (c.returns) {
+      EXPECT_TRUE(seen.returned) << "cudaMemcpy " << c.name << " waited for the held legacy stream";
+    } else {
+      EXPECT_TRUE(sc::does_not_hold(seen.returned)) << "cudaMemcpy " << c.name << " returned while the legacy stream was held";
+    }
+  }
+}
+
+// COPY-10 · SYNC (synchronous copies are issued to the default stream) + SSB: in a legacy build a
+// synchronous D2H cudaMemcpy waits for earlier work in blocking streams (documented), and (observed) not
+// for work in non-blocking streams.
+TEST_F(CopyOverlap, SynchronousDeviceToHostCopyAgainstBusyStreams) {
+  sc::claim("COPY-10", sc::verdict_kind::documented, "SYNC (issued to the default stream) + SSB (legacy waits for blocking streams)");
+  const std::size_t bytes = std::size_t{1} << 20;
+  sc::pinned_buffer<std::uint32_t> host(bytes / sizeof(std::uint32_t));
+  sc::device_buffer<std::uint32_t> dev(bytes / sizeof(std::uint32_t));
+  // Mutation (arrangement): the "blocking" stream is made non-blocking.
+  const stream_flags first = sc::mutate("COPY-10", sc::mutation_kind::arrangement, stream_flags::blocking,
+                                        stream_flags::non_blocking);
+  const sc::stream s1 = make(first, "s1");
+  const sc::stream s2 = make(stream_flags::non_blocking, "s2");
+  const auto d2h = [&] {
+    const auto scope = timeline().label("cudaMemcpy D2H");
+    return cudaMemcpy(host.data(), dev.data(), bytes, cudaMemcpyDeviceToHost);
+  };
+  sc::return_observation behind_blocking;
+  {
+    sc::gate g;
+    hold(g, s1);
+    sc::held_window w(g);
+    behind_blocking = sc::call_while_gated(d2h, g);
+  }
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, behind_blocking.code);
+  EXPECT_TRUE(sc::does_not_hold(behind_blocking.returned)) << "the synchronous D2H copy did not wait for blocking s1";
+  sc::return_observation behind_non_blocking;
+  {
+    sc::gate g;
+    hold(g, s2);
+    sc::held_window w(g);
+    behind_non_blocking = sc::call_while_gated(d2h, g);
+  }
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, behind_non_blocking.code);
+  EXPECT_TRUE(sc::observed_row("COPY-10", "d2h_returned_while_non_blocking_stream_gated", behind_non_blocking.returned));
+}
+
+}  // namespace
