@@ -25,22 +25,6 @@ void CopyOverlap::SetUp() {
   timeline().track(stream::legacy());
 }
 
-stream CopyOverlap::make(stream_flags flags, const std::string& name, int priority) {
-  stream s = stream::create(flags, priority, name);
-  timeline().track(s);
-  return s;
-}
-
-void CopyOverlap::hold(holder& g, const stream& s) {
-  const auto label = timeline().label("gate@" + s.name());
-  g.hold(s);
-}
-
-void CopyOverlap::drop(marks& m, const stream& s, unsigned id) {
-  const auto label = timeline().label("mark" + std::to_string(id) + "@" + s.name());
-  m.drop(s, id);
-}
-
 cudaError_t CopyOverlap::copy(const std::string& label, void* dst, const void* src, std::size_t bytes,
                               cudaMemcpyKind kind, const stream& s) {
   const auto scope = timeline().label(label);
@@ -58,9 +42,19 @@ void CopyOverlap::count_mismatches(const std::string& label, const std::uint32_t
   SC_CHECK_CUDA(kernels::launch_count_mismatches(s.get(), data, static_cast<std::uint32_t>(n), expected, mismatches));
 }
 
-void CopyOverlap::drain() {
-  SC_CHECK_CUDA(synchronize_within(stream::legacy(), kWorkDeadline));
-  SC_CHECK_CUDA(cudaDeviceSynchronize());
+gated_result CopyOverlap::completes_beside_gate(const stream& held, const std::string& what,
+                                                const std::function<cudaError_t()>& work) {
+  thread_probe done(what, work);
+  gate g;  // declared after the probe: opened before the probe's thread is joined
+  hold(g, held);
+  held_window w(g);
+  done.start();
+  const gated_result result = w.present(done.returned(), kCopyDeadline);
+  w.release();
+  EXPECT_TRUE(done.join_within(kWorkDeadline)) << what << " did not finish after the gate opened";
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, done.code()) << what << ": " << done.failure();
+  return result;
 }
 
 std::string CopyOverlap::untraced_reason() const {

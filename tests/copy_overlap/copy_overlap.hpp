@@ -49,9 +49,6 @@ class CopyOverlap : public GpuTest {
 
  public:
   using GpuTest::timeline;
-  stream make(stream_flags flags, const std::string& name, int priority = 0);
-  void hold(holder& g, const stream& s);
-  void drop(marks& m, const stream& s, unsigned id);
   // cudaMemcpyAsync / cudaMemsetAsync under `label` (one CUPTI record each); they return the call's code.
   cudaError_t copy(const std::string& label, void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
                    const stream& s);
@@ -59,9 +56,13 @@ class CopyOverlap : public GpuTest {
   // A kernel under `label`: counts the words of data[0..n) different from `expected` into *mismatches.
   void count_mismatches(const std::string& label, const std::uint32_t* data, std::size_t n, std::uint32_t expected,
                         std::uint32_t* mismatches, const stream& s);
-  // Waits for the whole device with a deadline (every gate must be open by then).
-  void drain();
   int async_engines() const noexcept { return properties().asyncEngineCount; }
+  // `work` (copies and their streams' synchronizes) made on another host thread while a gate kernel holds
+  // `held`: did it complete while the gate was closed (within kCopyDeadline)? Afterwards the gate is open,
+  // the work joined (a failure if it does not finish) and the device drained; a call that failed is a
+  // failure too.
+  gated_result completes_beside_gate(const stream& held, const std::string& what,
+                                     const std::function<cudaError_t()>& work);
   // Empty when the test's timeline is recorded; otherwise why not (CUPTI unavailable, under a profiler).
   std::string untraced_reason() const;
 

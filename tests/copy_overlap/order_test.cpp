@@ -115,10 +115,7 @@ TEST_F(CopyOverlap, PinnedAndDeviceCopiesAndAsyncMemsetsReturnWhileTheStreamIsGa
        }}};
   for (const call& c : calls) {
     SCOPED_TRACE(c.name);
-    sc::gate g;
-    hold(g, s);
-    sc::held_window w(g);
-    const sc::return_observation seen = sc::call_while_gated(c.make, g);
+    const sc::return_observation seen = call_while_held(s, c.make);
     drain();
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
     EXPECT_TRUE(seen.returned) << c.name << " waited for the gated stream";
@@ -141,32 +138,22 @@ TEST_F(CopyOverlap, SynchronousMemsetOfDeviceMemoryReturnsBeforeItRuns) {
   const sc::stream legacy = sc::stream::legacy();
   sc::marks m;
   {
-    sc::gate g;
-    hold(g, legacy);
-    sc::held_window w(g);
-    const sc::return_observation seen = sc::call_while_gated(
-        [&] {
-          const auto scope = timeline().label("cudaMemset device");
-          const cudaError_t code = cudaMemset(target, kMemsetByte, kCheckedBytes);
-          if (code == cudaSuccess) drop(m, legacy, 1);
-          return code;
-        },
-        g);
+    const sc::return_observation seen = call_while_held(legacy, [&] {
+      const auto scope = timeline().label("cudaMemset device");
+      const cudaError_t code = cudaMemset(target, kMemsetByte, kCheckedBytes);
+      if (code == cudaSuccess) drop(m, legacy, 1);
+      return code;
+    });
     drain();
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
     EXPECT_TRUE(seen.returned) << "cudaMemset of device memory waited for the held legacy stream";
     EXPECT_NE(0u, m.ticket_of(1));
   }
   {
-    sc::gate g;
-    hold(g, legacy);
-    sc::held_window w(g);
-    const sc::return_observation seen = sc::call_while_gated(
-        [&] {
-          const auto scope = timeline().label("cudaMemset pinned host");
-          return cudaMemset(pinned_target.host(), kMemsetByte, kCheckedBytes);
-        },
-        g);
+    const sc::return_observation seen = call_while_held(legacy, [&] {
+      const auto scope = timeline().label("cudaMemset pinned host");
+      return cudaMemset(pinned_target.host(), kMemsetByte, kCheckedBytes);
+    });
     drain();
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
     EXPECT_TRUE(sc::observed_row("COPY-11", "pinned_host_memset_returned_while_gated", seen.returned));

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "copy_overlap.hpp"
-#include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/event.hpp"
 #include "sc/fixtures/host_atomic.hpp"
+#include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/trace.hpp"
 #include "sc/kernels/launch.hpp"
 
@@ -19,7 +19,6 @@ namespace {
 using sc::stream_flags;
 using sc::testing::CopyOverlap;
 using sc::testing::kCopyBytes;
-using sc::testing::kCopyDeadline;
 
 // A copy lies inside a kernel when the kernel covers at least this fraction of it. Reason: CUPTI stamps
 // copies and kernels on one clock, but an interval's ends can be off by a microsecond or so; 1 % of a
@@ -42,19 +41,11 @@ TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
   const sc::stream b = make(stream_flags::non_blocking, "b");
   // Mutation (arrangement): the copy goes into A, behind the gate (one stream instead of two).
   const sc::stream& target = sc::mutation_active("COPY-03", sc::mutation_kind::arrangement) ? a : b;
-  sc::thread_probe copied("a pinned H2D copy in " + target.name() + " and its synchronize", [&] {
-    const cudaError_t code = copy("h2d", dst.data(), src.data(), kCopyBytes, cudaMemcpyHostToDevice, target);
-    return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
-  });
-  sc::gate g;
-  hold(g, a);
-  sc::held_window w(g);
-  copied.start();
-  const sc::gated_result done = w.present(copied.returned(), kCopyDeadline);
-  w.release();
-  ASSERT_TRUE(copied.join_within(sc::kWorkDeadline)) << "the copy did not finish after the gate opened";
-  drain();
-  EXPECT_CUDA_EQ(cudaSuccess, copied.code()) << copied.failure();
+  const sc::gated_result done =
+      completes_beside_gate(a, "a pinned H2D copy in " + target.name() + " and its synchronize", [&] {
+        const cudaError_t code = copy("h2d", dst.data(), src.data(), kCopyBytes, cudaMemcpyHostToDevice, target);
+        return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
+      });
   EXPECT_TRUE(sc::observed_row("COPY-03", "copy_completed_while_kernel_resident", done));
   if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
   const sc::timeline t = timeline().collect();
@@ -83,21 +74,14 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   const sc::stream c = make(stream_flags::non_blocking, "c");
   // Mutation (arrangement): the D2H copy goes into B after the H2D copy (one stream instead of two).
   const sc::stream& d2h_stream = sc::mutation_active("COPY-04", sc::mutation_kind::arrangement) ? b : c;
-  sc::thread_probe copied("an H2D copy in b and a D2H copy in " + d2h_stream.name() + ", and their synchronizes", [&] {
-    cudaError_t code = copy("h2d", dev_up.data(), up.data(), kCopyBytes, cudaMemcpyHostToDevice, b);
-    if (code == cudaSuccess) code = copy("d2h", down.data(), dev_down.data(), kCopyBytes, cudaMemcpyDeviceToHost, d2h_stream);
-    if (code == cudaSuccess) code = cudaStreamSynchronize(b.get());
-    return code == cudaSuccess ? cudaStreamSynchronize(d2h_stream.get()) : code;
-  });
-  sc::gate g;
-  hold(g, a);
-  sc::held_window w(g);
-  copied.start();
-  const sc::gated_result done = w.present(copied.returned(), kCopyDeadline);
-  w.release();
-  ASSERT_TRUE(copied.join_within(sc::kWorkDeadline)) << "the copies did not finish after the gate opened";
-  drain();
-  EXPECT_CUDA_EQ(cudaSuccess, copied.code()) << copied.failure();
+  const sc::gated_result done = completes_beside_gate(
+      a, "an H2D copy in b and a D2H copy in " + d2h_stream.name() + ", and their synchronizes", [&] {
+        cudaError_t code = copy("h2d", dev_up.data(), up.data(), kCopyBytes, cudaMemcpyHostToDevice, b);
+        if (code == cudaSuccess)
+          code = copy("d2h", down.data(), dev_down.data(), kCopyBytes, cudaMemcpyDeviceToHost, d2h_stream);
+        if (code == cudaSuccess) code = cudaStreamSynchronize(b.get());
+        return code == cudaSuccess ? cudaStreamSynchronize(d2h_stream.get()) : code;
+      });
   EXPECT_TRUE(sc::observed_row("COPY-04", "both_copies_completed_while_kernel_resident", done));
   if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
   const sc::timeline t = timeline().collect();
@@ -123,19 +107,12 @@ TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
   const sc::stream b = make(stream_flags::non_blocking, "b");
   // Mutation (arrangement): the copy goes into A, behind the gate.
   const sc::stream& target = sc::mutation_active("COPY-06", sc::mutation_kind::arrangement) ? a : b;
-  sc::thread_probe copied("a pageable H2D copy in " + target.name() + " and its synchronize", [&] {
-    const cudaError_t code = copy("h2d pageable", dst.data(), src.data(), kCopyBytes, cudaMemcpyHostToDevice, target);
-    return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
-  });
-  sc::gate g;
-  hold(g, a);
-  sc::held_window w(g);
-  copied.start();
-  const sc::gated_result done = w.present(copied.returned(), kCopyDeadline);
-  w.release();
-  ASSERT_TRUE(copied.join_within(sc::kWorkDeadline)) << "the copy did not finish after the gate opened";
-  drain();
-  EXPECT_CUDA_EQ(cudaSuccess, copied.code()) << copied.failure();
+  const sc::gated_result done =
+      completes_beside_gate(a, "a pageable H2D copy in " + target.name() + " and its synchronize", [&] {
+        const cudaError_t code =
+            copy("h2d pageable", dst.data(), src.data(), kCopyBytes, cudaMemcpyHostToDevice, target);
+        return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
+      });
   EXPECT_TRUE(sc::observed_row("COPY-06", "pageable_copy_completed_while_kernel_resident", done));
   if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
   const sc::timeline t = timeline().collect();
@@ -197,10 +174,10 @@ TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
   }
   sc::held_window w(g);
   // Every block resident before anything is asked. Reason for 1 s: a grid of this size starts in microseconds.
-  const sc::gated_result filled = w.present(
-      sc::probe("all " + std::to_string(blocks) + " blocks of the grid gate resident",
-                [&] { return sc::load_acquire(resident.host()[0]) >= blocks; }),
-      sc::kPresenceDeadline);
+  const sc::gated_result filled =
+      w.present(sc::probe("all " + std::to_string(blocks) + " blocks of the grid gate resident",
+                          [&] { return sc::load_acquire(resident.host()[0]) >= blocks; }),
+                sc::kPresenceDeadline);
   EXPECT_TRUE(filled);
   drop(m, d, 1);
   // Reason for the 50 ms windows: a free engine (or free SM) finishes 32 MiB in well under 10 ms.
@@ -254,8 +231,12 @@ TEST_F(CopyOverlap, StreamPriorityAndCopies) {
   SC_CHECK_CUDA(cudaEventRecord(opened.get(), gs.get()));
   SC_CHECK_CUDA(cudaStreamWaitEvent(low.get(), opened.get(), 0));
   SC_CHECK_CUDA(cudaStreamWaitEvent(high.get(), opened.get(), 0));
-  const auto issue_low = [&] { SC_CHECK_CUDA(copy("low", dst_low.data(), src_low.data(), kCopyBytes, cudaMemcpyHostToDevice, low)); };
-  const auto issue_high = [&] { SC_CHECK_CUDA(copy("high", dst_high.data(), src_high.data(), kCopyBytes, cudaMemcpyHostToDevice, high)); };
+  const auto issue_low = [&] {
+    SC_CHECK_CUDA(copy("low", dst_low.data(), src_low.data(), kCopyBytes, cudaMemcpyHostToDevice, low));
+  };
+  const auto issue_high = [&] {
+    SC_CHECK_CUDA(copy("high", dst_high.data(), src_high.data(), kCopyBytes, cudaMemcpyHostToDevice, high));
+  };
   if (high_first) {
     issue_high();
     issue_low();

@@ -37,13 +37,8 @@ TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   sc::observe("query_right_after_return", sc::error_name(right_after));
   EXPECT_TRUE(sc::matches_baseline("COPY-05", "h2d_complete_on_return", right_after == cudaSuccess));
-  sc::return_observation seen;
-  {
-    sc::gate g;
-    hold(g, s);
-    sc::held_window w(g);
-    seen = sc::call_while_gated([&] { return copy("gated", dev.data(), src, kCopyBytes, cudaMemcpyHostToDevice, s); }, g);
-  }
+  const sc::return_observation seen =
+      call_while_held(s, [&] { return copy("gated", dev.data(), src, kCopyBytes, cudaMemcpyHostToDevice, s); });
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
   sc::observe("gated.took_us", static_cast<long long>(seen.took.count()));
@@ -81,13 +76,8 @@ TEST_F(CopyOverlap, PageableDeviceToHostCopyAgainstAGatedStream) {
   // Mutation (arrangement): the destination is pinned memory.
   std::uint32_t* dst = sc::mutation_active("COPY-07", sc::mutation_kind::arrangement) ? pinned.data() : plain.data();
   const sc::stream s = make(stream_flags::non_blocking, "s");
-  sc::return_observation seen;
-  {
-    sc::gate g;
-    hold(g, s);
-    sc::held_window w(g);
-    seen = sc::call_while_gated([&] { return copy("d2h", dst, dev.data(), kCopyBytes, cudaMemcpyDeviceToHost, s); }, g);
-  }
+  const sc::return_observation seen =
+      call_while_held(s, [&] { return copy("d2h", dst, dev.data(), kCopyBytes, cudaMemcpyDeviceToHost, s); });
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
   sc::observe("took_us", static_cast<long long>(seen.took.count()));
@@ -109,18 +99,10 @@ TEST_F(CopyOverlap, SmallPageableCopiesAgainstAGatedStream) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   for (const std::size_t bytes : sizes) {
     SCOPED_TRACE(bytes);
-    sc::return_observation seen;
-    {
-      sc::gate g;
-      hold(g, s);
-      sc::held_window w(g);
-      seen = sc::call_while_gated(
-          [&] {
-            const cudaError_t code = copy("h2d " + std::to_string(bytes), dev.data(), src, bytes, cudaMemcpyHostToDevice, s);
-            return code == cudaSuccess && then_sync ? cudaStreamSynchronize(s.get()) : code;
-          },
-          g);
-    }
+    const sc::return_observation seen = call_while_held(s, [&] {
+      const cudaError_t code = copy("h2d " + std::to_string(bytes), dev.data(), src, bytes, cudaMemcpyHostToDevice, s);
+      return code == cudaSuccess && then_sync ? cudaStreamSynchronize(s.get()) : code;
+    });
     drain();
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
     sc::observe("took_us." + std::to_string(bytes), static_cast<long long>(seen.took.count()));
@@ -133,7 +115,8 @@ TEST_F(CopyOverlap, SmallPageableCopiesAgainstAGatedStream) {
 // host-side synchronization. With a gate in the legacy stream (where cudaMemcpy is issued): the first two
 // must not return while it is closed, the third must.
 TEST_F(CopyOverlap, SynchronousCopyRules) {
-  sc::claim("COPY-09", sc::verdict_kind::documented, "SYNC (cudaMemcpy: pageable H2D syncs first, D2H completes, D2D does not sync)");
+  sc::claim("COPY-09", sc::verdict_kind::documented,
+            "SYNC (cudaMemcpy: pageable H2D syncs first, D2H completes, D2D does not sync)");
   const std::size_t bytes = std::size_t{1} << 20;
   const std::size_t n = bytes / sizeof(std::uint32_t);
   pageable plain(bytes, 9u);
@@ -156,25 +139,18 @@ TEST_F(CopyOverlap, SynchronousCopyRules) {
                                    {"D2D", cudaMemcpyDeviceToDevice, y.data(), x.data(), true}};
   for (const call& c : calls) {
     SCOPED_TRACE(c.name);
-    sc::return_observation seen;
-    {
-      sc::gate g;
-      hold(g, held);
-      sc::held_window w(g);
-      seen = sc::call_while_gated(
-          [&] {
-            const auto scope = timeline().label(std::string("cudaMemcpy ") + c.name);
-            return cudaMemcpy(c.dst, c.src, bytes, c.kind);
-          },
-          g);
-    }
+    const sc::return_observation seen = call_while_held(held, [&] {
+      const auto scope = timeline().label(std::string("cudaMemcpy ") + c.name);
+      return cudaMemcpy(c.dst, c.src, bytes, c.kind);
+    });
     drain();
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
     sc::observe(std::string("took_us.") + c.name, static_cast<long long>(seen.took.count()));
     if (c.returns) {
       EXPECT_TRUE(seen.returned) << "cudaMemcpy " << c.name << " waited for the held legacy stream";
     } else {
-      EXPECT_TRUE(sc::does_not_hold(seen.returned)) << "cudaMemcpy " << c.name << " returned while the legacy stream was held";
+      EXPECT_TRUE(sc::does_not_hold(seen.returned))
+          << "cudaMemcpy " << c.name << " returned while the legacy stream was held";
     }
   }
 }
@@ -183,39 +159,29 @@ TEST_F(CopyOverlap, SynchronousCopyRules) {
 // synchronous D2H cudaMemcpy waits for earlier work in blocking streams (documented), and (observed) not
 // for work in non-blocking streams.
 TEST_F(CopyOverlap, SynchronousDeviceToHostCopyAgainstBusyStreams) {
-  sc::claim("COPY-10", sc::verdict_kind::documented, "SYNC (issued to the default stream) + SSB (legacy waits for blocking streams)");
+  sc::claim("COPY-10", sc::verdict_kind::documented,
+            "SYNC (issued to the default stream) + SSB (legacy waits for blocking streams)");
   const std::size_t bytes = std::size_t{1} << 20;
   sc::pinned_buffer<std::uint32_t> host(bytes / sizeof(std::uint32_t));
   sc::device_buffer<std::uint32_t> dev(bytes / sizeof(std::uint32_t));
   // Mutation (arrangement): the "blocking" stream is made non-blocking.
-  const stream_flags first = sc::mutate("COPY-10", sc::mutation_kind::arrangement, stream_flags::blocking,
-                                        stream_flags::non_blocking);
+  const stream_flags first =
+      sc::mutate("COPY-10", sc::mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking);
   const sc::stream s1 = make(first, "s1");
   const sc::stream s2 = make(stream_flags::non_blocking, "s2");
   const auto d2h = [&] {
     const auto scope = timeline().label("cudaMemcpy D2H");
     return cudaMemcpy(host.data(), dev.data(), bytes, cudaMemcpyDeviceToHost);
   };
-  sc::return_observation behind_blocking;
-  {
-    sc::gate g;
-    hold(g, s1);
-    sc::held_window w(g);
-    behind_blocking = sc::call_while_gated(d2h, g);
-  }
+  const sc::return_observation behind_blocking = call_while_held(s1, d2h);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, behind_blocking.code);
   EXPECT_TRUE(sc::does_not_hold(behind_blocking.returned)) << "the synchronous D2H copy did not wait for blocking s1";
-  sc::return_observation behind_non_blocking;
-  {
-    sc::gate g;
-    hold(g, s2);
-    sc::held_window w(g);
-    behind_non_blocking = sc::call_while_gated(d2h, g);
-  }
+  const sc::return_observation behind_non_blocking = call_while_held(s2, d2h);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, behind_non_blocking.code);
-  EXPECT_TRUE(sc::observed_row("COPY-10", "d2h_returned_while_non_blocking_stream_gated", behind_non_blocking.returned));
+  EXPECT_TRUE(
+      sc::observed_row("COPY-10", "d2h_returned_while_non_blocking_stream_gated", behind_non_blocking.returned));
 }
 
 }  // namespace

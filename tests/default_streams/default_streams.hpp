@@ -24,25 +24,11 @@ class DefaultStreams : public GpuTest {
     timeline().track(per_thread_);
   }
 
-  // Helpers are public so that a test file's free functions can share an arrangement between tests.
+  // make, hold, drop and drain come from GpuTest; public so that a test file's free functions can share
+  // an arrangement between tests.
  public:
   using GpuTest::timeline;
-  stream make(stream_flags flags, const std::string& name) {
-    stream s = stream::create(flags, 0, name);
-    timeline().track(s);
-    return s;
-  }
-  void hold(gate& g, const stream& s) {
-    const auto label = timeline().label("gate@" + s.name());
-    g.hold(s);
-  }
-  void drop(marks& m, const stream& s, unsigned id) {
-    const auto label = timeline().label("mark" + std::to_string(id) + "@" + s.name());
-    m.drop(s, id);
-  }
   int device_index() const noexcept { return device(); }
-  // Waits for the whole device with a deadline (every gate must be open by then).
-  void drain() { SC_CHECK_CUDA(synchronize_within(legacy_, kWorkDeadline)); SC_CHECK_CUDA(cudaDeviceSynchronize()); }
 
   const stream legacy_ = stream::legacy();
   const stream per_thread_ = stream::per_thread();

@@ -56,15 +56,10 @@ TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
       {"cudaStreamAddCallback", [&] { return cudaStreamAddCallback(s.get(), do_nothing_callback, nullptr, 0); }}};
   for (const enqueue& e : calls) {
     SCOPED_TRACE(e.name);
-    sc::gate g;
-    hold(g, s);
-    EXPECT_TRUE(g.wait_started());
-    const sc::return_observation seen = sc::call_while_gated(
-        [&] {
-          const cudaError_t code = e.call();
-          return code == cudaSuccess && then_sync ? cudaStreamSynchronize(s.get()) : code;
-        },
-        g);
+    const sc::return_observation seen = call_while_held(s, [&] {
+      const cudaError_t code = e.call();
+      return code == cudaSuccess && then_sync ? cudaStreamSynchronize(s.get()) : code;
+    });
     ASSERT_TRUE(drain());
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
     EXPECT_TRUE(seen.returned) << e.name << " waited for the gated stream";

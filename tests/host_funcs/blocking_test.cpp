@@ -31,20 +31,13 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
   const bool device_gate = sc::mutation_active("HOST-06", sc::mutation_kind::arrangement);
   sc::host_latch latch;
   sc::gate g;
-  if (device_gate) {
-    hold(g, a);
-    EXPECT_TRUE(g.wait_started());
-  } else {
-    hold(latch, a);
-    EXPECT_TRUE(latch.wait_started());
-  }
-  const sc::holder& held = device_gate ? static_cast<const sc::holder&>(g) : latch;
+  sc::holder& held = device_gate ? static_cast<sc::holder&>(g) : latch;
+  hold(held, a);
+  sc::held_window w(held);
   host_record& other = launch_host_func(b, "b");
   // Reason for the 50 ms window: a free worker runs a host function within microseconds.
-  const sc::gated_result ran = sc::present_while_gated("the host function in B", [&] { return other.calls.load() != 0; },
-                                                       held, sc::kAbsenceWindow);
-  latch.open();
-  g.open();
+  const sc::gated_result ran = w.present(sc::testing::ran(other), sc::kAbsenceWindow);
+  w.release();
   ASSERT_TRUE(drain());
   EXPECT_TRUE(sc::observed_row("HOST-06", "other_stream_host_function_ran", ran));
 }
@@ -60,10 +53,10 @@ TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
   const bool behind = sc::mutation_active("HOST-07", sc::mutation_kind::arrangement);
   sc::host_latch latch;
   hold(latch, a);
-  EXPECT_TRUE(latch.wait_started());
+  sc::held_window w(latch);
   drop(m, behind ? a : b, 1);
-  const sc::gated_result ran = sc::present_while_gated(m, 1, latch);
-  latch.open();
+  const sc::gated_result ran = w.present(sc::probe::mark(m, 1));
+  w.release();
   ASSERT_TRUE(drain());
   EXPECT_TRUE(sc::observed_row("HOST-07", "other_stream_kernel_ran", ran));
 }

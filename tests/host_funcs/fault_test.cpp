@@ -5,14 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <string>
-#include <thread>
 
 #include "host_funcs.hpp"
 #include "sc/fixtures/child.hpp"
+#include "sc/fixtures/probe.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -59,10 +58,10 @@ void CUDART_CB callback(cudaStream_t, cudaError_t status, void*) {
     channel.write("enqueue.cudaStreamAddCallback", name(cudaStreamAddCallback(s, callback, nullptr, 0)));
   }  // the gate opens: the trap runs
   channel.write("cudaStreamSynchronize", name(cudaStreamSynchronize(s)));
-  // The callback may run after the synchronize has returned the error: wait for it with a deadline.
-  const auto until = std::chrono::steady_clock::now() + sc::kWorkDeadline;
-  while (g_seen.callback_calls.load() == 0 && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // The callback may run after the synchronize has returned the error, and nothing in stream order is
+  // left to wait on in a lost context: wait for the callback itself, with a deadline. (H's absence is
+  // decided by values, not by this wait: C records how often H had run when C ran.)
+  sc::wait_until(sc::probe::counter("the callback after the fault ran", g_seen.callback_calls), sc::kWorkDeadline);
   channel.write("callback.calls", std::to_string(g_seen.callback_calls.load()));
   channel.write("callback.status", g_seen.callback_status.load() < 0
                                        ? std::string("none")
@@ -78,8 +77,9 @@ void CUDART_CB callback(cudaStream_t, cudaError_t status, void*) {
 // not called after an error in the context): after a trapping kernel, the callback behind it runs and
 // gets an error status, and the host function behind it is never called.
 TEST_F(HostFuncs, AfterADeviceFaultCallbacksGetTheErrorAndHostFunctionsAreSkipped) {
-  sc::claim("HOST-11", sc::verdict_kind::documented,
-            "DRV cuStreamAddCallback (error status after a device error); cuLaunchHostFunc (not called after an error)");
+  sc::claim(
+      "HOST-11", sc::verdict_kind::documented,
+      "DRV cuStreamAddCallback (error status after a device error); cuLaunchHostFunc (not called after an error)");
   // Mutation (arrangement): an empty kernel instead of the trapping one, so nothing faults.
   const bool trap = !sc::mutation_active("HOST-11", sc::mutation_kind::arrangement);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -95,7 +95,8 @@ TEST_F(HostFuncs, AfterADeviceFaultCallbacksGetTheErrorAndHostFunctionsAreSkippe
   EXPECT_EQ("true", child["gate_started"]) << "the gate in the child did not start, so the fault may have come early";
   EXPECT_EQ("cudaSuccess", child["enqueue.cudaLaunchHostFunc"]) << "enqueued before the fault, it must be accepted";
   EXPECT_EQ("cudaSuccess", child["enqueue.cudaStreamAddCallback"]) << "enqueued before the fault, it must be accepted";
-  EXPECT_NE("cudaSuccess", child["cudaStreamSynchronize"]) << "the stream with the faulting kernel synchronized cleanly";
+  EXPECT_NE("cudaSuccess", child["cudaStreamSynchronize"])
+      << "the stream with the faulting kernel synchronized cleanly";
   EXPECT_EQ("1", child["callback.calls"]) << "the callback after the fault was not called exactly once";
   EXPECT_NE("cudaSuccess", child["callback.status"]) << "the callback after the fault got no error status";
   EXPECT_NE("none", child["callback.status"]);

@@ -56,23 +56,10 @@ void HostFuncs::TearDown() {
 }
 
 stream HostFuncs::make(stream_flags flags, const std::string& name) {
-  stream s = stream::create(flags, 0, name);
-  timeline().track(s);
+  stream s = GpuTest::make(flags, name);
   streams_.push_back(s.get());
   names_.push_back(name);
   return s;
-}
-
-void HostFuncs::hold(gate& g, const stream& s) {
-  const auto label = timeline().label("gate@" + s.name());
-  g.hold(s);
-}
-
-void HostFuncs::hold(host_latch& l, const stream& s) { l.hold(s); }
-
-void HostFuncs::drop(marks& m, const stream& s, unsigned id) {
-  const auto label = timeline().label("mark" + std::to_string(id) + "@" + s.name());
-  m.drop(s, id);
 }
 
 host_record& HostFuncs::record(const std::string& label) {

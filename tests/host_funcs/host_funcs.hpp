@@ -54,10 +54,8 @@ class HostFuncs : public GpuTest {
   void TearDown() override;
 
  public:
+  // The base fixture's make, and the stream is drained by drain() (hold and drop are the base's).
   stream make(stream_flags flags, const std::string& name);
-  void hold(gate& g, const stream& s);
-  void hold(host_latch& l, const stream& s);
-  void drop(marks& m, const stream& s, unsigned id);
   // Enqueues a host function (cudaLaunchHostFunc) that records itself, then runs `body`.
   host_record& launch_host_func(const stream& s, const std::string& label, std::function<void()> body = {});
   // The same with cudaStreamAddCallback (flags 0), which also records the stream and status it gets.
