@@ -37,6 +37,58 @@ __global__ void spin_kernel(block_record* records, std::uint64_t spin_ns) {
   }
 }
 
+__global__ void sched_spin_kernel(block_record* records, spin_plan plan) {
+  __shared__ std::uint64_t t0;
+  __shared__ std::uint32_t sm0;
+  if (threadIdx.x == 0) {
+    t0 = now_ns();
+    sm0 = device::sm_id();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && plan.started != nullptr) sys_u32(plan.started[blockIdx.x]).store(1u, cuda::memory_order_relaxed);
+  const std::uint64_t spin =
+      plan.spin_ns + (plan.round_blocks == 0 ? 0 : (blockIdx.x / plan.round_blocks) * plan.stagger_ns);
+  std::uint64_t last = t0;
+  std::uint64_t widest = 0;
+  for (std::uint64_t now = t0; now - t0 < spin;) {
+    now = now_ns();
+    if (now - last > widest) widest = now - last;
+    last = now;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    records[blockIdx.x] = block_record{t0, now_ns(), widest, sm0, device::sm_id(), device::sm_count_bound(), 0u};
+  }
+}
+
+__global__ void gap_log_kernel(gap_log* logs, std::uint64_t spin_ns, std::uint64_t threshold_ns) {
+  if (threadIdx.x == 0) {
+    gap_log& log = logs[blockIdx.x];
+    const std::uint32_t sm0 = device::sm_id();
+    const std::uint64_t t0 = now_ns();
+    std::uint32_t gaps = 0;
+    std::uint64_t last = t0;
+    for (std::uint64_t now = t0; now - t0 < spin_ns;) {
+      now = now_ns();
+      if (now - last > threshold_ns) {
+        if (gaps < kGapSlots) {
+          log.at_ns[gaps] = last;
+          log.len_ns[gaps] = now - last;
+        }
+        ++gaps;
+      }
+      last = now;
+    }
+    log.t0_ns = t0;
+    log.t1_ns = now_ns();
+    log.gaps = gaps;
+    log.sm_begin = sm0;
+    log.sm_end = device::sm_id();
+    log.reserved = 0;
+  }
+  __syncthreads();
+}
+
 __global__ void timer_probe_kernel(timer_probe* out, unsigned reads) {
   const std::uint64_t first = now_ns();
   std::uint64_t last = first;
@@ -155,6 +207,51 @@ cudaError_t launch_spin(cudaStream_t stream, block_record* records, unsigned blo
   return cudaGetLastError();
 }
 
+cudaError_t launch_sched_spin(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
+                              const spin_plan& plan, unsigned cluster) {
+  if (cluster <= 1) {
+    sched_spin_kernel<<<blocks, threads, 0, stream>>>(records, plan);
+    return cudaGetLastError();
+  }
+  if (blocks % cluster != 0) return cudaErrorInvalidValue;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(threads);
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = cluster;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, sched_spin_kernel, records, plan);
+}
+
+cudaError_t sched_spin_occupancy(unsigned threads, int* blocks_per_sm) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, sched_spin_kernel, static_cast<int>(threads), 0);
+}
+
+cudaError_t sched_spin_cluster_occupancy(unsigned threads, unsigned cluster, int* clusters) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(cluster);
+  config.blockDim = dim3(threads);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = cluster;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaOccupancyMaxActiveClusters(clusters, sched_spin_kernel, &config);
+}
+
+cudaError_t launch_gap_log(cudaStream_t stream, gap_log* logs, unsigned blocks, unsigned threads,
+                           std::uint64_t spin_ns, std::uint64_t threshold_ns) {
+  gap_log_kernel<<<blocks, threads, 0, stream>>>(logs, spin_ns, threshold_ns);
+  return cudaGetLastError();
+}
+
 cudaError_t launch_timer_probe(cudaStream_t stream, timer_probe* out, unsigned reads) {
   timer_probe_kernel<<<1, 1, 0, stream>>>(out, reads);
   return cudaGetLastError();
@@ -200,7 +297,8 @@ const void* const kAllKernels[] = {
     reinterpret_cast<const void*>(beacon_kernel), reinterpret_cast<const void*>(empty_kernel),
     reinterpret_cast<const void*>(trap_kernel), reinterpret_cast<const void*>(gate_grid_kernel),
     reinterpret_cast<const void*>(fill_kernel),  reinterpret_cast<const void*>(fill_late_kernel),
-    reinterpret_cast<const void*>(count_mismatches_kernel)};
+    reinterpret_cast<const void*>(count_mismatches_kernel), reinterpret_cast<const void*>(sched_spin_kernel),
+    reinterpret_cast<const void*>(gap_log_kernel)};
 }  // namespace
 
 cudaError_t preload() {

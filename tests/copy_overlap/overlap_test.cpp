@@ -131,77 +131,112 @@ TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
 }
 
 // COPY-12 · a claim in a vlasiator PR #1125 review; catalog Q5 (observed): do cudaMemsetAsync and a D2D
-// cudaMemcpyAsync run on the SMs (needing free thread slots), or on a copy engine? Every thread slot of
-// every SM is taken by a grid-wide gate; then a memset, a D2D copy and (the control) a one-thread kernel
-// go into three other streams. The control must not run: it shows the slots really are full.
-TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
-  sc::claim("COPY-12", sc::verdict_kind::observed, "vlasiator PR #1125 review (memsets on SMs?); catalog Q5");
-  const unsigned threads = static_cast<unsigned>(std::min(1024, properties().maxThreadsPerBlock));
-  int per_sm = 0;
-  SC_CHECK_CUDA(sc::kernels::gate_grid_occupancy(threads, &per_sm));
-  ASSERT_GT(per_sm, 0);
-  // Mutation (arrangement): half the SMs' worth of blocks, so slots stay free.
-  const bool half = sc::mutation_active("COPY-12", sc::mutation_kind::arrangement);
-  const unsigned full = static_cast<unsigned>(properties().multiProcessorCount * per_sm);
-  const unsigned blocks = half ? full / 2 : full;
-  sc::observe("grid_gate.blocks", static_cast<int>(blocks));
-  sc::observe("grid_gate.threads", static_cast<int>(threads));
-  sc::observe("grid_gate.blocks_per_sm", per_sm);
+// cudaMemcpyAsync run on the SMs (needing room there), or on a copy engine? A grid-wide gate takes SMs;
+// then a one-thread kernel (the control), a memset and a D2D copy go into three other streams. Three
+// arrangements: some SMs empty (the control must run), every thread slot of every SM taken (the control
+// must not run), and one gate block per SM (recorded). A memset that runs exactly when the control runs
+// needs room on an SM, like a kernel; one that runs regardless is done elsewhere.
+struct sm_room {
+  sc::gated_result kernel_ran{sc::gated_outcome::invalid, "not measured"};
+  sc::gated_result memset_ran{sc::gated_outcome::invalid, "not measured"};
+  sc::gated_result d2d_ran{sc::gated_outcome::invalid, "not measured"};
+};
+
+sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned blocks, unsigned threads) {
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   sc::device_buffer<std::uint32_t> x(n);
   sc::device_buffer<std::uint32_t> y(n);
   sc::mapped<std::uint32_t> resident(1);
   resident.host()[0] = 0;
   sc::marks m;
-  const sc::stream a = make(stream_flags::non_blocking, "a");
-  const sc::stream b = make(stream_flags::non_blocking, "b");
-  const sc::stream c = make(stream_flags::non_blocking, "c");
-  const sc::stream d = make(stream_flags::non_blocking, "d");
-  sc::thread_probe memset_done("a memset in b and its synchronize", [&] {
-    const cudaError_t code = memset("memset", x.data(), 0x11, kCopyBytes, b);
+  const sc::stream a = t.make(stream_flags::non_blocking, name + ".a");
+  const sc::stream b = t.make(stream_flags::non_blocking, name + ".b");
+  const sc::stream c = t.make(stream_flags::non_blocking, name + ".c");
+  const sc::stream d = t.make(stream_flags::non_blocking, name + ".d");
+  sc::thread_probe memset_done("a memset in " + b.name() + " and its synchronize", [&] {
+    const cudaError_t code = t.memset(name + ".memset", x.data(), 0x11, kCopyBytes, b);
     return code == cudaSuccess ? cudaStreamSynchronize(b.get()) : code;
   });
-  sc::thread_probe d2d_done("a D2D copy in c and its synchronize", [&] {
-    const cudaError_t code = copy("d2d", y.data(), x.data(), kCopyBytes, cudaMemcpyDeviceToDevice, c);
+  sc::thread_probe d2d_done("a D2D copy in " + c.name() + " and its synchronize", [&] {
+    const cudaError_t code = t.copy(name + ".d2d", y.data(), x.data(), kCopyBytes, cudaMemcpyDeviceToDevice, c);
     return code == cudaSuccess ? cudaStreamSynchronize(c.get()) : code;
   });
   sc::gate g;
   {
-    const auto label = timeline().label("grid gate@a");
+    const auto label = t.timeline().label("grid gate@" + a.name());
     g.hold_by([&](sc::kernels::gate_word* word, std::uint64_t ns, bool banner) {
       return sc::kernels::launch_gate_grid(a.get(), word, ns, banner, blocks, threads, resident.device());
     });
   }
+  sm_room room;
   sc::held_window w(g);
   // Every block resident before anything is asked. Reason for 1 s: a grid of this size starts in microseconds.
-  const sc::gated_result filled =
-      w.present(sc::probe("all " + std::to_string(blocks) + " blocks of the grid gate resident",
-                          [&] { return sc::load_acquire(resident.host()[0]) >= blocks; }),
-                sc::kPresenceDeadline);
-  EXPECT_TRUE(filled);
-  drop(m, d, 1);
+  EXPECT_TRUE(w.present(sc::probe(name + ": all " + std::to_string(blocks) + " blocks of the grid gate resident",
+                                  [&] { return sc::load_acquire(resident.host()[0]) >= blocks; }),
+                        sc::kPresenceDeadline));
+  t.drop(m, d, 1);
   // Reason for the 50 ms windows: a free engine (or free SM) finishes 32 MiB in well under 10 ms.
-  const sc::gated_result kernel_ran = w.present(sc::probe::mark(m, 1), sc::kAbsenceWindow);
+  room.kernel_ran = w.present(sc::probe::mark(m, 1), sc::kAbsenceWindow);
   memset_done.start();
-  const sc::gated_result memset_ran = w.present(memset_done.returned(), sc::kAbsenceWindow);
+  room.memset_ran = w.present(memset_done.returned(), sc::kAbsenceWindow);
   d2d_done.start();
-  const sc::gated_result d2d_ran = w.present(d2d_done.returned(), sc::kAbsenceWindow);
+  room.d2d_ran = w.present(d2d_done.returned(), sc::kAbsenceWindow);
   w.release();
-  ASSERT_TRUE(memset_done.join_within(sc::kWorkDeadline));
-  ASSERT_TRUE(d2d_done.join_within(sc::kWorkDeadline));
-  drain();
-  EXPECT_CUDA_EQ(cudaSuccess, memset_done.code());
-  EXPECT_CUDA_EQ(cudaSuccess, d2d_done.code());
-  EXPECT_TRUE(sc::observed_row("COPY-12", "control_kernel_ran_while_sms_full", kernel_ran));
-  EXPECT_TRUE(sc::observed_row("COPY-12", "memset_ran_while_sms_full", memset_ran));
-  EXPECT_TRUE(sc::observed_row("COPY-12", "d2d_copy_ran_while_sms_full", d2d_ran));
+  EXPECT_TRUE(memset_done.join_within(sc::kWorkDeadline));
+  EXPECT_TRUE(d2d_done.join_within(sc::kWorkDeadline));
+  t.drain();
+  EXPECT_CUDA_EQ(cudaSuccess, memset_done.code()) << name;
+  EXPECT_CUDA_EQ(cudaSuccess, d2d_done.code()) << name;
+  return room;
+}
+
+TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
+  sc::claim("COPY-12", sc::verdict_kind::observed, "vlasiator PR #1125 review (memsets on SMs?); catalog Q5");
+  const unsigned threads = static_cast<unsigned>(std::min(1024, properties().maxThreadsPerBlock));
+  int per_sm = 0;
+  SC_CHECK_CUDA(sc::kernels::gate_grid_occupancy(threads, &per_sm));
+  ASSERT_GT(per_sm, 0);
+  const unsigned sms = static_cast<unsigned>(properties().multiProcessorCount);
+  const unsigned full = sms * static_cast<unsigned>(per_sm);
+  // At most half as many blocks as SMs: however they are placed, at least half of the SMs hold none.
+  const unsigned some_free = std::max(1u, sms / 2);
+  sc::observe("grid_gate.threads", static_cast<int>(threads));
+  sc::observe("grid_gate.blocks_per_sm", per_sm);
+  sc::observe("grid_gate.blocks.some_sms_free", static_cast<int>(some_free));
+  sc::observe("grid_gate.blocks.full", static_cast<int>(full));
+  // A memset and a D2D copy before any gate, so that no first use (loading, set-up) is measured below.
+  {
+    sc::device_buffer<std::uint32_t> w1(1024);
+    sc::device_buffer<std::uint32_t> w2(1024);
+    const sc::stream s = make(stream_flags::non_blocking, "warm-up");
+    SC_CHECK_CUDA(cudaMemsetAsync(w1.data(), 0, 4096, s.get()));
+    SC_CHECK_CUDA(cudaMemcpyAsync(w2.data(), w1.data(), 4096, cudaMemcpyDeviceToDevice, s.get()));
+    SC_CHECK_CUDA(synchronize_within(s, sc::kWorkDeadline));
+  }
+  const sm_room free_room = try_beside_grid_gate(*this, "some_free", some_free, threads);
+  // Mutation (arrangement): the "full" grid is the some-SMs-free one, so the control kernel runs.
+  const bool mutated = sc::mutation_active("COPY-12", sc::mutation_kind::arrangement);
+  const sm_room full_room = try_beside_grid_gate(*this, "full", mutated ? some_free : full, threads);
+  const sm_room one_room = try_beside_grid_gate(*this, "one_per_sm", sms, threads);
+  // The controls: room on an SM lets a kernel run, no room holds it back. Without both, the memset rows
+  // below say nothing about thread slots.
+  EXPECT_TRUE(sc::observed_row("COPY-12", "control_kernel_ran_with_free_sms", free_room.kernel_ran));
+  EXPECT_TRUE(sc::observed_row("COPY-12", "control_kernel_ran_while_sms_full", full_room.kernel_ran));
+  EXPECT_TRUE(sc::observed_row("COPY-12", "memset_ran_with_free_sms", free_room.memset_ran));
+  EXPECT_TRUE(sc::observed_row("COPY-12", "memset_ran_while_sms_full", full_room.memset_ran));
+  EXPECT_TRUE(sc::observed_row("COPY-12", "d2d_copy_ran_with_free_sms", free_room.d2d_ran));
+  EXPECT_TRUE(sc::observed_row("COPY-12", "d2d_copy_ran_while_sms_full", full_room.d2d_ran));
+  // One gate block per SM leaves half the thread slots of every SM free (per_sm >= 2): does another
+  // kernel use them?
+  EXPECT_TRUE(sc::observed_row("COPY-12", "control_kernel_ran_beside_one_gate_block_per_sm", one_room.kernel_ran));
+  EXPECT_TRUE(sc::observed_row("COPY-12", "memset_ran_beside_one_gate_block_per_sm", one_room.memset_ran));
   if (const std::string why = untraced_reason(); !why.empty()) {
     sc::observe("channels", why);
     return;
   }
-  const sc::timeline t = timeline().collect();
-  for (const char* label : {"memset", "d2d"})
-    if (const sc::timeline_item* item = one(t, label)) observe_copy(label, *item);
+  const sc::timeline tl = timeline().collect();
+  for (const char* label : {"full.memset", "full.d2d"})
+    if (const sc::timeline_item* item = one(tl, label)) observe_copy(label, *item);
 }
 
 // COPY-13 · DRV/RT ...CreateWithPriority ("only compute kernels" are affected); PG 2.3.9.1; NVlabs
@@ -224,26 +259,19 @@ TEST_F(CopyOverlap, StreamPriorityAndCopies) {
   const sc::stream low = make(stream_flags::non_blocking, "low", least);
   const sc::stream high = make(stream_flags::non_blocking, "high", greatest);
   const sc::event opened = sc::event::create(sc::event_flags::disable_timing);
-  // Mutation (arrangement): the high-priority copy is issued first.
-  const bool high_first = sc::mutation_active("COPY-13", sc::mutation_kind::arrangement);
+  // Mutation (arrangement): the copies do not wait for the event, so nothing holds them; the gating check
+  // below ("no copy finished while the gate was closed") must then fail.
+  const bool unheld = sc::mutation_active("COPY-13", sc::mutation_kind::arrangement);
   sc::gate g;
   hold(g, gs);
   SC_CHECK_CUDA(cudaEventRecord(opened.get(), gs.get()));
-  SC_CHECK_CUDA(cudaStreamWaitEvent(low.get(), opened.get(), 0));
-  SC_CHECK_CUDA(cudaStreamWaitEvent(high.get(), opened.get(), 0));
-  const auto issue_low = [&] {
-    SC_CHECK_CUDA(copy("low", dst_low.data(), src_low.data(), kCopyBytes, cudaMemcpyHostToDevice, low));
-  };
-  const auto issue_high = [&] {
-    SC_CHECK_CUDA(copy("high", dst_high.data(), src_high.data(), kCopyBytes, cudaMemcpyHostToDevice, high));
-  };
-  if (high_first) {
-    issue_high();
-    issue_low();
-  } else {
-    issue_low();
-    issue_high();
+  if (!unheld) {
+    SC_CHECK_CUDA(cudaStreamWaitEvent(low.get(), opened.get(), 0));
+    SC_CHECK_CUDA(cudaStreamWaitEvent(high.get(), opened.get(), 0));
   }
+  // The low-priority copy is issued first, so a high-priority copy that starts first was moved ahead.
+  SC_CHECK_CUDA(copy("low", dst_low.data(), src_low.data(), kCopyBytes, cudaMemcpyHostToDevice, low));
+  SC_CHECK_CUDA(copy("high", dst_high.data(), src_high.data(), kCopyBytes, cudaMemcpyHostToDevice, high));
   {
     sc::held_window w(g);
     EXPECT_TRUE(w.absent(sc::probe("a copy behind the gate finished", [&] {

@@ -31,6 +31,21 @@ cudaError_t mark_function(cudaFunction_t* function);
 cudaError_t launch_spin(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
                         std::uint64_t spin_ns);
 
+// The scheduling grid (priority_sched): `blocks` blocks of `threads` threads spin as `plan` says and
+// write records[blockIdx.x] (block_record). With cluster > 1 the grid is launched in thread-block
+// clusters of that many blocks (cudaLaunchKernelEx; blocks must be a multiple of cluster).
+cudaError_t launch_sched_spin(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
+                              const spin_plan& plan, unsigned cluster = 1);
+// How many blocks of `threads` threads of the scheduling grid fit on one SM at once (occupancy API).
+cudaError_t sched_spin_occupancy(unsigned threads, int* blocks_per_sm);
+// How many clusters of `cluster` blocks of `threads` threads can be resident at once on the device.
+cudaError_t sched_spin_cluster_occupancy(unsigned threads, unsigned cluster, int* clusters);
+
+// `blocks` blocks of `threads` threads; thread 0 of each spins spin_ns and logs every gap longer than
+// threshold_ns between its timer reads into logs[blockIdx.x] (time-slicing, SCHED-11).
+cudaError_t launch_gap_log(cudaStream_t stream, gap_log* logs, unsigned blocks, unsigned threads,
+                           std::uint64_t spin_ns, std::uint64_t threshold_ns);
+
 // One thread reads %globaltimer `reads` times back to back and summarizes the steps.
 cudaError_t launch_timer_probe(cudaStream_t stream, timer_probe* out, unsigned reads);
 

@@ -38,6 +38,32 @@ struct block_record {
   std::uint32_t reserved;
 };
 
+// How a scheduling grid (priority_sched) spins. Block b spins spin_ns + (b / round_blocks) * stagger_ns,
+// so with round_blocks = the SM count the blocks placed together on one SM retire at different times
+// (round_blocks 0: every block spins spin_ns). started, when not null, is mapped host memory with one
+// word per block: thread 0 stores 1 there once every warp of the block is resident.
+struct spin_plan {
+  std::uint64_t spin_ns;
+  std::uint64_t stagger_ns;
+  std::uint32_t round_blocks;
+  std::uint32_t reserved;
+  std::uint32_t* started;
+};
+
+// One per block of a gap-logging spin (time-slicing between contexts, SCHED-11): every stretch longer
+// than the threshold between two consecutive %globaltimer reads of thread 0, while the block spun.
+inline constexpr unsigned kGapSlots = 48;
+struct gap_log {
+  std::uint64_t t0_ns;
+  std::uint64_t t1_ns;
+  std::uint64_t at_ns[kGapSlots];   // the read before the gap
+  std::uint64_t len_ns[kGapSlots];  // the gap's length
+  std::uint32_t gaps;               // gaps seen (may exceed kGapSlots; only the first kGapSlots are kept)
+  std::uint32_t sm_begin;
+  std::uint32_t sm_end;
+  std::uint32_t reserved;
+};
+
 // Result of back-to-back %globaltimer reads by one thread (instrument INST-01).
 struct timer_probe {
   std::uint64_t first_ns;

@@ -1,0 +1,184 @@
+#include "priority_sched.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "sc/fixtures/calibration.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/host_atomic.hpp"
+#include "sc/fixtures/observe.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace sc::testing {
+
+void PrioritySched::SetUp() {
+  GpuTest::SetUp();
+  if (IsSkipped() || HasFatalFailure()) return;
+  // Every test's records are held to the device's residency limits.
+  claim("SCHED-13", verdict_kind::documented, "RT cudaDeviceProp maxThreadsPerMultiProcessor, maxBlocksPerMultiProcessor");
+  if (const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING"); blocking != nullptr && std::string(blocking) == "1")
+    GTEST_SKIP() << "CUDA_LAUNCH_BLOCKING=1: launches are synchronous, so grids cannot be left pending behind a "
+                    "latch (the arrangement every scheduling test is built on)";
+  // Which grid is pending where depends on independent hardware queues (inherited_connection_count).
+  if (const std::string why = inherited_connection_count(); !why.empty()) GTEST_SKIP() << why;
+  threads_ = static_cast<unsigned>(std::min(1024, properties().maxThreadsPerBlock));
+  int per_sm = 0;
+  SC_CHECK_CUDA(kernels::sched_spin_occupancy(threads_, &per_sm));
+  ASSERT_GT(per_sm, 0) << "the scheduling grid does not fit on an SM with " << threads_ << " threads";
+  per_sm_ = static_cast<unsigned>(per_sm);
+  sms_ = static_cast<unsigned>(properties().multiProcessorCount);
+  SC_CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least_, &greatest_));
+  observe("grid.threads", static_cast<int>(threads_));
+  observe("grid.blocks_per_sm", per_sm);
+  observe("grid.wave_blocks", static_cast<int>(wave()));
+  observe("grid.block_spin_ns", static_cast<unsigned long long>(kBlockSpinNs));
+  observe("priority.least", least_);
+  observe("priority.greatest", greatest_);
+  observe("limits.max_threads_per_sm", properties().maxThreadsPerMultiProcessor);
+  observe("limits.max_blocks_per_sm", properties().maxBlocksPerMultiProcessor);
+}
+
+sched_grid& PrioritySched::grid(const std::string& label, const stream& s, int priority, unsigned blocks,
+                                unsigned threads, std::uint64_t spin_ns, std::uint64_t stagger_ns, unsigned cluster) {
+  sched_grid& g = grids_.emplace_back();
+  g.label = label;
+  g.stream = s.name();
+  g.priority = priority;
+  g.blocks = blocks;
+  g.threads = threads == 0 ? threads_ : threads;
+  g.cluster = cluster;
+  g.records = device_buffer<kernels::block_record>(blocks);
+  SC_CHECK_CUDA(cudaMemset(g.records.data(), 0, blocks * sizeof(kernels::block_record)));
+  g.started = mapped<std::uint32_t>(blocks);
+  std::fill(g.started.host(), g.started.host() + blocks, 0u);
+  g.plan.spin_ns = spin_ns;
+  g.plan.stagger_ns = stagger_ns;
+  g.plan.round_blocks = stagger_ns == 0 ? 0u : sms_;
+  g.plan.started = g.started.device();
+  return g;
+}
+
+void PrioritySched::launch(sched_grid& g, const stream& s) {
+  const auto label = timeline().label(g.label);
+  SC_CHECK_CUDA(kernels::launch_sched_spin(s.get(), g.records.data(), g.blocks, g.threads, g.plan, g.cluster));
+  g.launched = true;
+}
+
+unsigned PrioritySched::started(const sched_grid& g) const {
+  unsigned n = 0;
+  for (unsigned b = 0; b < g.blocks; ++b) n += load_acquire(g.started.host()[b]) != 0u ? 1u : 0u;
+  return n;
+}
+
+bool PrioritySched::wait_started(const sched_grid& g, unsigned n) {
+  const auto deadline = std::chrono::steady_clock::now() + kWaveDeadline;
+  while (started(g) < n) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << g.label << ": only " << started(g) << " of " << n << " blocks started within "
+                    << kWaveDeadline.count() << " ms";
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+void PrioritySched::behind(const event& opened, const stream& s) {
+  SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), opened.get(), 0));
+}
+
+residency_input PrioritySched::residency(const sched_grid& g) { return {&g.host, g.threads, g.label}; }
+
+slack PrioritySched::stamp_slack() const {
+  return ticks(4, "block stamps are %globaltimer reads on different SMs; the timer advances in ticks, so two "
+                  "ordered events may read the same value or, read on either side of an update, one tick apart");
+}
+
+void PrioritySched::collect() {
+  if (collected_) return;
+  collected_ = true;
+  drain();
+  std::vector<chart_grid> chart;
+  std::vector<residency_input> inputs;
+  for (sched_grid& g : grids_) {
+    if (!g.launched) continue;
+    g.host.resize(g.blocks);
+    SC_CHECK_CUDA(cudaMemcpy(g.host.data(), g.records.data(), g.blocks * sizeof(kernels::block_record),
+                             cudaMemcpyDeviceToHost));
+    const auto unwritten = std::count_if(g.host.begin(), g.host.end(), [](const auto& b) { return b.t1_ns == 0; });
+    EXPECT_EQ(0, unwritten) << g.label << ": blocks without a record (the grid did not run to the end)";
+    timeline().blocks(g.label, g.host.data(), g.host.size());
+    chart.push_back({g.label, g.stream, "", g.priority, g.threads, &g.host});
+    inputs.push_back(residency(g));
+    observe(g.label + ".priority", g.priority);
+    observe(g.label + ".blocks", static_cast<int>(g.blocks));
+    observe(g.label + ".widest_gap_ns", static_cast<unsigned long long>(widest_gap_ns(g.host)));
+    observe(g.label + ".moved_blocks", static_cast<unsigned long long>(moved_blocks(g.host)));
+  }
+  write_block_chart(chart, properties(), least_, greatest_);
+  EXPECT_TRUE(within_residency_limits(inputs, properties(), "residency"));
+}
+
+void write_block_chart(const std::vector<chart_grid>& grids, const cudaDeviceProp& properties, int least,
+                       int greatest) {
+  std::uint64_t base = 0;
+  for (const chart_grid& g : grids)
+    if (g.records != nullptr)
+      for (const auto& b : *g.records)
+        if (b.t1_ns != 0) base = (base == 0 || b.t0_ns < base) ? b.t0_ns : base;
+  nlohmann::json out = {{"clock", "globaltimer"},
+                        {"base_ns", base},
+                        {"sms", properties.multiProcessorCount},
+                        {"max_threads_per_sm", properties.maxThreadsPerMultiProcessor},
+                        {"max_blocks_per_sm", properties.maxBlocksPerMultiProcessor},
+                        {"priority_least", least},
+                        {"priority_greatest", greatest},
+                        {"grids", nlohmann::json::array()}};
+  for (const chart_grid& g : grids) {
+    nlohmann::json rows = nlohmann::json::array();
+    if (g.records != nullptr)
+      for (const auto& b : *g.records) {
+        if (b.t1_ns == 0) continue;
+        rows.push_back({b.t0_ns - base, b.t1_ns - base, b.sm_begin, b.sm_end, b.max_gap_ns});
+      }
+    out["grids"].push_back({{"label", g.label},
+                            {"stream", g.stream},
+                            {"process", g.process},
+                            {"priority", g.priority},
+                            {"threads", g.threads},
+                            {"fields", {"t0", "t1", "sm0", "sm1", "max_gap"}},
+                            {"records", std::move(rows)}});
+  }
+  sc::detail::set_block_chart(out);
+}
+
+::testing::AssertionResult within_residency_limits(const std::vector<residency_input>& grids,
+                                                   const cudaDeviceProp& properties, const std::string& key) {
+  const std::vector<residency_peak> peaks = residency_peaks(grids);
+  std::uint32_t most_blocks = 0;
+  std::uint64_t most_threads = 0;
+  std::ostringstream over;
+  for (const residency_peak& p : peaks) {
+    most_blocks = std::max(most_blocks, p.blocks);
+    most_threads = std::max(most_threads, p.threads);
+    if (p.blocks > static_cast<std::uint32_t>(properties.maxBlocksPerMultiProcessor) ||
+        p.threads > static_cast<std::uint64_t>(properties.maxThreadsPerMultiProcessor))
+      over << " SM " << p.sm << ": " << p.blocks << " blocks / " << p.threads << " threads (" << p.grids
+           << " grids at once, t=" << p.at_ns << ");";
+  }
+  observe(key + ".most_blocks_on_one_sm", static_cast<unsigned long long>(most_blocks));
+  observe(key + ".most_threads_on_one_sm", static_cast<unsigned long long>(most_threads));
+  observe(key + ".sms_with_records", static_cast<unsigned long long>(peaks.size()));
+  if (over.str().empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "more blocks or threads resident on one SM than the device allows (maxBlocksPerMultiProcessor "
+         << properties.maxBlocksPerMultiProcessor << ", maxThreadsPerMultiProcessor "
+         << properties.maxThreadsPerMultiProcessor << "); within one context that means the records are wrong "
+         << "or blocks were time-sliced:" << over.str();
+}
+
+}  // namespace sc::testing

@@ -1,0 +1,114 @@
+// The PrioritySched fixture: grids of timed spinning blocks (one block_record each: %globaltimer start and
+// end, %smid), sized from the device (SM count, occupancy, priority range), launched into streams of
+// chosen priorities, held behind one host latch so that the order of pending grids is set before the
+// latch opens, and read back after the test. Every test's records are checked against the device's
+// residency limits (SCHED-13) and drawn in the report's block chart.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "sc/fixtures/blocks.hpp"
+#include "sc/fixtures/event.hpp"
+#include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/host_latch.hpp"
+#include "sc/fixtures/memory.hpp"
+#include "sc/fixtures/predicates.hpp"
+#include "sc/fixtures/span.hpp"
+#include "sc/fixtures/stream.hpp"
+#include "sc/kernels/record.hpp"
+
+namespace sc::testing {
+
+// How long one block spins. Reason: about 1 ms per block (a wave of the device lasts 1 ms), so a test of
+// a few waves stays far below 50 ms of GPU work, while a block still outlasts launch and dispatch
+// latencies (microseconds) by two orders of magnitude.
+inline constexpr std::uint64_t kBlockSpinNs = 1'000'000;
+// How long the host waits for a grid's first wave to be resident. Reason: a wave starts within
+// microseconds of being dispatched; 1 s leaves room for a loaded machine and stays below the latch deadline.
+inline constexpr std::chrono::milliseconds kWaveDeadline{1000};
+
+// One grid of a scheduling arrangement.
+struct sched_grid {
+  std::string label;
+  std::string stream;
+  int priority = 0;
+  unsigned blocks = 0;
+  unsigned threads = 0;
+  unsigned cluster = 1;
+  kernels::spin_plan plan{};
+  device_buffer<kernels::block_record> records;
+  mapped<std::uint32_t> started;
+  block_records host;  // filled by PrioritySched::collect()
+  bool launched = false;
+};
+
+class PrioritySched : public GpuTest {
+ protected:
+  void SetUp() override;
+
+ public:
+  using GpuTest::properties;
+  using GpuTest::timeline;
+  // Threads per block of the standard grid (1024 or the device's maximum), how many such blocks fit on
+  // one SM (occupancy API), the SM count, and a wave: the blocks that fill every SM once.
+  unsigned threads() const noexcept { return threads_; }
+  unsigned per_sm() const noexcept { return per_sm_; }
+  unsigned sms() const noexcept { return sms_; }
+  unsigned wave() const noexcept { return sms_ * per_sm_; }
+  int least() const noexcept { return least_; }       // the lowest priority (numerically greatest)
+  int greatest() const noexcept { return greatest_; }  // the highest priority
+
+  // A grid of `blocks` blocks of `threads` threads (0: threads()) spinning `spin_ns`, in `s` (whose
+  // priority the caller states). With stagger_ns, block b spins spin_ns + (b / sms()) * stagger_ns.
+  sched_grid& grid(const std::string& label, const stream& s, int priority, unsigned blocks, unsigned threads = 0,
+                   std::uint64_t spin_ns = kBlockSpinNs, std::uint64_t stagger_ns = 0, unsigned cluster = 1);
+  // Launches it into its stream, labelled with its label.
+  void launch(sched_grid& g, const stream& s);
+  // Blocks of g that have started so far.
+  unsigned started(const sched_grid& g) const;
+  // Waits until n blocks of g have started; false (and a failure naming g) after kWaveDeadline.
+  bool wait_started(const sched_grid& g, unsigned n);
+  // Makes `s` wait for `opened` (recorded behind the latch).
+  static void behind(const event& opened, const stream& s);
+  // Drains the device, reads every grid's records back, attaches them to the timeline, checks the
+  // residency limits (SCHED-13: a documented assertion) and writes the block chart. Once per test.
+  void collect();
+  // The grid's records as the residency counter takes them.
+  static residency_input residency(const sched_grid& g);
+  // The named tolerance for comparing block stamps taken on different SMs: a few timer ticks.
+  slack stamp_slack() const;
+
+ private:
+  unsigned threads_ = 0;
+  unsigned per_sm_ = 0;
+  unsigned sms_ = 0;
+  int least_ = 0;
+  int greatest_ = 0;
+  bool collected_ = false;
+  std::deque<sched_grid> grids_;
+};
+
+// The block chart JSON (observation "block_chart") for grids read back elsewhere, e.g. from a child
+// process: process names which process the grid ran in ("" for the test's own).
+struct chart_grid {
+  std::string label;
+  std::string stream;
+  std::string process;
+  int priority = 0;
+  unsigned threads = 0;
+  const block_records* records = nullptr;
+};
+void write_block_chart(const std::vector<chart_grid>& grids, const cudaDeviceProp& properties, int least,
+                       int greatest);
+
+// SCHED-13 for a set of grids of one context: the most blocks and threads resident on any SM at once
+// against maxBlocksPerMultiProcessor and maxThreadsPerMultiProcessor. Records the peaks under `key` and
+// returns a failure naming the SM and moment where a limit was exceeded.
+::testing::AssertionResult within_residency_limits(const std::vector<residency_input>& grids,
+                                                   const cudaDeviceProp& properties, const std::string& key);
+
+}  // namespace sc::testing

@@ -1,0 +1,177 @@
+// SCHED-01, 02, 03, 06, 12: a low grid of several waves runs; a second grid is pending behind a latch that
+// opens once the low grid's first wave is resident. Who gets the slots the first wave frees?
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "priority_sched.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/observe.hpp"
+#include "sc/fixtures/trace.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::PrioritySched;
+using sc::testing::sched_grid;
+
+// Waves of the running grid. Reason: after the first wave, three more keep blocks pending for about 3 ms,
+// against microseconds for the host to open the latch and 1 ms for the pending grid's one wave.
+constexpr unsigned kRunningWaves = 4;
+
+struct saturation {
+  std::optional<sc::stream> latch_stream, running_stream, pending_stream;
+  sched_grid* running = nullptr;
+  sched_grid* pending = nullptr;
+  unsigned running_started_at_release = 0;
+  std::string why_not;  // empty when the arrangement was built
+};
+
+// `running` (kRunningWaves waves, priority running_priority) runs; `pending` (one wave, pending_priority)
+// waits behind a latch opened once the running grid's first wave is resident. With pending_first the
+// pending grid is neither held nor launched second: it is launched first, into an idle device.
+saturation saturate(PrioritySched& t, const std::string& running, int running_priority, const std::string& pending,
+                    int pending_priority, bool pending_first) {
+  saturation s;
+  s.latch_stream.emplace(t.make(stream_flags::non_blocking, "latch"));
+  s.running_stream.emplace(t.make(stream_flags::non_blocking, running, running_priority));
+  s.pending_stream.emplace(t.make(stream_flags::non_blocking, pending, pending_priority));
+  sc::host_latch latch;
+  t.hold(latch, *s.latch_stream);
+  const sc::event opened = sc::event::create(sc::event_flags::disable_timing);
+  SC_CHECK_CUDA(cudaEventRecord(opened.get(), s.latch_stream->get()));
+  s.pending = &t.grid(pending, *s.pending_stream, pending_priority, t.wave());
+  s.running = &t.grid(running, *s.running_stream, running_priority, kRunningWaves * t.wave());
+  if (!pending_first) PrioritySched::behind(opened, *s.pending_stream);
+  t.launch(*s.pending, *s.pending_stream);
+  t.launch(*s.running, *s.running_stream);
+  sc::held_window w(latch);
+  if (!w.started()) s.why_not = w.why_not();
+  if (s.why_not.empty() && !pending_first && !t.wait_started(*s.running, t.wave()))
+    s.why_not = "the running grid's first wave did not become resident";
+  s.running_started_at_release = t.started(*s.running);
+  t.timeline().host_event("latch opened");
+  w.release();
+  t.collect();
+  return s;
+}
+
+// Three-valued result of a block-record decision: invalid when the arrangement was not what it claims.
+sc::gated_result decided(const std::string& invalid_reason, bool holds, const std::string& what) {
+  if (!invalid_reason.empty()) return sc::detail::invalid_check(what + ": " + invalid_reason);
+  return {holds ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold, what};
+}
+
+// SCHED-01 (observed; RTSS17 rule A2, driver docs: priority is a hint), SCHED-02 (documented in 13.x: "do
+// not preempt already-running work"), SCHED-03 (observed: the dispatch delay is the remaining block time),
+// SCHED-12 (observed: the first wave covers every SM).
+TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
+  sc::claim("SCHED-12", sc::verdict_kind::observed, "SIGM20; RTAS20");
+  sc::claim("SCHED-03", sc::verdict_kind::observed, "RTSS17; catalog Q3");
+  sc::claim("SCHED-01", sc::verdict_kind::observed, "RTSS17 rule A2, Fig. 6; DRV cuStreamCreateWithPriority 13.x");
+  sc::claim("SCHED-02", sc::verdict_kind::documented,
+            "RT/DRV cudaStreamCreateWithPriority 13.x: priorities do not preempt already-running work");
+  if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
+  // Mutation SCHED-01 (arrangement): both grids at the lowest priority.
+  const int high_priority = sc::mutation_active("SCHED-01", sc::mutation_kind::arrangement) ? least() : greatest();
+  // Mutation SCHED-02 (arrangement): the high grid is not held and is launched first.
+  const bool high_first = sc::mutation_active("SCHED-02", sc::mutation_kind::arrangement);
+  const saturation s = saturate(*this, "low", least(), "high", high_priority, high_first);
+  ASSERT_TRUE(s.why_not.empty()) << s.why_not;
+  const sc::block_records& low = s.running->host;
+  const sc::block_records& high = s.pending->host;
+  ASSERT_FALSE(low.empty() || high.empty());
+  const sc::slack tol = stamp_slack();
+  const std::uint64_t high_first_start = sc::first_start_ns(high);
+  const std::uint64_t high_dispatched = sc::last_start_ns(high);
+  const std::uint64_t low_dispatched = sc::last_start_ns(low);
+  sc::observe("low.started_at_release", static_cast<int>(s.running_started_at_release));
+  sc::observe("high.dispatch_us", static_cast<double>(high_dispatched - high_first_start) / 1000.0);
+
+  // SCHED-02: every slot was held by the low grid when the high grid became pending, so no high block may
+  // start before a low block retired, and no SM may ever hold more blocks of the two grids than fit.
+  EXPECT_GE(high_first_start + tol.ns(), sc::first_end_ns(low))
+      << "a high-priority block started " << (sc::first_end_ns(low) - high_first_start)
+      << " ns before the first low-priority block retired, while every slot was taken (" << tol << ")";
+  std::uint32_t most = 0;
+  for (const sc::residency_peak& p : sc::residency_peaks({residency(*s.running), residency(*s.pending)}))
+    most = std::max(most, p.blocks);
+  EXPECT_LE(most, per_sm()) << "an SM held more blocks of the two grids at once than fit on it (" << per_sm()
+                            << "): a resident block was preempted";
+  sc::observe("low.widest_gap_us", static_cast<double>(sc::widest_gap_ns(low)) / 1000.0);
+
+  // SCHED-01: the high grid is dispatched completely before the low grid's pending blocks, and no low
+  // block starts while the high grid is being dispatched.
+  const std::size_t low_during = sc::started_within(low, high_first_start, high_dispatched);
+  sc::observe("low.blocks_started_during_high_dispatch", static_cast<unsigned long long>(low_during));
+  sc::observe("low.blocks_started_after_high_dispatch",
+              static_cast<unsigned long long>(low.size() - sc::started_before(low, high_dispatched + 1)));
+  const std::string not_pending = s.running_started_at_release >= s.running->blocks
+                                      ? "every low block had started before the latch opened: none was pending"
+                                      : "";
+  EXPECT_TRUE(sc::observed_row(
+      "SCHED-01", "high_grid_dispatched_ahead_of_pending_low_blocks",
+      decided(high_first ? "the high grid was not held (mutation)" : not_pending,
+              high_dispatched < low_dispatched && low_during == 0,
+              "D(high) " + std::to_string(high_dispatched) + " vs D(low) " + std::to_string(low_dispatched) +
+                  ", low blocks started during the high dispatch: " + std::to_string(low_during))));
+
+  // SCHED-12: the first wave's first sms() blocks start on sms() distinct SMs.
+  const std::size_t distinct = sc::distinct_sms_of_first(low, sms());
+  sc::observe("low.first_wave_distinct_sms", static_cast<unsigned long long>(distinct));
+  EXPECT_TRUE(sc::matches_baseline("SCHED-12", "first_blocks_on_distinct_sms", distinct == sms()));
+
+  // SCHED-03: from the latch opening (host, CUPTI clock) to the first high block, against the least
+  // remaining time of the low blocks resident then.
+  if (!timeline().enabled()) {
+    sc::observe("dispatch_delay", "CUPTI tracing unavailable: " + sc::trace::state().reason);
+    return;
+  }
+  const sc::timeline t = timeline().collect();
+  std::uint64_t opened_ns = 0;
+  for (const auto& e : t.host_events)
+    if (e.label == "latch opened") opened_ns = e.start_ns;
+  const auto low_items = t.labelled("low");
+  const auto high_items = t.labelled("high");
+  if (opened_ns == 0 || low_items.size() != 1 || high_items.size() != 1 || low_items[0]->blocks.empty() ||
+      high_items[0]->blocks.empty()) {
+    sc::observe("dispatch_delay", "the timeline lacks the latch opening or the grids' block records");
+    return;
+  }
+  const std::uint64_t first_high_cupti = sc::first_start_ns(high_items[0]->blocks);
+  const std::uint64_t remaining = sc::least_remaining_ns(low_items[0]->blocks, opened_ns);
+  const double delay_us = (static_cast<double>(first_high_cupti) - static_cast<double>(opened_ns)) / 1000.0;
+  sc::observe("dispatch_delay_us", delay_us);
+  sc::observe("least_remaining_low_block_us", static_cast<double>(remaining) / 1000.0);
+  sc::observe("delay_minus_remaining_us", delay_us - static_cast<double>(remaining) / 1000.0);
+  EXPECT_TRUE(sc::matches_baseline("SCHED-03", "dispatch_delay_at_least_remaining_block_time",
+                                   static_cast<double>(first_high_cupti) + static_cast<double>(tol.ns()) >=
+                                       static_cast<double>(opened_ns + remaining)));
+}
+
+// SCHED-06 (observed; RTSS17 rules G2-G3, X1): at equal priority, a later grid's blocks start only once the
+// earlier grid is fully dispatched (one FIFO, head of line).
+TEST_F(PrioritySched, EqualPriorityIsFirstInFirstOut) {
+  sc::claim("SCHED-06", sc::verdict_kind::observed, "RTSS17 rules G2-G3, X1");
+  // Mutation (arrangement): the later grid at the highest priority.
+  const bool mutated = sc::mutation_active("SCHED-06", sc::mutation_kind::arrangement);
+  const saturation s = saturate(*this, "earlier", least(), "later", mutated ? greatest() : least(), false);
+  ASSERT_TRUE(s.why_not.empty()) << s.why_not;
+  const sc::block_records& earlier = s.running->host;
+  const sc::block_records& later = s.pending->host;
+  ASSERT_FALSE(earlier.empty() || later.empty());
+  const std::uint64_t earlier_dispatched = sc::last_start_ns(earlier);
+  const std::size_t cut = sc::started_before(later, earlier_dispatched);
+  sc::observe("later.blocks_started_before_earlier_dispatched", static_cast<unsigned long long>(cut));
+  sc::observe("later.first_start_minus_earlier_dispatch_us",
+              (static_cast<double>(sc::first_start_ns(later)) - static_cast<double>(earlier_dispatched)) / 1000.0);
+  const std::string not_pending = s.running_started_at_release >= s.running->blocks
+                                      ? "every earlier block had started before the latch opened"
+                                      : "";
+  EXPECT_TRUE(sc::observed_row("SCHED-06", "later_grid_waits_for_earlier_dispatch",
+                               decided(not_pending, cut == 0,
+                                       std::to_string(cut) + " later blocks started before the earlier grid's last")));
+}
+
+}  // namespace
