@@ -67,16 +67,23 @@ sc::gated_result decided(const std::string& invalid_reason, bool holds, const st
 // not preempt already-running work"), SCHED-03 (observed: the dispatch delay is the remaining block time),
 // SCHED-12 (observed: the first wave covers every SM).
 TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
+  sc::claim("SCHED-09", sc::verdict_kind::observed, "RTSS17 App. A; cudaDevAttrComputePreemptionSupported");
   sc::claim("SCHED-12", sc::verdict_kind::observed, "SIGM20; RTAS20");
   sc::claim("SCHED-03", sc::verdict_kind::observed, "RTSS17; catalog Q3");
   sc::claim("SCHED-01", sc::verdict_kind::observed, "RTSS17 rule A2, Fig. 6; DRV cuStreamCreateWithPriority 13.x");
   sc::claim("SCHED-02", sc::verdict_kind::documented,
             "RT/DRV cudaStreamCreateWithPriority 13.x: priorities do not preempt already-running work");
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
+  // SCHED-09: the device can preempt (for time-slicing between contexts); SCHED-02 below shows that
+  // priorities within one context do not use it.
+  int preemption = 0;
+  SC_CHECK_CUDA(cudaDeviceGetAttribute(&preemption, cudaDevAttrComputePreemptionSupported, device()));
+  EXPECT_TRUE(sc::matches_baseline("SCHED-09", "compute_preemption_supported", preemption != 0));
   // Mutation SCHED-01 (arrangement): both grids at the lowest priority.
   const int high_priority = sc::mutation_active("SCHED-01", sc::mutation_kind::arrangement) ? least() : greatest();
-  // Mutation SCHED-02 (arrangement): the high grid is not held and is launched first.
-  const bool high_first = sc::mutation_active("SCHED-02", sc::mutation_kind::arrangement);
+  // Mutation SCHED-02 and SCHED-09 (arrangement): the high grid is not held and is launched first.
+  const bool high_first = sc::mutation_active("SCHED-02", sc::mutation_kind::arrangement) ||
+                          sc::mutation_active("SCHED-09", sc::mutation_kind::arrangement);
   const saturation s = saturate(*this, "low", least(), "high", high_priority, high_first);
   ASSERT_TRUE(s.why_not.empty()) << s.why_not;
   const sc::block_records& low = s.running->host;

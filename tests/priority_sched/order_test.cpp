@@ -1,0 +1,251 @@
+// SCHED-04, 05, 07, 08: several grids pending behind one latch while a running grid holds every SM; in
+// which order are they dispatched once the latch opens?
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "priority_sched.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/observe.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::PrioritySched;
+using sc::testing::sched_grid;
+
+// A latch in its own stream and the event every pending stream waits for.
+struct held {
+  sc::stream s;
+  sc::host_latch latch;
+  sc::event opened;
+  held(PrioritySched& t) : s(t.make(stream_flags::non_blocking, "latch")) {
+    t.hold(latch, s);
+    opened = sc::event::create(sc::event_flags::disable_timing);
+    SC_CHECK_CUDA(cudaEventRecord(opened.get(), s.get()));
+  }
+};
+
+// Opens the latch once `fill` has `n` blocks started; false (with a failure) when it could not.
+bool open_when_full(PrioritySched& t, held& h, const sched_grid& fill, unsigned n) {
+  sc::held_window w(h.latch);
+  if (!w.started()) {
+    ADD_FAILURE() << "the latch did not start: " << w.why_not();
+    return false;
+  }
+  const bool full = t.wait_started(fill, n);
+  t.timeline().host_event("latch opened");
+  w.release();
+  return full;
+}
+
+sc::gated_result decided(bool holds, const std::string& what) {
+  return {holds ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold, what};
+}
+
+// SCHED-04 (observed; RTSS17 Fig. 8): a pending high-priority grid whose blocks do not fit yet is not
+// overtaken by a later low-priority grid whose smaller blocks would. The running grid has blocks of half
+// the size, staggered so that on each SM one retires 0.5 ms before the next: room for a small block, not
+// for a large one.
+TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
+  sc::claim("SCHED-04", sc::verdict_kind::observed, "RTSS17 Fig. 8");
+  if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
+  const unsigned small = threads() / 2;
+  int small_per_sm = 0;
+  SC_CHECK_CUDA(sc::kernels::sched_spin_occupancy(small, &small_per_sm));
+  ASSERT_GE(small_per_sm, 2);
+  const unsigned small_wave = sms() * static_cast<unsigned>(small_per_sm);
+  // Reason for 0.5 ms: half a block's spin, long against dispatch latency (microseconds).
+  constexpr std::uint64_t kStaggerNs = sc::testing::kBlockSpinNs / 2;
+  held h(*this);
+  const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
+  const sc::stream hs = make(stream_flags::non_blocking, "high", greatest());
+  const sc::stream ls = make(stream_flags::non_blocking, "later_low", least());
+  // Mutation (arrangement): the fill's blocks are not staggered, so an SM frees all its room at once.
+  const bool mutated = sc::mutation_active("SCHED-04", sc::mutation_kind::arrangement);
+  sched_grid& fill =
+      grid("fill", fs, least(), small_wave, small, sc::testing::kBlockSpinNs, mutated ? 0 : kStaggerNs);
+  sched_grid& high = grid("high", hs, greatest(), wave());
+  sched_grid& later = grid("later_low", ls, least(), small_wave, small);
+  launch(fill, fs);
+  behind(h.opened, hs);
+  launch(high, hs);
+  behind(h.opened, ls);
+  launch(later, ls);
+  const bool full = open_when_full(*this, h, fill, small_wave);
+  collect();
+  ASSERT_TRUE(full);
+  const std::uint64_t high_dispatched = sc::last_start_ns(high.host);
+  const std::size_t cut = sc::started_before(later.host, high_dispatched);
+  sc::observe("later_low.blocks_started_before_high_dispatched", static_cast<unsigned long long>(cut));
+  sc::observe("high.first_start_after_fill_first_end_us",
+              (static_cast<double>(sc::first_start_ns(high.host)) - static_cast<double>(sc::first_end_ns(fill.host))) /
+                  1000.0);
+  sc::observe("sms_shared_by_fill_and_high",
+              static_cast<unsigned long long>(sc::sms_shared_by_grids({residency(fill), residency(high)})));
+  EXPECT_TRUE(sc::observed_row("SCHED-04", "later_low_grid_waits_for_high_dispatch",
+                               decided(cut == 0, std::to_string(cut) + " later low blocks started before the "
+                                                                      "high grid's last block")));
+}
+
+// SCHED-05 (observed; RTAS20, RTSS17 Fig. 7; catalog Q1): one grid per priority level, all pending behind
+// one latch, launched lowest priority first (so launch order favours the low ones): is dispatch ordered
+// strictly by level, or do some levels share a rank?
+TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
+  sc::claim("SCHED-05", sc::verdict_kind::observed, "RTAS20; RTSS17 Fig. 7; catalog Q1");
+  if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
+  // Levels from lowest to highest priority (numerically falling).
+  std::vector<int> levels;
+  for (int p = least(); p >= greatest(); --p) levels.push_back(p);
+  // Mutation (arrangement): every level's grid at the lowest priority.
+  const bool mutated = sc::mutation_active("SCHED-05", sc::mutation_kind::arrangement);
+  held h(*this);
+  const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
+  sched_grid& fill = grid("fill", fs, least(), wave());
+  std::vector<sc::stream> streams;
+  std::vector<sched_grid*> grids;
+  streams.reserve(levels.size());
+  for (int p : levels) {
+    const std::string name = "level" + std::to_string(p);
+    streams.push_back(make(stream_flags::non_blocking, name, mutated ? least() : p));
+    grids.push_back(&grid(name, streams.back(), p, wave()));
+  }
+  launch(fill, fs);
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    behind(h.opened, streams[i]);
+    launch(*grids[i], streams[i]);
+  }
+  const bool full = open_when_full(*this, h, fill, wave());
+  collect();
+  ASSERT_TRUE(full);
+  // From the highest level down: each level fully dispatched before the next lower one starts.
+  const sc::slack tol = stamp_slack();
+  int ranks = 1;
+  bool ordered = true;
+  for (std::size_t i = levels.size() - 1; i > 0; --i) {
+    const sched_grid& higher = *grids[i];
+    const sched_grid& lower = *grids[i - 1];
+    const bool before = sc::last_start_ns(higher.host) <= sc::first_start_ns(lower.host) + tol.ns();
+    const bool starts_first = sc::first_start_ns(higher.host) < sc::first_start_ns(lower.host);
+    ranks += before ? 1 : 0;
+    ordered = ordered && before;
+    sc::observe(higher.label + ".first_start_us",
+                static_cast<double>(sc::first_start_ns(higher.host) - sc::first_start_ns(fill.host)) / 1000.0);
+    sc::observe(higher.label + ".starts_before_" + lower.label, starts_first);
+  }
+  sc::observe(grids.front()->label + ".first_start_us",
+              static_cast<double>(sc::first_start_ns(grids.front()->host) - sc::first_start_ns(fill.host)) / 1000.0);
+  sc::observe("levels", static_cast<int>(levels.size()));
+  sc::observe("distinct_dispatch_ranks", ranks);
+  EXPECT_TRUE(sc::observed_row("SCHED-05", "every_level_dispatched_before_the_next_lower",
+                               decided(ordered, std::to_string(ranks) + " dispatch ranks for " +
+                                                    std::to_string(levels.size()) + " levels")));
+}
+
+// SCHED-07 (observed; RTAS24 R2 x RTSS17 A2; catalog Q2): a high-priority grid launched after grids in 16
+// busy low-priority streams. With a hardware queue per stream it is dispatched first; where streams share
+// queues (8 connections by default, 1 with CUDA_DEVICE_MAX_CONNECTIONS=1) it can wait behind the low grids
+// queued before it. Run once per connection count (ctest entries default, conn1, conn32).
+TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
+  sc::claim("SCHED-07", sc::verdict_kind::observed, "RTAS24 R2; RTSS17 A2; catalog Q2");
+  if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
+  // Reason for 16: twice the default connection count, so streams must share hardware queues.
+  constexpr unsigned kLowStreams = 16;
+  const char* set = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const std::string connections = set != nullptr ? std::string(set) : std::string("default");
+  sc::observe("connections", connections);
+  // Mutation (arrangement): the high grid at the lowest priority.
+  const bool mutated = sc::mutation_active("SCHED-07", sc::mutation_kind::arrangement);
+  held h(*this);
+  const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
+  sched_grid& fill = grid("fill", fs, least(), wave());
+  std::vector<sc::stream> streams;
+  std::vector<sched_grid*> lows;
+  streams.reserve(kLowStreams);
+  for (unsigned i = 0; i < kLowStreams; ++i) {
+    const std::string name = "low" + std::to_string(i);
+    streams.push_back(make(stream_flags::non_blocking, name, least()));
+    // One block per SM: half a wave or less, so 16 of them stay short.
+    lows.push_back(&grid(name, streams.back(), least(), sms()));
+  }
+  const sc::stream hs = make(stream_flags::non_blocking, "high", mutated ? least() : greatest());
+  sched_grid& high = grid("high", hs, greatest(), wave());
+  launch(fill, fs);
+  for (unsigned i = 0; i < kLowStreams; ++i) {
+    behind(h.opened, streams[i]);
+    launch(*lows[i], streams[i]);
+  }
+  behind(h.opened, hs);
+  launch(high, hs);
+  const bool full = open_when_full(*this, h, fill, wave());
+  collect();
+  ASSERT_TRUE(full);
+  const std::uint64_t high_first = sc::first_start_ns(high.host);
+  unsigned ahead = 0;
+  for (const sched_grid* g : lows) ahead += sc::first_start_ns(g->host) < high_first ? 1u : 0u;
+  sc::observe("low_grids_started_before_high", static_cast<int>(ahead));
+  // Inversion in full: the high grid waited for every low grid queued before it.
+  EXPECT_TRUE(sc::observed_row("SCHED-07", "high_grid_waited_for_every_low_grid.connections_" + connections,
+                               decided(ahead == kLowStreams, std::to_string(ahead) + " of " +
+                                                                 std::to_string(kLowStreams) +
+                                                                 " low grids started before the high grid")));
+}
+
+// SCHED-08 (observed; catalog Q4, no published answer): a high-priority grid launched in thread-block
+// clusters of two 1024-thread blocks, pending while many small low-priority blocks run and wait. A cluster
+// needs two SMs of one GPC with room at once: is it dispatched ahead of the pending small blocks, or starved
+// by them?
+TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
+  sc::claim("SCHED-08", sc::verdict_kind::observed, "catalog Q4");
+  if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
+  int cluster_launch = 0;
+  SC_CHECK_CUDA(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device()));
+  if (cluster_launch == 0) GTEST_SKIP() << "the device does not support thread-block cluster launch";
+  constexpr unsigned kCluster = 2;
+  int clusters = 0;
+  SC_CHECK_CUDA(sc::kernels::sched_spin_cluster_occupancy(threads(), kCluster, &clusters));
+  ASSERT_GT(clusters, 0);
+  const unsigned small = std::max(32u, threads() / 4);
+  int small_per_sm = 0;
+  SC_CHECK_CUDA(sc::kernels::sched_spin_occupancy(small, &small_per_sm));
+  const unsigned small_wave = sms() * static_cast<unsigned>(small_per_sm);
+  sc::observe("cluster.size", static_cast<int>(kCluster));
+  sc::observe("cluster.max_active", clusters);
+  sc::observe("small.threads", static_cast<int>(small));
+  // Mutation (arrangement): the cluster grid at the lowest priority.
+  const bool mutated = sc::mutation_active("SCHED-08", sc::mutation_kind::arrangement);
+  held h(*this);
+  const sc::stream ls = make(stream_flags::non_blocking, "small_low", least());
+  const sc::stream hs = make(stream_flags::non_blocking, "cluster_high", mutated ? least() : greatest());
+  // Four waves of small blocks: three stay pending when the latch opens.
+  sched_grid& low = grid("small_low", ls, least(), 4 * small_wave, small);
+  sched_grid& high = grid("cluster_high", hs, greatest(), kCluster * static_cast<unsigned>(clusters), 0,
+                          sc::testing::kBlockSpinNs, 0, kCluster);
+  behind(h.opened, hs);
+  launch(high, hs);
+  launch(low, ls);
+  const bool full = open_when_full(*this, h, low, small_wave);
+  const unsigned started_at_release = started(low);
+  collect();
+  ASSERT_TRUE(full);
+  ASSERT_LT(started_at_release, low.blocks) << "no small block was pending when the latch opened";
+  const std::uint64_t high_first = sc::first_start_ns(high.host);
+  const std::uint64_t high_dispatched = sc::last_start_ns(high.host);
+  const std::uint64_t low_dispatched = sc::last_start_ns(low.host);
+  sc::observe("small_low.blocks_started_during_cluster_dispatch",
+              static_cast<unsigned long long>(sc::started_within(low.host, high_first, high_dispatched)));
+  sc::observe("cluster_high.first_start_after_release_wave_us",
+              (static_cast<double>(high_first) - static_cast<double>(sc::first_end_ns(low.host))) / 1000.0);
+  sc::observe("cluster_high.dispatch_us", static_cast<double>(high_dispatched - high_first) / 1000.0);
+  EXPECT_TRUE(sc::observed_row("SCHED-08", "cluster_grid_dispatched_ahead_of_pending_small_blocks",
+                               decided(high_dispatched < low_dispatched,
+                                       "D(cluster) " + std::to_string(high_dispatched) + " vs D(small) " +
+                                           std::to_string(low_dispatched))));
+}
+
+}  // namespace

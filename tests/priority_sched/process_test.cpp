@@ -1,0 +1,184 @@
+// SCHED-10, 11: grids in two other processes (sc_probe children, each with its own context). Priorities
+// are per context; contexts share the GPU by time-slicing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "priority_sched.hpp"
+#include "sc/fixtures/observe.hpp"
+#include "sc/fixtures/probe.hpp"
+
+namespace {
+
+using sc::testing::PrioritySched;
+
+// How long a child may take to set up its context, and to run its grid. Reason: a context is created in
+// well under a second; the grids below run for at most about 50 ms even when time-sliced.
+constexpr std::chrono::milliseconds kChildReady{10000};
+constexpr std::chrono::milliseconds kChildDone{10000};
+
+std::string scratch(const std::string& name) {
+  return (std::filesystem::path(::testing::TempDir()) / ("sc_sched_" + std::to_string(getpid()) + "_" + name))
+      .string();
+}
+
+template <typename Record>
+std::vector<Record> read_records(const std::string& path, std::size_t n) {
+  std::vector<Record> out(n);
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(n * sizeof(Record)));
+  if (static_cast<std::size_t>(in.gcount()) != n * sizeof(Record)) out.clear();
+  std::remove(path.c_str());
+  return out;
+}
+
+// Starts `children`, waits until every one is ready, says go in order, waits until every one is done.
+// Empty when all went well; otherwise what went wrong.
+std::string run_children(std::vector<sc::child_probe*> children) {
+  for (sc::child_probe* c : children)
+    if (!c->wait_ready(kChildReady)) return "a child did not get ready: " + c->problem();
+  for (sc::child_probe* c : children) c->go();
+  for (sc::child_probe* c : children) {
+    if (!c->wait_done(kChildDone)) return "a child did not finish: " + c->problem();
+    const auto rc = c->result().find("rc");
+    if (rc == c->result().end() || rc->second != "cudaSuccess")
+      return "a child's grid failed: rc=" + (rc == c->result().end() ? std::string("?") : rc->second);
+  }
+  return {};
+}
+
+sc::gated_result decided(bool holds, const std::string& what) {
+  return {holds ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold, what};
+}
+
+// SCHED-10 (observed; RTSS17 App. A; cuda_scheduling_examiner stream_priority_process): a low-priority
+// grid in one process and a high-priority grid in another, each four waves; the low one is told to go
+// first. Within one context the high grid would take every freed slot (SCHED-01); across contexts?
+TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
+  sc::claim("SCHED-10", sc::verdict_kind::observed, "RTSS17 App. A; cuda_scheduling_examiner stream_priority_process");
+  if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
+  const unsigned blocks = 4 * wave();
+  const auto args = [&](int priority, const std::string& out) {
+    return std::vector<std::string>{"--priority", std::to_string(priority), "--blocks", std::to_string(blocks),
+                                    "--threads", std::to_string(threads()), "--spin-us",
+                                    std::to_string(sc::testing::kBlockSpinNs / 1000), "--out", out};
+  };
+  const std::string low_file = scratch("low");
+  const std::string high_file = scratch("high");
+  sc::child_probe low("spin", device(), args(least(), low_file));
+  sc::child_probe high("spin", device(), args(greatest(), high_file));
+  // Mutation (arrangement): the high-priority process is told to go first.
+  const bool mutated = sc::mutation_active("SCHED-10", sc::mutation_kind::arrangement);
+  const std::string problem = mutated ? run_children({&high, &low}) : run_children({&low, &high});
+  ASSERT_TRUE(problem.empty()) << problem;
+  const sc::block_records l = read_records<sc::kernels::block_record>(low_file, blocks);
+  const sc::block_records h = read_records<sc::kernels::block_record>(high_file, blocks);
+  ASSERT_FALSE(l.empty() || h.empty()) << "a child's records could not be read";
+  sc::testing::write_block_chart({{"low", "child stream", "child:low", least(), threads(), &l},
+                                  {"high", "child stream", "child:high", greatest(), threads(), &h}},
+                                 properties(), least(), greatest());
+  // Each context on its own stays within the device limits (SCHED-13).
+  EXPECT_TRUE(sc::testing::within_residency_limits({{&l, threads(), "low"}}, properties(), "residency.low"));
+  EXPECT_TRUE(sc::testing::within_residency_limits({{&h, threads(), "high"}}, properties(), "residency.high"));
+  // Both together: more blocks on one SM than fit means the contexts took turns (time-slicing).
+  std::uint32_t most = 0;
+  for (const sc::residency_peak& p : sc::residency_peaks({{&l, threads(), "low"}, {&h, threads(), "high"}}))
+    most = std::max(most, p.blocks);
+  sc::observe("both.most_blocks_on_one_sm", static_cast<unsigned long long>(most));
+  sc::observe("low.widest_gap_us", static_cast<double>(sc::widest_gap_ns(l)) / 1000.0);
+  sc::observe("high.widest_gap_us", static_cast<double>(sc::widest_gap_ns(h)) / 1000.0);
+  const std::uint64_t start = std::min(sc::first_start_ns(l), sc::first_start_ns(h));
+  for (const auto& [name, r] : {std::pair{"low", &l}, std::pair{"high", &h}}) {
+    sc::observe(std::string(name) + ".first_start_us", static_cast<double>(sc::first_start_ns(*r) - start) / 1000.0);
+    sc::observe(std::string(name) + ".dispatched_us", static_cast<double>(sc::last_start_ns(*r) - start) / 1000.0);
+  }
+  EXPECT_TRUE(sc::observed_row("SCHED-10", "contexts_time_sliced",
+                               decided(most > per_sm(), std::to_string(most) + " blocks at once on one SM, " +
+                                                            std::to_string(per_sm()) + " fit")));
+  EXPECT_TRUE(sc::observed_row(
+      "SCHED-10", "high_priority_process_dispatched_first",
+      decided(sc::last_start_ns(h) < sc::last_start_ns(l), "D(high process) vs D(low process)")));
+}
+
+// SCHED-11 (observed; RTAS24 Fig. 6/7/9; GTRACE): two processes each fill every SM with blocks that spin
+// 20 ms and log every stretch longer than 20 us between two timer reads. Each stretch is the other
+// context's turn plus the switches: the run lengths between stretches give the time slice.
+TEST_F(PrioritySched, ContextsAreTimeSliced) {
+  sc::claim("SCHED-11", sc::verdict_kind::observed, "RTAS24 Fig. 6/7/9; GTRACE");
+  // Reason for 20 ms: several slices of about 2 ms each (RTAS24) per context.
+  constexpr unsigned kSpinUs = 20000;
+  // Reason for 20 us: far above a timer read's own gaps (a few ticks) and far below a context switch.
+  constexpr unsigned kThresholdUs = 20;
+  const char* mps_pipe = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  const bool mps = (mps_pipe != nullptr && std::filesystem::exists(mps_pipe)) || std::filesystem::exists("/tmp/nvidia-mps");
+  sc::observe("mps", mps ? std::string("an MPS pipe directory exists: the children may share one context")
+                         : std::string("no MPS control daemon found: the MPS variant is not run"));
+  const unsigned blocks = wave();
+  const auto args = [&](const std::string& out) {
+    return std::vector<std::string>{"--blocks", std::to_string(blocks), "--threads", std::to_string(threads()),
+                                    "--spin-us", std::to_string(kSpinUs), "--threshold-us",
+                                    std::to_string(kThresholdUs), "--out", out};
+  };
+  const std::string a_file = scratch("a");
+  const std::string b_file = scratch("b");
+  // Mutation (arrangement): only one process runs.
+  const bool alone = sc::mutation_active("SCHED-11", sc::mutation_kind::arrangement);
+  sc::child_probe a("gaps", device(), args(a_file));
+  std::vector<sc::child_probe*> children{&a};
+  std::unique_ptr<sc::child_probe> b;
+  if (!alone) {
+    b = std::make_unique<sc::child_probe>("gaps", device(), args(b_file));
+    children.push_back(b.get());
+  }
+  const std::string problem = run_children(children);
+  ASSERT_TRUE(problem.empty()) << problem;
+  std::vector<std::vector<sc::kernels::gap_log>> logs;
+  logs.push_back(read_records<sc::kernels::gap_log>(a_file, blocks));
+  if (!alone) logs.push_back(read_records<sc::kernels::gap_log>(b_file, blocks));
+  std::vector<double> runs_us;
+  std::vector<double> gaps_us;
+  std::size_t blocks_with_gaps = 0;
+  std::size_t total = 0;
+  for (const auto& log : logs) {
+    ASSERT_EQ(blocks, log.size()) << "a child's gap log could not be read";
+    for (const auto& g : log) {
+      ++total;
+      blocks_with_gaps += g.gaps > 0 ? 1 : 0;
+      std::uint64_t from = g.t0_ns;
+      for (std::uint32_t i = 0; i < std::min<std::uint32_t>(g.gaps, sc::kernels::kGapSlots); ++i) {
+        runs_us.push_back(static_cast<double>(g.at_ns[i] - from) / 1000.0);
+        gaps_us.push_back(static_cast<double>(g.len_ns[i]) / 1000.0);
+        from = g.at_ns[i] + g.len_ns[i];
+      }
+    }
+  }
+  const auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  sc::observe("blocks_with_gaps", static_cast<unsigned long long>(blocks_with_gaps));
+  sc::observe("blocks", static_cast<unsigned long long>(total));
+  sc::observe("gaps", static_cast<unsigned long long>(gaps_us.size()));
+  sc::observe("median_run_between_gaps_us", median(runs_us));
+  sc::observe("median_gap_us", median(gaps_us));
+  if (!gaps_us.empty()) {
+    sc::observe("shortest_gap_us", *std::min_element(gaps_us.begin(), gaps_us.end()));
+    sc::observe("longest_gap_us", *std::max_element(gaps_us.begin(), gaps_us.end()));
+  }
+  // The switch cost: a gap is the other context's run plus two switches.
+  sc::observe("switch_cost_estimate_us", (median(gaps_us) - median(runs_us)) / 2.0);
+  EXPECT_TRUE(sc::observed_row("SCHED-11", "contexts_time_sliced",
+                               decided(blocks_with_gaps * 2 > total, std::to_string(blocks_with_gaps) + " of " +
+                                                                         std::to_string(total) +
+                                                                         " blocks saw another context's turn")));
+}
+
+}  // namespace
