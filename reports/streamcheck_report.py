@@ -275,6 +275,7 @@ def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
         "instrument": None,
         "device": None,
         "timeline": None,
+        "block_chart": None,
         "source_file": None,
         "source_line": None,
         "xml_file": None,
@@ -456,6 +457,8 @@ def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> 
     test["instrument"] = check_member(doc, "instrument", dict, path, "the observation")
     test["device"] = check_member(doc, "device", dict, path, "the observation")
     test["timeline"] = check_member(doc, "timeline", dict, path, "the observation")
+    # Schema 1.5: per-block records of the scheduling tests, drawn as SM x time.
+    test["block_chart"] = check_member(doc, "block_chart", dict, path, "the observation")
     outcome = doc.get("outcome")
     if test["xml_file"] is None:
         # The fixture wrote its record, then the process ended before GoogleTest wrote the XML.
@@ -1584,6 +1587,123 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
     return "".join(out)
 
 
+BC_WIDTH = 960          # drawing width in px
+BC_MAX_HEIGHT = 560     # the SM axis is squeezed to this height
+BC_HIGH = (192, 57, 43)   # colour of the highest priority
+BC_LOW = (46, 134, 193)   # colour of the lowest priority
+
+
+def bc_colour(priority: Any, least: Any, greatest: Any) -> str:
+    """High priority red, low priority blue, levels between interpolated; grey when unknown."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (priority, least, greatest)):
+        return "#888888"
+    f = 0.0 if least == greatest else min(max((least - priority) / float(least - greatest), 0.0), 1.0)
+    rgb = [int(round(lo + (hi - lo) * f)) for lo, hi in zip(BC_LOW, BC_HIGH)]
+    return "#%02x%02x%02x" % tuple(rgb)
+
+
+def timeline_without_blocks(tl: Any) -> Any:
+    """The timeline as the embedded data keeps it: each kernel's per-block records become their count."""
+    if not isinstance(tl, dict) or not isinstance(tl.get("items"), list):
+        return tl
+    items = []
+    for it in tl["items"]:
+        if isinstance(it, dict) and isinstance(it.get("blocks"), list):
+            it = dict(it, blocks=len(it["blocks"]))
+        items.append(it)
+    return dict(tl, items=items)
+
+
+def chart_digest(chart: Any) -> Any:
+    """What the embedded data keeps of a block chart: how many grids and records (null without a chart)."""
+    if not isinstance(chart, dict):
+        return None
+    grids = chart.get("grids") if isinstance(chart.get("grids"), list) else []
+    return {"grids": len(grids), "records": sum(len(g["records"]) for g in grids
+                                                if isinstance(g, dict) and isinstance(g.get("records"), list)),
+            "records_in": "the observation file"}
+
+
+def block_chart_html(chart: Dict[str, Any]) -> str:
+    """Every block of the test's grids as a bar: time across, SM (and slot within it) down, coloured by
+    stream priority. Malformed rows are counted and left out."""
+    grids = [g for g in chart.get("grids", []) if isinstance(g, dict)] if isinstance(chart.get("grids"), list) else []
+    rows = []   # (grid index, t0, t1, sm, max_gap)
+    bad = 0
+    for gi, g in enumerate(grids):
+        for r in g.get("records", []) if isinstance(g.get("records"), list) else []:
+            ok = (isinstance(r, list) and len(r) >= 3 and
+                  all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in r[:3]) and r[1] >= r[0] >= 0)
+            if not ok:
+                bad += 1
+                continue
+            gap = r[4] if len(r) >= 5 and isinstance(r[4], (int, float)) and not isinstance(r[4], bool) else 0
+            rows.append((gi, float(r[0]), float(r[1]), int(r[2]), gap))
+    if not rows:
+        return '<div class="muted small">block chart: no usable block records%s</div>' % (
+            " (%s malformed)" % plural(bad, "row") if bad else "")
+    # Slots: within each SM, a block takes the lowest slot free at its start.
+    slots_of_sm: Dict[int, List[float]] = {}
+    placed = []
+    for gi, t0, t1, sm, gap in sorted(rows, key=lambda x: (x[3], x[1])):
+        ends = slots_of_sm.setdefault(sm, [])
+        slot = next((i for i, end in enumerate(ends) if end <= t0), len(ends))
+        if slot == len(ends):
+            ends.append(t1)
+        else:
+            ends[slot] = t1
+        placed.append((gi, t0, t1, sm, slot, gap))
+    sm_ids = sorted(slots_of_sm)
+    sm_row = {sm: i for i, sm in enumerate(sm_ids)}
+    per_sm = max(len(v) for v in slots_of_sm.values())
+    n_rows = len(sm_ids) * per_sm
+    row_h = max(min(4.0, BC_MAX_HEIGHT / float(n_rows)), 0.25)
+    left, top = 46, 6
+    height = int(top + n_rows * row_h + 22)
+    t_end = max(t1 for _, _, t1, _, _, _ in placed) or 1.0
+    xs = (BC_WIDTH - left - 8) / t_end
+    paths: Dict[int, List[str]] = {}
+    for gi, t0, t1, sm, slot, gap in placed:
+        y = top + (sm_row[sm] * per_sm + slot) * row_h
+        w = max((t1 - t0) * xs, 0.5)
+        paths.setdefault(gi, []).append("M%.1f %.2fh%.1fv%.2fh-%.1fz" % (left + t0 * xs, y, w, row_h * 0.9, w))
+    least, greatest = chart.get("priority_least"), chart.get("priority_greatest")
+    svg = ['<svg class="tl" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="blocks by SM and '
+           'time">' % (BC_WIDTH, height, BC_WIDTH, height)]
+    for gi, d in paths.items():
+        g = grids[gi]
+        svg.append('<path fill="%s" fill-opacity="0.85" d="%s"><title>%s</title></path>' % (
+            bc_colour(g.get("priority"), least, greatest), "".join(d),
+            h("%s, priority %s, %s" % (g.get("label"), g.get("priority"), plural(len(d), "block")))))
+    axis_y = top + n_rows * row_h + 2
+    svg.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999"/>' % (left, axis_y, BC_WIDTH - 8, axis_y))
+    for k in range(5):
+        t = t_end * k / 4.0
+        svg.append('<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%s</text>' % (
+            left + t * xs, axis_y + 14, h(fmt_ns(t))))
+    svg.append('<text x="2" y="%d" font-size="10">SM %s</text>' % (top + 10, h(sm_ids[0])))
+    svg.append('<text x="2" y="%.1f" font-size="10">SM %s</text>' % (axis_y - 2, h(sm_ids[-1])))
+    svg.append("</svg>")
+    legend = []
+    for gi, g in enumerate(grids):
+        legend.append('<span class="tl-key"><i style="background:%s;border-color:%s"></i>%s</span>' % (
+            bc_colour(g.get("priority"), least, greatest), bc_colour(g.get("priority"), least, greatest),
+            h("%s (priority %s%s, %s)" % (g.get("label"), g.get("priority"),
+                                          ", " + str(g["process"]) if g.get("process") else "",
+                                          plural(sum(1 for p in placed if p[0] == gi), "block")))))
+    summary = "%s of %s, %s SMs, at most %d blocks at once on one SM (limit %s)" % (
+        plural(len(placed), "block"), plural(len(grids), "grid"), len(sm_ids), per_sm,
+        chart.get("max_blocks_per_sm", "\u2014"))
+    out = ['<details class="tl" open><summary><b>Blocks</b> <span class="muted">%s</span></summary>' % h(summary),
+           '<div class="tl-legend small">%s<span class="muted">red: highest priority, blue: lowest \u00b7 '
+           'one row per slot of an SM \u00b7 time from the first block</span></div>' % "".join(legend),
+           '<div class="tl-svg">%s</div>' % "".join(svg)]
+    if bad:
+        out.append('<div class="tl-note small">%s left out</div>' % h(plural(bad, "malformed row")))
+    out.append("</details>")
+    return "".join(out)
+
+
 def timeline_note(test: Dict[str, Any]) -> Optional[str]:
     """One line for the Result cell when a timeline object exists but nothing is drawn."""
     tl = test.get("timeline")
@@ -2148,6 +2268,8 @@ class Page:
         if timeline_state(t) == "drawn":
             # The drawing takes the table's whole width, in a row of its own under the test's row.
             self.w('<tr class="tl-row"><td colspan="9">%s</td></tr>' % timeline_html(t["timeline"], timeline_anchor(t)))
+        if t.get("block_chart"):
+            self.w('<tr class="tl-row"><td colspan="9">%s</td></tr>' % block_chart_html(t["block_chart"]))
 
     @staticmethod
     def baseline_list(entries: List[Dict[str, Any]], claim_ids: Sequence[str],
@@ -2379,7 +2501,9 @@ def build_report(run_dirs: Sequence[Path], source: Path) -> Tuple[str, Dict[str,
         "totals": totals,
         "coverage": coverage,
         "plans": plans,
-        "tests": [tests[name] for name in sorted(tests)],
+        # Block records stay in the observation files: the page carries their drawing, not a second copy.
+        "tests": [dict(tests[name], block_chart=chart_digest(tests[name].get("block_chart")),
+                       timeline=timeline_without_blocks(tests[name].get("timeline"))) for name in sorted(tests)],
         "instruments": instruments,
         "baseline": {k: v for k, v in baseline.items() if k != "entries"},
     }

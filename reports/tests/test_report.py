@@ -1052,3 +1052,75 @@ class Timelines(ReportTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BlockCharts(ReportTestCase):
+    def add_chart(self, name, chart):
+        ctest = "priority_sched.PrioritySched.%s" % name
+        write(self.run_dir / "gtest" / (ctest + ".xml"), gtest_xml("PrioritySched", name))
+        doc = observation(ctest, "PrioritySched.%s" % name, [("SCHED-01", "observed", "RTSS17")])
+        doc["schema_version"] = "1.5.0"
+        doc["block_chart"] = chart
+        write(self.run_dir / "observations" / (ctest + ".json"), json.dumps(doc))
+        return ctest
+
+    @staticmethod
+    def chart(grids, **extra):
+        doc = {"clock": "globaltimer", "base_ns": 1000, "sms": 2, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+               "priority_least": 0, "priority_greatest": -5, "grids": grids}
+        doc.update(extra)
+        return doc
+
+    def test_blocks_are_drawn_per_sm_and_slot_coloured_by_priority(self):
+        low = {"label": "low", "stream": "low", "process": "", "priority": 0, "threads": 1024,
+               "records": [[0, 1000, 0, 0, 40], [0, 1000, 0, 0, 40], [0, 1000, 1, 1, 40], [1000, 2000, 1, 1, 40]]}
+        high = {"label": "high", "stream": "high", "process": "child:high", "priority": -5, "threads": 1024,
+                "records": [[1001, 2000, 0, 0, 32]]}
+        self.add_chart("Saturate", self.chart([low, high]))
+        _, page = self.generate()
+        part = page[page.index("<b>Blocks</b>"):]
+        part = part[:part.index("</details>")]
+        self.assertIn("5 blocks of 2 grids, 2 SMs, at most 2 blocks at once on one SM (limit 32)", part)
+        self.assertIn("#2e86c1", part)  # lowest priority: blue
+        self.assertIn("#c0392b", part)  # highest priority: red
+        self.assertIn("high (priority -5, child:high, 1 block)", part)
+        self.assertEqual(2, part.count("<path "))
+        # The records are drawn, not copied into the page's data block.
+        _, data = embedded_data(page)
+        test = [t for t in data["tests"] if t["ctest_name"].endswith("Saturate")][0]
+        self.assertEqual({"grids": 2, "records": 5, "records_in": "the observation file"}, test["block_chart"])
+
+    def test_hostile_labels_and_malformed_rows_do_not_break_the_page(self):
+        bad = {"label": "<script>alert(1)</script>", "priority": "high", "records": [[5, 1], "x", [1, 2, "sm"], [0, 9, 3]]}
+        self.add_chart("Hostile", self.chart([bad, "not a grid"], priority_least=None))
+        result, page = self.generate()
+        self.assertNotIn("<script>alert(1)</script>", page)
+        self.assertIn("&lt;script&gt;alert(1)&lt;/script&gt; (priority high", page)
+        self.assertIn("3 malformed rows left out", page)
+        self.assertIn("#888888", page)
+
+    def test_a_chart_without_usable_rows_says_so(self):
+        self.add_chart("Empty", self.chart([{"label": "g", "records": []}]))
+        _, page = self.generate()
+        self.assertIn("block chart: no usable block records", page)
+
+    def test_a_chart_that_is_not_an_object_is_an_input_error(self):
+        self.add_chart("Wrong", ["not", "an", "object"])
+        result = run_cli(self.run_dir, "--source", self.source, "-o", self.out)
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertIn("block_chart", result.stderr + (self.out.read_text() if self.out.exists() else ""))
+
+    def test_timeline_block_records_are_counted_not_copied_into_the_data_block(self):
+        item = {"kind": "kernel", "label": "k", "stream": "s", "stream_id": 7, "start_ns": 0, "end_ns": 2000,
+                "correlation_id": 1, "name": "spin",
+                "blocks": [{"t0_ns": 10, "t1_ns": 900, "max_gap_ns": 32, "sm_begin": 0, "sm_end": 0, "nsmid": 132}] * 3}
+        ctest = "priority_sched.PrioritySched.WithTimeline"
+        write(self.run_dir / "gtest" / (ctest + ".xml"), gtest_xml("PrioritySched", "WithTimeline"))
+        doc = observation(ctest, "PrioritySched.WithTimeline", [])
+        doc["schema_version"] = "1.5.0"
+        doc["timeline"] = timeline_doc(items=[item])
+        write(self.run_dir / "observations" / (ctest + ".json"), json.dumps(doc))
+        _, page = self.generate()
+        _, data = embedded_data(page)
+        test = [t for t in data["tests"] if t["ctest_name"] == ctest][0]
+        self.assertEqual(3, test["timeline"]["items"][0]["blocks"])

@@ -98,6 +98,31 @@ slack PrioritySched::stamp_slack() const {
                   "ordered events may read the same value or, read on either side of an update, one tick apart");
 }
 
+slack PrioritySched::ready_slack() const {
+  const std::uint64_t tick = std::max<std::uint64_t>(device_timer().tick_ns, 1);
+  // 100 us: a ready grid starts within about a microsecond of a slot freeing (SCHED-03: 0.5 us after the
+  // remaining block time); a pending grid still waiting for the latch's release takes milliseconds.
+  return ticks((100'000 + tick - 1) / tick, "dispatch of a ready grid into a freed slot takes microseconds; "
+                                             "100 us later the grid was not ready yet");
+}
+
+std::string PrioritySched::ready_when_room(const sched_grid& fill, const std::vector<const sched_grid*>& pending) const {
+  std::uint64_t first = 0;
+  for (const sched_grid* g : pending) {
+    const std::uint64_t t = first_start_ns(g->host);
+    if (t != 0) first = first == 0 ? t : std::min(first, t);
+  }
+  const std::uint64_t room = first_end_ns(fill.host);
+  observe("pending.first_start_after_first_free_slot_us",
+          (static_cast<double>(first) - static_cast<double>(room)) / 1000.0);
+  if (first <= room + ready_slack().ns()) return {};
+  std::ostringstream why;
+  why << "no pending grid started within " << ready_slack() << " of the first freed slot (it started "
+      << (first - room) / 1000 << " us later): the grids were not ready when room appeared, so their order "
+      << "shows when the latch's release reached each stream, not their priorities";
+  return why.str();
+}
+
 void PrioritySched::collect() {
   if (collected_) return;
   collected_ = true;

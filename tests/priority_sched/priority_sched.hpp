@@ -27,6 +27,11 @@ namespace sc::testing {
 // a few waves stays far below 50 ms of GPU work, while a block still outlasts launch and dispatch
 // latencies (microseconds) by two orders of magnitude.
 inline constexpr std::uint64_t kBlockSpinNs = 1'000'000;
+// How long a fill grid spins while many streams wait for the latch. Reason: opening the latch reaches
+// every waiting stream only after a while that grows with their number (H100: about 2.5 ms for 17
+// streams, seen as an idle GPU in SCHED-07's block chart); with a 5 ms fill every pending grid is ready
+// before the first slot frees, so the grids compete by priority, not by who became ready first.
+inline constexpr std::uint64_t kFillSpinNs = 5'000'000;
 // How long the host waits for a grid's first wave to be resident. Reason: a wave starts within
 // microseconds of being dispatched; 1 s leaves room for a loaded machine and stays below the latch deadline.
 inline constexpr std::chrono::milliseconds kWaveDeadline{1000};
@@ -81,6 +86,11 @@ class PrioritySched : public GpuTest {
   static residency_input residency(const sched_grid& g);
   // The named tolerance for comparing block stamps taken on different SMs: a few timer ticks.
   slack stamp_slack() const;
+  // How long after the first freed slot a ready pending grid starts: dispatch latency.
+  slack ready_slack() const;
+  // Empty when some pending grid started within ready_slack() of the fill's first retiring block (the
+  // pending grids were ready when room appeared); otherwise why the arrangement proves nothing.
+  std::string ready_when_room(const sched_grid& fill, const std::vector<const sched_grid*>& pending) const;
 
  private:
   unsigned threads_ = 0;
