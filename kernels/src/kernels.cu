@@ -40,14 +40,15 @@ __global__ void spin_kernel(block_record* records, std::uint64_t spin_ns) {
 __global__ void sched_spin_kernel(block_record* records, spin_plan plan) {
   __shared__ std::uint64_t t0;
   __shared__ std::uint32_t sm0;
+  __shared__ std::uint32_t arrival;
   if (threadIdx.x == 0) {
     t0 = now_ns();
     sm0 = device::sm_id();
+    arrival = plan.arrivals == nullptr || sm0 >= plan.arrival_slots ? 0u : atomicAdd(&plan.arrivals[sm0], 1u);
   }
   __syncthreads();
   if (threadIdx.x == 0 && plan.started != nullptr) sys_u32(plan.started[blockIdx.x]).store(1u, cuda::memory_order_relaxed);
-  const std::uint64_t spin =
-      plan.spin_ns + (plan.round_blocks == 0 ? 0 : (blockIdx.x / plan.round_blocks) * plan.stagger_ns);
+  const std::uint64_t spin = plan.spin_ns + arrival * plan.stagger_ns;
   std::uint64_t last = t0;
   std::uint64_t widest = 0;
   for (std::uint64_t now = t0; now - t0 < spin;) {

@@ -57,7 +57,16 @@ sched_grid& PrioritySched::grid(const std::string& label, const stream& s, int p
   std::fill(g.started.host(), g.started.host() + blocks, 0u);
   g.plan.spin_ns = spin_ns;
   g.plan.stagger_ns = stagger_ns;
-  g.plan.round_blocks = stagger_ns == 0 ? 0u : sms_;
+  g.plan.arrivals = nullptr;
+  g.plan.arrival_slots = 0;
+  if (stagger_ns != 0) {
+    // %smid values lie below %nsmid, which may exceed the SM count: room for four times the SMs.
+    const std::size_t slots = 4 * static_cast<std::size_t>(sms_) + 64;
+    g.arrivals = device_buffer<std::uint32_t>(slots);
+    SC_CHECK_CUDA(cudaMemset(g.arrivals.data(), 0, slots * sizeof(std::uint32_t)));
+    g.plan.arrivals = g.arrivals.data();
+    g.plan.arrival_slots = static_cast<std::uint32_t>(slots);
+  }
   g.plan.started = g.started.device();
   return g;
 }

@@ -47,6 +47,7 @@ struct sched_grid {
   kernels::spin_plan plan{};
   device_buffer<kernels::block_record> records;
   mapped<std::uint32_t> started;
+  device_buffer<std::uint32_t> arrivals;  // per %smid, when staggered
   block_records host;  // filled by PrioritySched::collect()
   bool launched = false;
 };
@@ -68,7 +69,8 @@ class PrioritySched : public GpuTest {
   int greatest() const noexcept { return greatest_; }  // the highest priority
 
   // A grid of `blocks` blocks of `threads` threads (0: threads()) spinning `spin_ns`, in `s` (whose
-  // priority the caller states). With stagger_ns, block b spins spin_ns + (b / sms()) * stagger_ns.
+  // priority the caller states). With stagger_ns, the k-th block to start on an SM spins
+  // spin_ns + k * stagger_ns.
   sched_grid& grid(const std::string& label, const stream& s, int priority, unsigned blocks, unsigned threads = 0,
                    std::uint64_t spin_ns = kBlockSpinNs, std::uint64_t stagger_ns = 0, unsigned cluster = 1);
   // Launches it into its stream, labelled with its label.

@@ -38,14 +38,16 @@ struct block_record {
   std::uint32_t reserved;
 };
 
-// How a scheduling grid (priority_sched) spins. Block b spins spin_ns + (b / round_blocks) * stagger_ns,
-// so with round_blocks = the SM count the blocks placed together on one SM retire at different times
-// (round_blocks 0: every block spins spin_ns). started, when not null, is mapped host memory with one
-// word per block: thread 0 stores 1 there once every warp of the block is resident.
+// How a scheduling grid (priority_sched) spins. With arrivals (device memory, one zeroed word per %smid
+// value) the k-th block to start on an SM spins spin_ns + k * stagger_ns, so the blocks
+// sharing an SM retire one after another; without it every block spins spin_ns. started, when not null,
+// is mapped host memory with one word per block: thread 0 stores 1 there once every warp of the block is
+// resident.
 struct spin_plan {
   std::uint64_t spin_ns;
   std::uint64_t stagger_ns;
-  std::uint32_t round_blocks;
+  std::uint32_t* arrivals;
+  std::uint32_t arrival_slots;  // words at arrivals; an SM whose %smid is not below it counts as first
   std::uint32_t reserved;
   std::uint32_t* started;
 };
