@@ -70,12 +70,12 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
   constexpr std::uint64_t kStaggerNs = sc::testing::kBlockSpinNs / 2;
   held h(*this);
   const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
-  const sc::stream hs = make(stream_flags::non_blocking, "high", greatest());
-  const sc::stream ls = make(stream_flags::non_blocking, "later_low", least());
-  // Mutation (arrangement): the fill's blocks are not staggered, so an SM frees all its room at once.
-  const bool mutated = sc::mutation_active("SCHED-04", sc::mutation_kind::arrangement);
-  sched_grid& fill =
-      grid("fill", fs, least(), small_wave, small, sc::testing::kBlockSpinNs, mutated ? 0 : kStaggerNs);
+  // Mutation (arrangement): the priorities swapped: the later small grid is the high-priority one.
+  const bool swapped = sc::mutation_active("SCHED-04", sc::mutation_kind::arrangement);
+  const sc::stream hs = make(stream_flags::non_blocking, "high", swapped ? least() : greatest());
+  const sc::stream ls = make(stream_flags::non_blocking, "later_low", swapped ? greatest() : least());
+  // The fill spins kFillSpinNs first, so both pending grids are ready before the first small room appears.
+  sched_grid& fill = grid("fill", fs, least(), small_wave, small, sc::testing::kFillSpinNs, kStaggerNs);
   sched_grid& high = grid("high", hs, greatest(), wave());
   sched_grid& later = grid("later_low", ls, least(), small_wave, small);
   launch(fill, fs);
