@@ -94,9 +94,11 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
                   1000.0);
   sc::observe("sms_shared_by_fill_and_high",
               static_cast<unsigned long long>(sc::sms_shared_by_grids({residency(fill), residency(high)})));
-  EXPECT_TRUE(sc::observed_row("SCHED-04", "later_low_grid_waits_for_high_dispatch",
-                               decided(cut == 0, std::to_string(cut) + " later low blocks started before the "
-                                                                      "high grid's last block")));
+  const std::string what = std::to_string(cut) + " later low blocks started before the high grid's last block";
+  // Whether any small block cut ahead (recorded), and whether the later grid took the small room on every SM
+  // (no hold-back at all; gating).
+  EXPECT_TRUE(sc::observed_row("SCHED-04", "later_low_grid_waits_for_high_dispatch", decided(cut == 0, what)));
+  EXPECT_TRUE(sc::observed_row("SCHED-04", "later_low_grid_took_the_small_room_on_every_sm", decided(cut >= sms(), what)));
 }
 
 // SCHED-05 (observed; RTAS20, RTSS17 Fig. 7; catalog Q1): one grid per priority level, all pending behind
