@@ -16,13 +16,11 @@ __global__ void mark_kernel(std::uint32_t* counter, mark_board* board, unsigned 
   device::mark_land(counter, board, id);
 }
 
-__global__ void spin_kernel(block_record* records, std::uint64_t spin_ns) {
-  __shared__ std::uint64_t t0;
-  __shared__ std::uint32_t sm0;
-  if (threadIdx.x == 0) {
-    t0 = now_ns();
-    sm0 = device::sm_id();
-  }
+// The body of every timed spin: every warp resident (start barrier), spin `spin_ns` of %globaltimer time
+// from t0, resynchronize, and thread 0 writes the block's record. t0 and sm0 are the block's shared
+// stamps, set by thread 0 before the barrier.
+__device__ void timed_spin(block_record* records, const std::uint64_t& t0, const std::uint32_t& sm0,
+                           std::uint64_t spin_ns) {
   __syncthreads();  // every warp of the block is resident before the spin is counted
   std::uint64_t last = t0;
   std::uint64_t widest = 0;
@@ -37,6 +35,18 @@ __global__ void spin_kernel(block_record* records, std::uint64_t spin_ns) {
   }
 }
 
+__global__ void spin_kernel(block_record* records, std::uint64_t spin_ns) {
+  __shared__ std::uint64_t t0;
+  __shared__ std::uint32_t sm0;
+  if (threadIdx.x == 0) {
+    t0 = now_ns();
+    sm0 = device::sm_id();
+  }
+  timed_spin(records, t0, sm0, spin_ns);
+}
+
+// The scheduling grid: a timed spin whose length depends on the block's arrival order on its SM, and
+// which says "started" in mapped memory (see spin_plan).
 __global__ void sched_spin_kernel(block_record* records, spin_plan plan) {
   __shared__ std::uint64_t t0;
   __shared__ std::uint32_t sm0;
@@ -45,21 +55,10 @@ __global__ void sched_spin_kernel(block_record* records, spin_plan plan) {
     t0 = now_ns();
     sm0 = device::sm_id();
     arrival = plan.arrivals == nullptr || sm0 >= plan.arrival_slots ? 0u : atomicAdd(&plan.arrivals[sm0], 1u);
+    if (plan.started != nullptr) sys_u32(plan.started[blockIdx.x]).store(1u, cuda::memory_order_relaxed);
   }
-  __syncthreads();
-  if (threadIdx.x == 0 && plan.started != nullptr) sys_u32(plan.started[blockIdx.x]).store(1u, cuda::memory_order_relaxed);
-  const std::uint64_t spin = plan.spin_ns + arrival * plan.stagger_ns;
-  std::uint64_t last = t0;
-  std::uint64_t widest = 0;
-  for (std::uint64_t now = t0; now - t0 < spin;) {
-    now = now_ns();
-    if (now - last > widest) widest = now - last;
-    last = now;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    records[blockIdx.x] = block_record{t0, now_ns(), widest, sm0, device::sm_id(), device::sm_count_bound(), 0u};
-  }
+  __syncthreads();  // arrival is read by every thread below
+  timed_spin(records, t0, sm0, plan.spin_ns + arrival * plan.stagger_ns);
 }
 
 __global__ void gap_log_kernel(gap_log* logs, std::uint64_t spin_ns, std::uint64_t threshold_ns) {
@@ -247,8 +246,8 @@ cudaError_t sched_spin_cluster_occupancy(unsigned threads, unsigned cluster, int
   return cudaOccupancyMaxActiveClusters(clusters, sched_spin_kernel, &config);
 }
 
-cudaError_t launch_gap_log(cudaStream_t stream, gap_log* logs, unsigned blocks, unsigned threads,
-                           std::uint64_t spin_ns, std::uint64_t threshold_ns) {
+cudaError_t launch_gap_log(cudaStream_t stream, gap_log* logs, unsigned blocks, unsigned threads, std::uint64_t spin_ns,
+                           std::uint64_t threshold_ns) {
   gap_log_kernel<<<blocks, threads, 0, stream>>>(logs, spin_ns, threshold_ns);
   return cudaGetLastError();
 }
@@ -292,14 +291,19 @@ cudaError_t launch_fill(cudaStream_t stream, std::uint32_t* out, std::uint32_t n
 
 namespace {
 // Every kernel of the suite, for preload(). A new kernel is added here and nowhere else.
-const void* const kAllKernels[] = {
-    reinterpret_cast<const void*>(gate_kernel),  reinterpret_cast<const void*>(mark_kernel),
-    reinterpret_cast<const void*>(spin_kernel),  reinterpret_cast<const void*>(timer_probe_kernel),
-    reinterpret_cast<const void*>(beacon_kernel), reinterpret_cast<const void*>(empty_kernel),
-    reinterpret_cast<const void*>(trap_kernel), reinterpret_cast<const void*>(gate_grid_kernel),
-    reinterpret_cast<const void*>(fill_kernel),  reinterpret_cast<const void*>(fill_late_kernel),
-    reinterpret_cast<const void*>(count_mismatches_kernel), reinterpret_cast<const void*>(sched_spin_kernel),
-    reinterpret_cast<const void*>(gap_log_kernel)};
+const void* const kAllKernels[] = {reinterpret_cast<const void*>(gate_kernel),
+                                   reinterpret_cast<const void*>(mark_kernel),
+                                   reinterpret_cast<const void*>(spin_kernel),
+                                   reinterpret_cast<const void*>(timer_probe_kernel),
+                                   reinterpret_cast<const void*>(beacon_kernel),
+                                   reinterpret_cast<const void*>(empty_kernel),
+                                   reinterpret_cast<const void*>(trap_kernel),
+                                   reinterpret_cast<const void*>(gate_grid_kernel),
+                                   reinterpret_cast<const void*>(fill_kernel),
+                                   reinterpret_cast<const void*>(fill_late_kernel),
+                                   reinterpret_cast<const void*>(count_mismatches_kernel),
+                                   reinterpret_cast<const void*>(sched_spin_kernel),
+                                   reinterpret_cast<const void*>(gap_log_kernel)};
 }  // namespace
 
 cudaError_t preload() {

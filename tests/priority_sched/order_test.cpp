@@ -16,6 +16,7 @@
 namespace {
 
 using sc::stream_flags;
+using sc::testing::decided;
 using sc::testing::PrioritySched;
 using sc::testing::sched_grid;
 
@@ -42,16 +43,6 @@ bool open_when_full(PrioritySched& t, held& h, const sched_grid& fill, unsigned 
   t.timeline().host_event("latch opened");
   w.release();
   return full;
-}
-
-sc::gated_result decided(bool holds, const std::string& what) {
-  return {holds ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold, what};
-}
-
-// The same, invalid when the arrangement was not built (invalid_reason not empty).
-sc::gated_result decided(const std::string& invalid_reason, bool holds, const std::string& what) {
-  if (!invalid_reason.empty()) return sc::detail::invalid_check(what + ": " + invalid_reason);
-  return decided(holds, what);
 }
 
 // SCHED-04 (observed; RTSS17 Fig. 8): a pending high-priority grid whose blocks do not fit yet is not
@@ -89,16 +80,17 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
   const std::uint64_t high_dispatched = sc::last_start_ns(high.host);
   const std::size_t cut = sc::started_before(later.host, high_dispatched);
   sc::observe("later_low.blocks_started_before_high_dispatched", static_cast<unsigned long long>(cut));
-  sc::observe("high.first_start_after_fill_first_end_us",
-              (static_cast<double>(sc::first_start_ns(high.host)) - static_cast<double>(sc::first_end_ns(fill.host))) /
-                  1000.0);
+  sc::observe(
+      "high.first_start_after_fill_first_end_us",
+      (static_cast<double>(sc::first_start_ns(high.host)) - static_cast<double>(sc::first_end_ns(fill.host))) / 1000.0);
   sc::observe("sms_shared_by_fill_and_high",
               static_cast<unsigned long long>(sc::sms_shared_by_grids({residency(fill), residency(high)})));
   const std::string what = std::to_string(cut) + " later low blocks started before the high grid's last block";
   // Whether any small block cut ahead (recorded), and whether the later grid took the small room on every SM
   // (no hold-back at all; gating).
   EXPECT_TRUE(sc::observed_row("SCHED-04", "later_low_grid_waits_for_high_dispatch", decided(cut == 0, what)));
-  EXPECT_TRUE(sc::observed_row("SCHED-04", "later_low_grid_took_the_small_room_on_every_sm", decided(cut >= sms(), what)));
+  EXPECT_TRUE(
+      sc::observed_row("SCHED-04", "later_low_grid_took_the_small_room_on_every_sm", decided(cut >= sms(), what)));
 }
 
 // SCHED-05 (observed; RTAS20, RTSS17 Fig. 7; catalog Q1): one grid per priority level, all pending behind
@@ -151,9 +143,10 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
               static_cast<double>(sc::first_start_ns(grids.front()->host) - sc::first_start_ns(fill.host)) / 1000.0);
   sc::observe("levels", static_cast<int>(levels.size()));
   sc::observe("distinct_dispatch_ranks", ranks);
-  EXPECT_TRUE(sc::observed_row("SCHED-05", "every_level_dispatched_before_the_next_lower",
-                               decided(not_ready, ordered, std::to_string(ranks) + " dispatch ranks for " +
-                                                               std::to_string(levels.size()) + " levels")));
+  EXPECT_TRUE(sc::observed_row(
+      "SCHED-05", "every_level_dispatched_before_the_next_lower",
+      decided(not_ready, ordered,
+              std::to_string(ranks) + " dispatch ranks for " + std::to_string(levels.size()) + " levels")));
 }
 
 // SCHED-07 (observed; RTAS24 R2 x RTSS17 A2; catalog Q2): a high-priority grid launched after grids in 16
@@ -202,9 +195,9 @@ TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
   for (const sched_grid* g : lows) ahead += sc::first_start_ns(g->host) < high_first ? 1u : 0u;
   sc::observe("low_grids_started_before_high", static_cast<int>(ahead));
   EXPECT_TRUE(sc::observed_row("SCHED-07", "high_grid_dispatched_first.connections_" + connections,
-                               decided(not_ready, ahead == 0, std::to_string(ahead) + " of " +
-                                                                  std::to_string(kLowStreams) +
-                                                                  " low grids started before the high grid")));
+                               decided(not_ready, ahead == 0,
+                                       std::to_string(ahead) + " of " + std::to_string(kLowStreams) +
+                                           " low grids started before the high grid")));
 }
 
 // SCHED-08 (observed; catalog Q4, no published answer): a high-priority grid launched in thread-block
@@ -253,10 +246,10 @@ TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
   sc::observe("cluster_high.first_start_after_release_wave_us",
               (static_cast<double>(high_first) - static_cast<double>(sc::first_end_ns(low.host))) / 1000.0);
   sc::observe("cluster_high.dispatch_us", static_cast<double>(high_dispatched - high_first) / 1000.0);
-  EXPECT_TRUE(sc::observed_row("SCHED-08", "cluster_grid_dispatched_ahead_of_pending_small_blocks",
-                               decided(high_dispatched < low_dispatched,
-                                       "D(cluster) " + std::to_string(high_dispatched) + " vs D(small) " +
-                                           std::to_string(low_dispatched))));
+  EXPECT_TRUE(sc::observed_row(
+      "SCHED-08", "cluster_grid_dispatched_ahead_of_pending_small_blocks",
+      decided(high_dispatched < low_dispatched,
+              "D(cluster) " + std::to_string(high_dispatched) + " vs D(small) " + std::to_string(low_dispatched))));
 }
 
 }  // namespace

@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "sc/fixtures/calibration.hpp"
 #include "sc/fixtures/check.hpp"
@@ -19,7 +18,8 @@ void PrioritySched::SetUp() {
   GpuTest::SetUp();
   if (IsSkipped() || HasFatalFailure()) return;
   // Every test's records are held to the device's residency limits.
-  claim("SCHED-13", verdict_kind::documented, "RT cudaDeviceProp maxThreadsPerMultiProcessor, maxBlocksPerMultiProcessor");
+  claim("SCHED-13", verdict_kind::documented,
+        "RT cudaDeviceProp maxThreadsPerMultiProcessor, maxBlocksPerMultiProcessor");
   if (const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING"); blocking != nullptr && std::string(blocking) == "1")
     GTEST_SKIP() << "CUDA_LAUNCH_BLOCKING=1: launches are synchronous, so grids cannot be left pending behind a "
                     "latch (the arrangement every scheduling test is built on)";
@@ -103,19 +103,22 @@ void PrioritySched::behind(const event& opened, const stream& s) {
 residency_input PrioritySched::residency(const sched_grid& g) { return {&g.host, g.threads, g.label}; }
 
 slack PrioritySched::stamp_slack() const {
-  return ticks(4, "block stamps are %globaltimer reads on different SMs; the timer advances in ticks, so two "
-                  "ordered events may read the same value or, read on either side of an update, one tick apart");
+  return ticks(4,
+               "block stamps are %globaltimer reads on different SMs; the timer advances in ticks, so two "
+               "ordered events may read the same value or, read on either side of an update, one tick apart");
 }
 
 slack PrioritySched::ready_slack() const {
   const std::uint64_t tick = std::max<std::uint64_t>(device_timer().tick_ns, 1);
   // 100 us: a ready grid starts within about a microsecond of a slot freeing (SCHED-03: 0.5 us after the
   // remaining block time); a pending grid still waiting for the latch's release takes milliseconds.
-  return ticks((100'000 + tick - 1) / tick, "dispatch of a ready grid into a freed slot takes microseconds; "
-                                             "100 us later the grid was not ready yet");
+  return ticks((100'000 + tick - 1) / tick,
+               "dispatch of a ready grid into a freed slot takes microseconds; "
+               "100 us later the grid was not ready yet");
 }
 
-std::string PrioritySched::ready_when_room(const sched_grid& fill, const std::vector<const sched_grid*>& pending) const {
+std::string PrioritySched::ready_when_room(const sched_grid& fill,
+                                           const std::vector<const sched_grid*>& pending) const {
   std::uint64_t first = 0;
   for (const sched_grid* g : pending) {
     const std::uint64_t t = first_start_ns(g->host);
@@ -141,8 +144,8 @@ void PrioritySched::collect() {
   for (sched_grid& g : grids_) {
     if (!g.launched) continue;
     g.host.resize(g.blocks);
-    SC_CHECK_CUDA(cudaMemcpy(g.host.data(), g.records.data(), g.blocks * sizeof(kernels::block_record),
-                             cudaMemcpyDeviceToHost));
+    SC_CHECK_CUDA(
+        cudaMemcpy(g.host.data(), g.records.data(), g.blocks * sizeof(kernels::block_record), cudaMemcpyDeviceToHost));
     const auto unwritten = std::count_if(g.host.begin(), g.host.end(), [](const auto& b) { return b.t1_ns == 0; });
     EXPECT_EQ(0, unwritten) << g.label << ": blocks without a record (the grid did not run to the end)";
     timeline().blocks(g.label, g.host.data(), g.host.size());
@@ -155,6 +158,15 @@ void PrioritySched::collect() {
   }
   write_block_chart(chart, properties(), least_, greatest_);
   EXPECT_TRUE(within_residency_limits(inputs, properties(), "residency"));
+}
+
+gated_result decided(bool holds, const std::string& what) {
+  return {holds ? gated_outcome::holds : gated_outcome::does_not_hold, what};
+}
+
+gated_result decided(const std::string& invalid_reason, bool holds, const std::string& what) {
+  if (!invalid_reason.empty()) return detail::invalid_check(what + ": " + invalid_reason);
+  return decided(holds, what);
 }
 
 void write_block_chart(const std::vector<chart_grid>& grids, const cudaDeviceProp& properties, int least,

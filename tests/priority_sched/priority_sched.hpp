@@ -48,7 +48,7 @@ struct sched_grid {
   device_buffer<kernels::block_record> records;
   mapped<std::uint32_t> started;
   device_buffer<std::uint32_t> arrivals;  // per %smid, when staggered
-  block_records host;  // filled by PrioritySched::collect()
+  block_records host;                     // filled by PrioritySched::collect()
   bool launched = false;
 };
 
@@ -65,7 +65,7 @@ class PrioritySched : public GpuTest {
   unsigned per_sm() const noexcept { return per_sm_; }
   unsigned sms() const noexcept { return sms_; }
   unsigned wave() const noexcept { return sms_ * per_sm_; }
-  int least() const noexcept { return least_; }       // the lowest priority (numerically greatest)
+  int least() const noexcept { return least_; }        // the lowest priority (numerically greatest)
   int greatest() const noexcept { return greatest_; }  // the highest priority
 
   // A grid of `blocks` blocks of `threads` threads (0: threads()) spinning `spin_ns`, in `s` (whose
@@ -104,6 +104,11 @@ class PrioritySched : public GpuTest {
   std::deque<sched_grid> grids_;
 };
 
+// A decision made from block records as a three-valued check: holds or does not hold, described by
+// `what`; invalid (with the reason) when invalid_reason is not empty, i.e. the arrangement was not built.
+gated_result decided(bool holds, const std::string& what);
+gated_result decided(const std::string& invalid_reason, bool holds, const std::string& what);
+
 // The block chart JSON (observation "block_chart") for grids read back elsewhere, e.g. from a child
 // process: process names which process the grid ran in ("" for the test's own).
 struct chart_grid {
@@ -114,8 +119,7 @@ struct chart_grid {
   unsigned threads = 0;
   const block_records* records = nullptr;
 };
-void write_block_chart(const std::vector<chart_grid>& grids, const cudaDeviceProp& properties, int least,
-                       int greatest);
+void write_block_chart(const std::vector<chart_grid>& grids, const cudaDeviceProp& properties, int least, int greatest);
 
 // SCHED-13 for a set of grids of one context: the most blocks and threads resident on any SM at once
 // against maxBlocksPerMultiProcessor and maxThreadsPerMultiProcessor. Records the peaks under `key` and

@@ -1,6 +1,7 @@
 // SCHED-10, 11: grids in two other processes (sc_probe children, each with its own context). Priorities
 // are per context; contexts share the GPU by time-slicing.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -9,14 +10,13 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "priority_sched.hpp"
 #include "sc/fixtures/observe.hpp"
 #include "sc/fixtures/probe.hpp"
 
 namespace {
 
+using sc::testing::decided;
 using sc::testing::PrioritySched;
 
 // How long a child may take to set up its context, and to run its grid. Reason: a context is created in
@@ -25,8 +25,7 @@ constexpr std::chrono::milliseconds kChildReady{10000};
 constexpr std::chrono::milliseconds kChildDone{10000};
 
 std::string scratch(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / ("sc_sched_" + std::to_string(getpid()) + "_" + name))
-      .string();
+  return (std::filesystem::path(::testing::TempDir()) / ("sc_sched_" + std::to_string(getpid()) + "_" + name)).string();
 }
 
 template <typename Record>
@@ -54,10 +53,6 @@ std::string run_children(std::vector<sc::child_probe*> children) {
   return {};
 }
 
-sc::gated_result decided(bool holds, const std::string& what) {
-  return {holds ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold, what};
-}
-
 // SCHED-10 (observed; RTSS17 App. A; cuda_scheduling_examiner stream_priority_process): a low-priority
 // grid in one process and a high-priority grid in another, each four waves; the low one is told to go
 // first. Within one context the high grid would take every freed slot (SCHED-01); across contexts?
@@ -66,9 +61,11 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   const unsigned blocks = 4 * wave();
   const auto args = [&](int priority, const std::string& out) {
-    return std::vector<std::string>{"--priority", std::to_string(priority), "--blocks", std::to_string(blocks),
-                                    "--threads", std::to_string(threads()), "--spin-us",
-                                    std::to_string(sc::testing::kBlockSpinNs / 1000), "--out", out};
+    return std::vector<std::string>{"--priority", std::to_string(priority),
+                                    "--blocks",   std::to_string(blocks),
+                                    "--threads",  std::to_string(threads()),
+                                    "--spin-us",  std::to_string(sc::testing::kBlockSpinNs / 1000),
+                                    "--out",      out};
   };
   const std::string low_file = scratch("low");
   const std::string high_file = scratch("high");
@@ -103,9 +100,9 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
   EXPECT_TRUE(sc::observed_row("SCHED-10", "contexts_time_sliced",
                                decided(most > per_sm(), std::to_string(most) + " blocks at once on one SM, " +
                                                             std::to_string(per_sm()) + " fit")));
-  EXPECT_TRUE(sc::observed_row(
-      "SCHED-10", "high_priority_process_dispatched_first",
-      decided(sc::last_start_ns(h) < sc::last_start_ns(l), "D(high process) vs D(low process)")));
+  EXPECT_TRUE(
+      sc::observed_row("SCHED-10", "high_priority_process_dispatched_first",
+                       decided(sc::last_start_ns(h) < sc::last_start_ns(l), "D(high process) vs D(low process)")));
 }
 
 // SCHED-11 (observed; RTAS24 Fig. 6/7/9; GTRACE): two processes each fill every SM with blocks that spin
@@ -118,14 +115,17 @@ TEST_F(PrioritySched, ContextsAreTimeSliced) {
   // Reason for 20 us: far above a timer read's own gaps (a few ticks) and far below a context switch.
   constexpr unsigned kThresholdUs = 20;
   const char* mps_pipe = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
-  const bool mps = (mps_pipe != nullptr && std::filesystem::exists(mps_pipe)) || std::filesystem::exists("/tmp/nvidia-mps");
+  const bool mps =
+      (mps_pipe != nullptr && std::filesystem::exists(mps_pipe)) || std::filesystem::exists("/tmp/nvidia-mps");
   sc::observe("mps", mps ? std::string("an MPS pipe directory exists: the children may share one context")
                          : std::string("no MPS control daemon found: the MPS variant is not run"));
   const unsigned blocks = wave();
   const auto args = [&](const std::string& out) {
-    return std::vector<std::string>{"--blocks", std::to_string(blocks), "--threads", std::to_string(threads()),
-                                    "--spin-us", std::to_string(kSpinUs), "--threshold-us",
-                                    std::to_string(kThresholdUs), "--out", out};
+    return std::vector<std::string>{"--blocks",       std::to_string(blocks),
+                                    "--threads",      std::to_string(threads()),
+                                    "--spin-us",      std::to_string(kSpinUs),
+                                    "--threshold-us", std::to_string(kThresholdUs),
+                                    "--out",          out};
   };
   const std::string a_file = scratch("a");
   const std::string b_file = scratch("b");
@@ -176,10 +176,10 @@ TEST_F(PrioritySched, ContextsAreTimeSliced) {
   }
   // The switch cost: a gap is the other context's run plus two switches.
   sc::observe("switch_cost_estimate_us", (median(gaps_us) - median(runs_us)) / 2.0);
-  EXPECT_TRUE(sc::observed_row("SCHED-11", "contexts_time_sliced",
-                               decided(blocks_with_gaps * 2 > total, std::to_string(blocks_with_gaps) + " of " +
-                                                                         std::to_string(total) +
-                                                                         " blocks saw another context's turn")));
+  EXPECT_TRUE(sc::observed_row(
+      "SCHED-11", "contexts_time_sliced",
+      decided(blocks_with_gaps * 2 > total, std::to_string(blocks_with_gaps) + " of " + std::to_string(total) +
+                                                " blocks saw another context's turn")));
 }
 
 }  // namespace

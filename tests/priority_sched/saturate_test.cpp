@@ -13,6 +13,7 @@
 namespace {
 
 using sc::stream_flags;
+using sc::testing::decided;
 using sc::testing::PrioritySched;
 using sc::testing::sched_grid;
 
@@ -55,12 +56,6 @@ saturation saturate(PrioritySched& t, const std::string& running, int running_pr
   w.release();
   t.collect();
   return s;
-}
-
-// Three-valued result of a block-record decision: invalid when the arrangement was not what it claims.
-sc::gated_result decided(const std::string& invalid_reason, bool holds, const std::string& what) {
-  if (!invalid_reason.empty()) return sc::detail::invalid_check(what + ": " + invalid_reason);
-  return {holds ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold, what};
 }
 
 // SCHED-01 (observed; RTSS17 rule A2, driver docs: priority is a hint), SCHED-02 (documented in 13.x: "do
@@ -176,9 +171,9 @@ TEST_F(PrioritySched, EqualPriorityIsFirstInFirstOut) {
   const std::string not_pending = s.running_started_at_release >= s.running->blocks
                                       ? "every earlier block had started before the latch opened"
                                       : "";
-  EXPECT_TRUE(sc::observed_row("SCHED-06", "later_grid_waits_for_earlier_dispatch",
-                               decided(not_pending, cut == 0,
-                                       std::to_string(cut) + " later blocks started before the earlier grid's last")));
+  EXPECT_TRUE(sc::observed_row(
+      "SCHED-06", "later_grid_waits_for_earlier_dispatch",
+      decided(not_pending, cut == 0, std::to_string(cut) + " later blocks started before the earlier grid's last")));
 }
 
 }  // namespace

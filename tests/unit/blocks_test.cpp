@@ -1,7 +1,7 @@
 // Block-record arithmetic (blocks.hpp), on hand-made records: no GPU.
-#include <gtest/gtest.h>
-
 #include "sc/fixtures/blocks.hpp"
+
+#include <gtest/gtest.h>
 
 namespace {
 

@@ -23,8 +23,8 @@ struct gate_word {
 // rejects it) and publishes it with a plain system-scope store into this board, in mapped host memory.
 inline constexpr unsigned kMarkSlots = 64;
 struct mark_board {
-  std::uint32_t ticket[kMarkSlots];     // 0 = not landed yet; else 1 for the board's first mark, 2, ...
-  std::uint64_t stamp_ns[kMarkSlots];   // %globaltimer when the mark landed
+  std::uint32_t ticket[kMarkSlots];    // 0 = not landed yet; else 1 for the board's first mark, 2, ...
+  std::uint64_t stamp_ns[kMarkSlots];  // %globaltimer when the mark landed
 };
 
 // One per block of a timed spin, written by thread 0.
@@ -41,8 +41,8 @@ struct block_record {
 // How a scheduling grid (priority_sched) spins. With arrivals (device memory, one zeroed word per %smid
 // value) the k-th block to start on an SM spins spin_ns + k * stagger_ns, so the blocks
 // sharing an SM retire one after another; without it every block spins spin_ns. started, when not null,
-// is mapped host memory with one word per block: thread 0 stores 1 there once every warp of the block is
-// resident.
+// is mapped host memory with one word per block: thread 0 stores 1 there as soon as it runs (a block gets
+// all its resources when it is dispatched, so it then holds its slot).
 struct spin_plan {
   std::uint64_t spin_ns;
   std::uint64_t stagger_ns;
@@ -73,7 +73,7 @@ struct timer_probe {
   std::uint64_t min_step_ns;  // smallest non-zero difference between consecutive reads: the tick
   std::uint64_t max_step_ns;
   std::uint32_t reads;
-  std::uint32_t steps;        // number of non-zero differences seen
+  std::uint32_t steps;  // number of non-zero differences seen
 };
 
 // A kernel that publishes %globaltimer to the host continuously while it runs (instrument INST-02).
