@@ -20,6 +20,8 @@
 # - ENV_VARIANT (triples): tests matching a filter run in their own entries (<family>.<name>.Suite.Test)
 #   with the variable set before CUDA initializes, and not in the default entries. A filter starting
 #   with '+' keeps its tests in the default entries too (a behavior measured with and without the variable).
+#   Each entry also gets a host test, <family>.<name>.EnvironmentEntry.FilterSelectsATest (labels: the
+#   family and nogpu), that fails when its filter selects no test of the family.
 #
 # Property values are given one key at a time (LABELS a LABELS b): a list value inside PROPERTIES shifts
 # the key/value pairs and later properties are silently lost (CMake issue 17812).
@@ -127,4 +129,22 @@ function(sc_behavior_family)
     endif()
     _sc_discover(${target} "${prefix}" "${rest}" "${props}" "")
   endforeach()
+
+  # Every environment entry's filter must select at least one test of the family (in any of its
+  # executables): a host test per entry, so a renamed test fails the run instead of losing its entry.
+  set(exes "")
+  foreach(target IN LISTS targets)
+    list(APPEND exes "$<TARGET_FILE:${target}>")
+  endforeach()
+  set(remaining ${arg_ENV_VARIANT})
+  while(remaining)
+    list(POP_FRONT remaining vname vfilter venv)
+    string(REGEX REPLACE "^\\+" "" vfilter "${vfilter}")
+    set(check "${arg_FAMILY}.${vname}.EnvironmentEntry.FilterSelectsATest")
+    add_test(NAME ${check}
+             COMMAND ${CMAKE_COMMAND} "-DFILTER=${vfilter}" "-DVARIANT=${vname}" "-DEXES=${exes}"
+                     -P "${PROJECT_SOURCE_DIR}/cmake/CheckVariantFilter.cmake")
+    set_tests_properties(${check} PROPERTIES LABELS ${arg_FAMILY} TIMEOUT 60)
+    set_property(TEST ${check} APPEND PROPERTY LABELS nogpu)
+  endwhile()
 endfunction()

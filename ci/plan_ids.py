@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""The catalog IDs a family's plan lists, for the mutation job.
+
+    ci/plan_ids.py [--mutations] tests/<family>/README.md
+
+Prints the IDs of the plan's table rows (first cell "<LETTERS>-<digits>", perhaps with a note after it;
+rows marked retired left out), one
+line, separated by spaces. With --mutations, rows whose last cell says "(no mutation run)" are left out
+too: their claim is judged in a test that other IDs' mutations already kill, or the test cannot run here,
+and the plan says which. Exits 1 with a one-line message when the file is missing or lists no ID.
+"""
+import re
+import sys
+from pathlib import Path
+
+ROW = re.compile(r"^\|\s*([A-Z]+-\d+)\b([^|]*)\|")
+
+
+def plan_ids(text, for_mutation):
+    ids = []
+    for line in text.splitlines():
+        match = ROW.match(line)
+        if not match or "retired" in match.group(2):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if for_mutation and "(no mutation run)" in cells[-1]:
+            continue
+        if match.group(1) not in ids:
+            ids.append(match.group(1))
+    return ids
+
+
+def main(argv):
+    args = [a for a in argv if a != "--mutations"]
+    if len(args) != 1:
+        print("usage: plan_ids.py [--mutations] tests/<family>/README.md", file=sys.stderr)
+        return 2
+    path = Path(args[0])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        print("plan_ids: cannot read %s: %s" % (path, error.strerror), file=sys.stderr)
+        return 1
+    ids = plan_ids(text, "--mutations" in argv)
+    if not ids:
+        print("plan_ids: %s lists no catalog ID" % path, file=sys.stderr)
+        return 1
+    print(" ".join(ids))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
