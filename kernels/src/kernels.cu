@@ -207,6 +207,25 @@ cudaError_t launch_spin(cudaStream_t stream, block_record* records, unsigned blo
   return cudaGetLastError();
 }
 
+namespace {
+// A launch configuration of `blocks` x `threads` in clusters of `cluster` blocks; `attribute` is filled
+// and pointed to, so it must outlive the configuration.
+cudaLaunchConfig_t cluster_config(unsigned blocks, unsigned threads, unsigned cluster, cudaStream_t stream,
+                                  cudaLaunchAttribute* attribute) {
+  attribute->id = cudaLaunchAttributeClusterDimension;
+  attribute->val.clusterDim.x = cluster;
+  attribute->val.clusterDim.y = 1;
+  attribute->val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(threads);
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return config;
+}
+}  // namespace
+
 cudaError_t launch_sched_spin(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
                               const spin_plan& plan, unsigned cluster) {
   if (cluster <= 1) {
@@ -214,17 +233,8 @@ cudaError_t launch_sched_spin(cudaStream_t stream, block_record* records, unsign
     return cudaGetLastError();
   }
   if (blocks % cluster != 0) return cudaErrorInvalidValue;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(blocks);
-  config.blockDim = dim3(threads);
-  config.stream = stream;
   cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = cluster;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  const cudaLaunchConfig_t config = cluster_config(blocks, threads, cluster, stream, &attribute);
   return cudaLaunchKernelEx(&config, sched_spin_kernel, records, plan);
 }
 
@@ -233,16 +243,8 @@ cudaError_t sched_spin_occupancy(unsigned threads, int* blocks_per_sm) {
 }
 
 cudaError_t sched_spin_cluster_occupancy(unsigned threads, unsigned cluster, int* clusters) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(cluster);
-  config.blockDim = dim3(threads);
   cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = cluster;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  const cudaLaunchConfig_t config = cluster_config(cluster, threads, cluster, nullptr, &attribute);
   return cudaOccupancyMaxActiveClusters(clusters, sched_spin_kernel, &config);
 }
 

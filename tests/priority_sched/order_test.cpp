@@ -20,31 +20,6 @@ using sc::testing::decided;
 using sc::testing::PrioritySched;
 using sc::testing::sched_grid;
 
-// A latch in its own stream and the event every pending stream waits for.
-struct held {
-  sc::stream s;
-  sc::host_latch latch;
-  sc::event opened;
-  held(PrioritySched& t) : s(t.make(stream_flags::non_blocking, "latch")) {
-    t.hold(latch, s);
-    opened = sc::event::create(sc::event_flags::disable_timing);
-    SC_CHECK_CUDA(cudaEventRecord(opened.get(), s.get()));
-  }
-};
-
-// Opens the latch once `fill` has `n` blocks started; false (with a failure) when it could not.
-bool open_when_full(PrioritySched& t, held& h, const sched_grid& fill, unsigned n) {
-  sc::held_window w(h.latch);
-  if (!w.started()) {
-    ADD_FAILURE() << "the latch did not start: " << w.why_not();
-    return false;
-  }
-  const bool full = t.wait_started(fill, n);
-  t.timeline().host_event("latch opened");
-  w.release();
-  return full;
-}
-
 // SCHED-04 (observed; RTSS17 Fig. 8): a pending high-priority grid whose blocks do not fit yet is not
 // overtaken by a later low-priority grid whose smaller blocks would. The running grid has blocks of half
 // the size, staggered so that on each SM one retires 0.5 ms before the next: room for a small block, not
@@ -59,7 +34,7 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
   const unsigned small_wave = sms() * static_cast<unsigned>(small_per_sm);
   // Reason for 0.5 ms: half a block's spin, long against dispatch latency (microseconds).
   constexpr std::uint64_t kStaggerNs = sc::testing::kBlockSpinNs / 2;
-  held h(*this);
+  sc::testing::sched_latch latch(*this);
   const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
   // Mutation (arrangement): the priorities swapped: the later small grid is the high-priority one.
   const bool swapped = sc::mutation_active("SCHED-04", sc::mutation_kind::arrangement);
@@ -70,14 +45,14 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
   sched_grid& high = grid("high", hs, greatest(), wave());
   sched_grid& later = grid("later_low", ls, least(), small_wave, small);
   launch(fill, fs);
-  behind(h.opened, hs);
+  latch.behind(hs);
   launch(high, hs);
-  behind(h.opened, ls);
+  latch.behind(ls);
   launch(later, ls);
-  const bool full = open_when_full(*this, h, fill, small_wave);
+  const std::string not_built = latch.open_when_started(fill, small_wave);
   collect();
-  ASSERT_TRUE(full);
-  const std::uint64_t high_dispatched = sc::last_start_ns(high.host);
+  ASSERT_TRUE(not_built.empty()) << not_built;
+  const std::uint64_t high_dispatched = sc::dispatch_complete_ns(high.host);
   const std::size_t cut = sc::started_before(later.host, high_dispatched);
   sc::observe("later_low.blocks_started_before_high_dispatched", static_cast<unsigned long long>(cut));
   sc::observe(
@@ -104,7 +79,7 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
   for (int p = least(); p >= greatest(); --p) levels.push_back(p);
   // Mutation (arrangement): every level's grid at the lowest priority.
   const bool mutated = sc::mutation_active("SCHED-05", sc::mutation_kind::arrangement);
-  held h(*this);
+  sc::testing::sched_latch latch(*this);
   const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
   sched_grid& fill = grid("fill", fs, least(), wave(), 0, sc::testing::kFillSpinNs);
   std::vector<sc::stream> streams;
@@ -117,12 +92,12 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
   }
   launch(fill, fs);
   for (std::size_t i = 0; i < levels.size(); ++i) {
-    behind(h.opened, streams[i]);
+    latch.behind(streams[i]);
     launch(*grids[i], streams[i]);
   }
-  const bool full = open_when_full(*this, h, fill, wave());
+  const std::string not_built = latch.open_when_started(fill, wave());
   collect();
-  ASSERT_TRUE(full);
+  ASSERT_TRUE(not_built.empty()) << not_built;
   const std::string not_ready = ready_when_room(fill, {grids.begin(), grids.end()});
   // From the highest level down: each level fully dispatched before the next lower one starts.
   const sc::slack tol = stamp_slack();
@@ -131,7 +106,7 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
   for (std::size_t i = levels.size() - 1; i > 0; --i) {
     const sched_grid& higher = *grids[i];
     const sched_grid& lower = *grids[i - 1];
-    const bool before = sc::last_start_ns(higher.host) <= sc::first_start_ns(lower.host) + tol.ns();
+    const bool before = sc::dispatch_complete_ns(higher.host) <= sc::first_start_ns(lower.host) + tol.ns();
     const bool starts_first = sc::first_start_ns(higher.host) < sc::first_start_ns(lower.host);
     ranks += before ? 1 : 0;
     ordered = ordered && before;
@@ -163,7 +138,7 @@ TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
   sc::observe("connections", connections);
   // Mutation (arrangement): the high grid at the lowest priority.
   const bool mutated = sc::mutation_active("SCHED-07", sc::mutation_kind::arrangement);
-  held h(*this);
+  sc::testing::sched_latch latch(*this);
   const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
   sched_grid& fill = grid("fill", fs, least(), wave(), 0, sc::testing::kFillSpinNs);
   std::vector<sc::stream> streams;
@@ -179,14 +154,14 @@ TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
   sched_grid& high = grid("high", hs, greatest(), wave());
   launch(fill, fs);
   for (unsigned i = 0; i < kLowStreams; ++i) {
-    behind(h.opened, streams[i]);
+    latch.behind(streams[i]);
     launch(*lows[i], streams[i]);
   }
-  behind(h.opened, hs);
+  latch.behind(hs);
   launch(high, hs);
-  const bool full = open_when_full(*this, h, fill, wave());
+  const std::string not_built = latch.open_when_started(fill, wave());
   collect();
-  ASSERT_TRUE(full);
+  ASSERT_TRUE(not_built.empty()) << not_built;
   std::vector<const sched_grid*> pending(lows.begin(), lows.end());
   pending.push_back(&high);
   const std::string not_ready = ready_when_room(fill, pending);
@@ -223,24 +198,24 @@ TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
   sc::observe("small.threads", static_cast<int>(small));
   // Mutation (arrangement): the cluster grid at the lowest priority.
   const bool mutated = sc::mutation_active("SCHED-08", sc::mutation_kind::arrangement);
-  held h(*this);
+  sc::testing::sched_latch latch(*this);
   const sc::stream ls = make(stream_flags::non_blocking, "small_low", least());
   const sc::stream hs = make(stream_flags::non_blocking, "cluster_high", mutated ? least() : greatest());
   // Four waves of small blocks: three stay pending when the latch opens.
   sched_grid& low = grid("small_low", ls, least(), 4 * small_wave, small);
   sched_grid& high = grid("cluster_high", hs, greatest(), kCluster * static_cast<unsigned>(clusters), 0,
                           sc::testing::kBlockSpinNs, 0, kCluster);
-  behind(h.opened, hs);
+  latch.behind(hs);
   launch(high, hs);
   launch(low, ls);
-  const bool full = open_when_full(*this, h, low, small_wave);
+  const std::string not_built = latch.open_when_started(low, small_wave);
   const unsigned started_at_release = started(low);
   collect();
-  ASSERT_TRUE(full);
+  ASSERT_TRUE(not_built.empty()) << not_built;
   ASSERT_LT(started_at_release, low.blocks) << "no small block was pending when the latch opened";
   const std::uint64_t high_first = sc::first_start_ns(high.host);
-  const std::uint64_t high_dispatched = sc::last_start_ns(high.host);
-  const std::uint64_t low_dispatched = sc::last_start_ns(low.host);
+  const std::uint64_t high_dispatched = sc::dispatch_complete_ns(high.host);
+  const std::uint64_t low_dispatched = sc::dispatch_complete_ns(low.host);
   sc::observe("small_low.blocks_started_during_cluster_dispatch",
               static_cast<unsigned long long>(sc::started_within(low.host, high_first, high_dispatched)));
   sc::observe("cluster_high.first_start_after_release_wave_us",

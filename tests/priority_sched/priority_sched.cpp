@@ -96,8 +96,23 @@ bool PrioritySched::wait_started(const sched_grid& g, unsigned n) {
   return true;
 }
 
-void PrioritySched::behind(const event& opened, const stream& s) {
-  SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), opened.get(), 0));
+sched_latch::sched_latch(PrioritySched& t) : t_(t), s_(t.make(stream_flags::non_blocking, "latch")) {
+  t_.hold(latch_, s_);
+  opened_ = event::create(event_flags::disable_timing);
+  SC_CHECK_CUDA(cudaEventRecord(opened_.get(), s_.get()));
+}
+
+void sched_latch::behind(const stream& s) const { SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), opened_.get(), 0)); }
+
+std::string sched_latch::open_when_started(const sched_grid& running, unsigned n) {
+  held_window w(latch_);
+  std::string why = w.started() ? std::string() : "the latch did not start: " + w.why_not();
+  if (why.empty() && n > 0 && !t_.wait_started(running, n))
+    why = running.label + ": " + std::to_string(n) + " blocks did not start in time";
+  started_at_release_ = t_.started(running);
+  t_.timeline().host_event("latch opened");
+  w.release();
+  return why;
 }
 
 residency_input PrioritySched::residency(const sched_grid& g) { return {&g.host, g.threads, g.label}; }

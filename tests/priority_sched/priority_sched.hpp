@@ -79,8 +79,6 @@ class PrioritySched : public GpuTest {
   unsigned started(const sched_grid& g) const;
   // Waits until n blocks of g have started; false (and a failure naming g) after kWaveDeadline.
   bool wait_started(const sched_grid& g, unsigned n);
-  // Makes `s` wait for `opened` (recorded behind the latch).
-  static void behind(const event& opened, const stream& s);
   // Drains the device, reads every grid's records back, attaches them to the timeline, checks the
   // residency limits (SCHED-13: a documented assertion) and writes the block chart. Once per test.
   void collect();
@@ -102,6 +100,28 @@ class PrioritySched : public GpuTest {
   int greatest_ = 0;
   bool collected_ = false;
   std::deque<sched_grid> grids_;
+};
+
+// The one hold of a scheduling arrangement: a host latch in its own stream and an event recorded behind
+// it; the streams of the grids that must be pending wait for that event.
+class sched_latch {
+ public:
+  explicit sched_latch(PrioritySched& t);
+  // Makes `s` wait for the latch.
+  void behind(const stream& s) const;
+  // Opens the latch once `running` has n blocks started (n = 0: as soon as the latch runs) and records the
+  // host event "latch opened". Empty when the arrangement was built; otherwise why not (the latch did not
+  // start, or the blocks did not start in time). The latch is open on return either way.
+  std::string open_when_started(const sched_grid& running, unsigned n);
+  // Blocks of `running` started when the latch was opened.
+  unsigned started_at_release() const noexcept { return started_at_release_; }
+
+ private:
+  PrioritySched& t_;
+  stream s_;
+  host_latch latch_;
+  event opened_;
+  unsigned started_at_release_ = 0;
 };
 
 // A decision made from block records as a three-valued check: holds or does not hold, described by

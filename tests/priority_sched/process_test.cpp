@@ -95,14 +95,15 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
   const std::uint64_t start = std::min(sc::first_start_ns(l), sc::first_start_ns(h));
   for (const auto& [name, r] : {std::pair{"low", &l}, std::pair{"high", &h}}) {
     sc::observe(std::string(name) + ".first_start_us", static_cast<double>(sc::first_start_ns(*r) - start) / 1000.0);
-    sc::observe(std::string(name) + ".dispatched_us", static_cast<double>(sc::last_start_ns(*r) - start) / 1000.0);
+    sc::observe(std::string(name) + ".dispatched_us",
+                static_cast<double>(sc::dispatch_complete_ns(*r) - start) / 1000.0);
   }
   EXPECT_TRUE(sc::observed_row("SCHED-10", "contexts_time_sliced",
                                decided(most > per_sm(), std::to_string(most) + " blocks at once on one SM, " +
                                                             std::to_string(per_sm()) + " fit")));
-  EXPECT_TRUE(
-      sc::observed_row("SCHED-10", "high_priority_process_dispatched_first",
-                       decided(sc::last_start_ns(h) < sc::last_start_ns(l), "D(high process) vs D(low process)")));
+  EXPECT_TRUE(sc::observed_row(
+      "SCHED-10", "high_priority_process_dispatched_first",
+      decided(sc::dispatch_complete_ns(h) < sc::dispatch_complete_ns(l), "D(high process) vs D(low process)")));
 }
 
 // SCHED-11 (observed; RTAS24 Fig. 6/7/9; GTRACE): two processes each fill every SM with blocks that spin

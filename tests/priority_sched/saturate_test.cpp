@@ -22,7 +22,7 @@ using sc::testing::sched_grid;
 constexpr unsigned kRunningWaves = 4;
 
 struct saturation {
-  std::optional<sc::stream> latch_stream, running_stream, pending_stream;
+  std::optional<sc::stream> running_stream, pending_stream;
   sched_grid* running = nullptr;
   sched_grid* pending = nullptr;
   unsigned running_started_at_release = 0;
@@ -35,25 +35,16 @@ struct saturation {
 saturation saturate(PrioritySched& t, const std::string& running, int running_priority, const std::string& pending,
                     int pending_priority, bool pending_first) {
   saturation s;
-  s.latch_stream.emplace(t.make(stream_flags::non_blocking, "latch"));
+  sc::testing::sched_latch latch(t);
   s.running_stream.emplace(t.make(stream_flags::non_blocking, running, running_priority));
   s.pending_stream.emplace(t.make(stream_flags::non_blocking, pending, pending_priority));
-  sc::host_latch latch;
-  t.hold(latch, *s.latch_stream);
-  const sc::event opened = sc::event::create(sc::event_flags::disable_timing);
-  SC_CHECK_CUDA(cudaEventRecord(opened.get(), s.latch_stream->get()));
   s.pending = &t.grid(pending, *s.pending_stream, pending_priority, t.wave());
   s.running = &t.grid(running, *s.running_stream, running_priority, kRunningWaves * t.wave());
-  if (!pending_first) PrioritySched::behind(opened, *s.pending_stream);
+  if (!pending_first) latch.behind(*s.pending_stream);
   t.launch(*s.pending, *s.pending_stream);
   t.launch(*s.running, *s.running_stream);
-  sc::held_window w(latch);
-  if (!w.started()) s.why_not = w.why_not();
-  if (s.why_not.empty() && !pending_first && !t.wait_started(*s.running, t.wave()))
-    s.why_not = "the running grid's first wave did not become resident";
-  s.running_started_at_release = t.started(*s.running);
-  t.timeline().host_event("latch opened");
-  w.release();
+  s.why_not = latch.open_when_started(*s.running, pending_first ? 0 : t.wave());
+  s.running_started_at_release = latch.started_at_release();
   t.collect();
   return s;
 }
@@ -86,8 +77,8 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   ASSERT_FALSE(low.empty() || high.empty());
   const sc::slack tol = stamp_slack();
   const std::uint64_t high_first_start = sc::first_start_ns(high);
-  const std::uint64_t high_dispatched = sc::last_start_ns(high);
-  const std::uint64_t low_dispatched = sc::last_start_ns(low);
+  const std::uint64_t high_dispatched = sc::dispatch_complete_ns(high);
+  const std::uint64_t low_dispatched = sc::dispatch_complete_ns(low);
   sc::observe("low.started_at_release", static_cast<int>(s.running_started_at_release));
   sc::observe("high.dispatch_us", static_cast<double>(high_dispatched - high_first_start) / 1000.0);
 
@@ -101,7 +92,6 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
     most = std::max(most, p.blocks);
   EXPECT_LE(most, per_sm()) << "an SM held more blocks of the two grids at once than fit on it (" << per_sm()
                             << "): a resident block was preempted";
-  sc::observe("low.widest_gap_us", static_cast<double>(sc::widest_gap_ns(low)) / 1000.0);
 
   // SCHED-01: the high grid is dispatched completely before the low grid's pending blocks, and no low
   // block starts while the high grid is being dispatched.
@@ -163,7 +153,7 @@ TEST_F(PrioritySched, EqualPriorityIsFirstInFirstOut) {
   const sc::block_records& earlier = s.running->host;
   const sc::block_records& later = s.pending->host;
   ASSERT_FALSE(earlier.empty() || later.empty());
-  const std::uint64_t earlier_dispatched = sc::last_start_ns(earlier);
+  const std::uint64_t earlier_dispatched = sc::dispatch_complete_ns(earlier);
   const std::size_t cut = sc::started_before(later, earlier_dispatched);
   sc::observe("later.blocks_started_before_earlier_dispatched", static_cast<unsigned long long>(cut));
   sc::observe("later.first_start_minus_earlier_dispatch_us",
