@@ -167,6 +167,14 @@ __global__ void count_mismatches_kernel(const std::uint32_t* data, std::uint32_t
   if (wrong != 0) atomicAdd(mismatches, wrong);
 }
 
+// One step of a chain across streams (EVT-02): the word must hold `expected` (else one more mismatch), and
+// then holds expected + 1, so the steps' order is encoded in the value.
+__global__ void advance_kernel(std::uint32_t* word, std::uint32_t expected, std::uint32_t* mismatches) {
+  volatile std::uint32_t* w = word;
+  if (*w != expected) atomicAdd(mismatches, 1u);
+  *w = expected + 1;
+}
+
 }  // namespace
 
 cudaError_t launch_fill_late(cudaStream_t stream, std::uint32_t* out, std::uint32_t n, std::uint32_t value,
@@ -284,6 +292,12 @@ cudaError_t launch_trap(cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+cudaError_t launch_advance(cudaStream_t stream, std::uint32_t* word, std::uint32_t expected,
+                           std::uint32_t* mismatches) {
+  advance_kernel<<<1, 1, 0, stream>>>(word, expected, mismatches);
+  return cudaGetLastError();
+}
+
 cudaError_t launch_fill(cudaStream_t stream, std::uint32_t* out, std::uint32_t n, std::uint32_t value) {
   const unsigned threads = 256;
   const unsigned blocks = n == 0 ? 1u : (n + threads - 1) / threads > 1024u ? 1024u : (n + threads - 1) / threads;
@@ -305,7 +319,8 @@ const void* const kAllKernels[] = {reinterpret_cast<const void*>(gate_kernel),
                                    reinterpret_cast<const void*>(fill_late_kernel),
                                    reinterpret_cast<const void*>(count_mismatches_kernel),
                                    reinterpret_cast<const void*>(sched_spin_kernel),
-                                   reinterpret_cast<const void*>(gap_log_kernel)};
+                                   reinterpret_cast<const void*>(gap_log_kernel),
+                                   reinterpret_cast<const void*>(advance_kernel)};
 }  // namespace
 
 cudaError_t preload() {

@@ -50,4 +50,26 @@ TEST(ResourceAllocation, MalformedValuesAreConfigErrors) {
     EXPECT_THROW(sc::parse_resource_allocation(bad), sc::config_error) << '"' << bad << '"';
 }
 
+// The second GPU of a two-GPU test (EVT-14).
+TEST(PeerDeviceChoice, OneDeviceMeansNoPeerWithAReason) {
+  const sc::peer_choice c = sc::choose_peer_device(0, 1, nullptr);
+  EXPECT_EQ(-1, c.index);
+  EXPECT_NE(std::string::npos, c.why_not.find("two GPUs")) << c.why_not;
+}
+
+TEST(PeerDeviceChoice, DefaultIsTheLowestOtherIndex) {
+  EXPECT_EQ(1, sc::choose_peer_device(0, 4, nullptr).index);
+  EXPECT_EQ(0, sc::choose_peer_device(2, 4, nullptr).index);
+  EXPECT_EQ(1, sc::choose_peer_device(0, 2, "").index);  // empty = unset
+}
+
+TEST(PeerDeviceChoice, EnvironmentPeerIsUsedAndChecked) {
+  const sc::peer_choice c = sc::choose_peer_device(0, 3, "2");
+  EXPECT_EQ(2, c.index);
+  EXPECT_EQ("STREAMCHECK_PEER_DEVICE", c.source);
+  EXPECT_THROW(sc::choose_peer_device(0, 3, "0"), sc::config_error);  // the test's own device
+  EXPECT_THROW(sc::choose_peer_device(0, 3, "3"), sc::config_error);  // not visible
+  EXPECT_THROW(sc::choose_peer_device(0, 3, "x"), sc::config_error);
+}
+
 }  // namespace

@@ -80,6 +80,10 @@ cudaError_t launch_fill_late(cudaStream_t stream, std::uint32_t* out, std::uint3
 cudaError_t launch_count_mismatches(cudaStream_t stream, const std::uint32_t* data, std::uint32_t n,
                                     std::uint32_t expected, std::uint32_t* mismatches);
 
+// One thread: adds 1 to *mismatches (device memory) unless *word == expected, then sets *word = expected + 1
+// (a step of a chain whose order is encoded in the value).
+cudaError_t launch_advance(cudaStream_t stream, std::uint32_t* word, std::uint32_t expected, std::uint32_t* mismatches);
+
 // cudaFuncSetAttribute(preferred shared-memory carveout) on the empty kernel (a blocking-source probe).
 cudaError_t set_empty_kernel_carveout(int percent);
 

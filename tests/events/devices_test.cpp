@@ -1,0 +1,102 @@
+// EVT-14: a stream of one device waits on an event recorded on another, and what a lazy module load on the
+// second device does while the first holds a gated kernel. Both skip at once where fewer than two devices
+// are visible.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "events.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::EventsAcrossDevices;
+
+// EVT-14 · RT cudaStreamWaitEvent ("event may be from a different device than stream"): a gate holds stream A
+// of the test's device, e is recorded in A, and stream B of the peer device waits on e and drops a mark: it
+// must not land while the gate is closed. Control: stream C of the peer, without the wait, drops a mark that
+// lands while the gate is closed (the peer is free).
+TEST_F(EventsAcrossDevices, WaitOnAnEventRecordedOnAnotherDevice) {
+  sc::claim("EVT-14", sc::verdict_kind::documented, "RT cudaStreamWaitEvent (event of another device)");
+  // Mutation (arrangement): B does not wait.
+  const bool no_wait = sc::mutation_active("EVT-14", sc::mutation_kind::arrangement);
+  const sc::stream a = make(stream_flags::non_blocking, "A@dev" + std::to_string(device()));
+  const sc::event e = sc::event::create(sc::event_flags::disable_timing);
+  use(peer());
+  sc::marks m;  // its counter lives on the peer, where its kernels run
+  const sc::stream b = make(stream_flags::non_blocking, "B@dev" + std::to_string(peer()));
+  const sc::stream c = make(stream_flags::non_blocking, "C@dev" + std::to_string(peer()));
+  use(device());
+  sc::gate g;
+  hold(g, a);
+  record(e, a, "e");
+  use(peer());
+  if (!no_wait) wait(b, e, "e");
+  drop(m, b, 1);
+  drop(m, c, 2);
+  use(device());
+  {
+    sc::held_window w(g);
+    EXPECT_TRUE(w.present(sc::probe::mark(m, 2))) << "the peer's free stream did not run while the gate was closed";
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the peer's stream ran before the other device's event completed";
+  }
+  drain();
+  use(peer());
+  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
+  use(device());
+  EXPECT_NE(0u, m.ticket_of(1)) << "the peer's mark never landed";
+}
+
+// Lazy loading across devices: the peer's kernels are not loaded in SetUp.
+class LazyLoadingAcrossDevices : public EventsAcrossDevices {
+ protected:
+  bool preload_peer() const override { return false; }
+};
+
+std::string module_loading() {
+  const char* v = std::getenv("CUDA_MODULE_LOADING");
+  return v == nullptr || *v == '\0' ? "lazy (default)" : v;
+}
+
+// EVT-14 (observed) · lazy loading (CUDA_MODULE_LOADING; PG "Lazy Loading"): while a gated kernel runs on the
+// test's device, does the first launch of a kernel not yet loaded on the peer return? On a pair of H200s the
+// launch waited for the gate (a lazy module load synchronizes); with CUDA_MODULE_LOADING=EAGER the module is
+// loaded with the context (entry `eager`). The peer's context exists before the gate closes; only the module
+// load is measured.
+TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
+  sc::claim("EVT-14", sc::verdict_kind::observed, "RT cudaStreamWaitEvent; PG Lazy Loading (CUDA_MODULE_LOADING)");
+  const std::string loading = module_loading();
+  const bool eager = loading == "EAGER";
+  sc::observe("module_loading", loading);
+  // Mutation (arrangement): the peer's kernels are loaded before the gate closes.
+  if (sc::mutation_active("EVT-14", sc::mutation_kind::arrangement)) {
+    use(peer());
+    SC_CHECK_CUDA(sc::kernels::preload());
+    use(device());
+  }
+  const sc::stream a = make(stream_flags::non_blocking, "A@dev" + std::to_string(device()));
+  use(peer());
+  const sc::stream p = make(stream_flags::non_blocking, "P@dev" + std::to_string(peer()));
+  use(device());
+  const int peer_device = peer();
+  sc::gate g;
+  hold(g, a);
+  sc::held_window w(g);
+  const sc::return_observation first = sc::call_while_gated(
+      [&] {
+        if (const cudaError_t code = cudaSetDevice(peer_device); code != cudaSuccess) return code;
+        return sc::kernels::launch_empty(p.get());
+      },
+      g);
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, first.code);
+  sc::observe("first_launch_took_us", static_cast<long long>(first.took.count()));
+  EXPECT_TRUE(sc::observed_row("EVT-14", std::string("first_launch_returns_while_other_device_gated.") +
+                                             (eager ? "eager" : "lazy"),
+                               first.returned));
+}
+
+}  // namespace

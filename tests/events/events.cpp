@@ -1,0 +1,94 @@
+#include "events.hpp"
+
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/device.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace sc::testing {
+
+const char* to_string(stream_kind kind) noexcept {
+  switch (kind) {
+    case stream_kind::blocking: return "blocking";
+    case stream_kind::non_blocking: return "non_blocking";
+    case stream_kind::per_thread: return "per_thread";
+    case stream_kind::legacy: return "legacy";
+  }
+  return "?";
+}
+
+bool implicitly_ordered(stream_kind a, stream_kind b) noexcept {
+  const auto joins_legacy = [](stream_kind k) { return k != stream_kind::non_blocking; };
+  return (a == stream_kind::legacy && joins_legacy(b)) || (b == stream_kind::legacy && joins_legacy(a));
+}
+
+void EventsAndWaits::SetUp() {
+  GpuTest::SetUp();
+  if (IsSkipped() || HasFatalFailure()) return;
+  // Waits across streams and their negative controls need independent hardware queues.
+  if (const std::string why = inherited_connection_count(); !why.empty()) GTEST_SKIP() << why;
+  timeline().track(stream::legacy());
+  timeline().track(stream::per_thread());
+}
+
+stream EventsAndWaits::of_kind(stream_kind kind, const std::string& name) {
+  switch (kind) {
+    case stream_kind::blocking: return make(stream_flags::blocking, name);
+    case stream_kind::non_blocking: return make(stream_flags::non_blocking, name);
+    case stream_kind::per_thread: return stream::per_thread();
+    case stream_kind::legacy: return stream::legacy();
+  }
+  throw std::logic_error("of_kind: unknown stream kind");
+}
+
+void EventsAndWaits::record(const event& e, const stream& s, const std::string& event_name) {
+  timeline().host_event("record " + event_name + "@" + s.name());
+  SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));
+}
+
+void EventsAndWaits::wait(const stream& s, const event& e, const std::string& event_name) {
+  timeline().host_event("wait " + s.name() + "<-" + event_name);
+  SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), e.get(), 0));
+}
+
+void EventsAcrossDevices::SetUp() {
+  EventsAndWaits::SetUp();
+  if (IsSkipped() || HasFatalFailure()) return;
+  int count = 0;
+  SC_CHECK_CUDA(cudaGetDeviceCount(&count));
+  peer_choice choice;
+  try {
+    choice = choose_peer_device_from_environment(device(), count);
+  } catch (const config_error& e) {
+    FAIL() << e.what();
+  }
+  if (choice.index < 0) GTEST_SKIP() << choice.why_not;
+  peer_ = choice.index;
+  cudaDeviceProp peer_props{};
+  SC_CHECK_CUDA(cudaGetDeviceProperties(&peer_props, peer_));
+  observe("peer.index", peer_);
+  observe("peer.chosen_by", choice.source);
+  observe("peer.name", std::string(peer_props.name));
+  observe("peer.compute_capability", peer_props.major * 10 + peer_props.minor);
+  // The peer's context exists before any gate closes, and (except in the lazy-loading test) so do its
+  // kernels: a module load on one device may wait for a gated kernel on another.
+  use(peer_);
+  SC_CHECK_CUDA(cudaFree(nullptr));
+  if (preload_peer()) SC_CHECK_CUDA(kernels::preload());
+  use(device());
+}
+
+void EventsAcrossDevices::TearDown() {
+  if (peer_ >= 0) {
+    // The peer's work must be finished (and its errors seen) before the base fixture ends the test.
+    if (cudaSetDevice(peer_) == cudaSuccess) {
+      if (const cudaError_t code = cudaDeviceSynchronize(); code != cudaSuccess)
+        ADD_FAILURE() << "cudaDeviceSynchronize on the peer device " << peer_ << " returned " << error_name(code);
+    }
+    (void)cudaSetDevice(device());
+  }
+  EventsAndWaits::TearDown();
+}
+
+void EventsAcrossDevices::use(int d) const { SC_CHECK_CUDA(cudaSetDevice(d)); }
+
+}  // namespace sc::testing

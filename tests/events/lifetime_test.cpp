@@ -1,0 +1,136 @@
+// EVT-09, -10, -11: destroying a busy stream or a pending event, and invalid arguments by name.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "events.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/memory.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::EventsAndWaits;
+
+constexpr unsigned char kMemsetByte = 0xab;
+
+// EVT-09 · RT cudaStreamDestroy; DRV cuStreamDestroy ("... resources released once the device has completed
+// all work"): destroying a stream whose work is held by a gate returns while the gate is closed, the queued
+// work has still not run right after, and once the gate opens it completes (a mark kernel and a memset into
+// mapped memory). The destroyed handle is never used again.
+TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
+  sc::claim("EVT-09", sc::verdict_kind::documented, "RT cudaStreamDestroy; DRV cuStreamDestroy");
+  sc::marks m;
+  sc::mapped<std::uint32_t> word(1);
+  cudaStream_t raw = nullptr;
+  SC_CHECK_CUDA(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
+  const sc::stream doomed = sc::stream::view(raw, "doomed");
+  timeline().track(doomed);
+  // Mutation (arrangement): the stream is synchronized before it is destroyed.
+  const bool sync_first = sc::mutation_active("EVT-09", sc::mutation_kind::arrangement);
+  std::optional<sc::gated_result> still_held;
+  sc::gate g;
+  hold(g, doomed);
+  drop(m, doomed, 1);
+  {
+    const auto label = timeline().label("memset@doomed");
+    SC_CHECK_CUDA(cudaMemsetAsync(word.device(), kMemsetByte, sizeof(std::uint32_t), raw));
+  }
+  sc::held_window w(g);
+  sc::while_gated_steps steps;
+  steps.after_return = [&] { still_held = w.absent(sc::probe::mark(m, 1)); };
+  const sc::return_observation destroyed = sc::call_while_gated(
+      [&] {
+        if (sync_first) {
+          if (const cudaError_t code = cudaStreamSynchronize(raw); code != cudaSuccess) return code;
+        }
+        return cudaStreamDestroy(raw);
+      },
+      g, sc::kReturnWindow, steps);
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, destroyed.code);
+  EXPECT_TRUE(destroyed.returned) << "cudaStreamDestroy waited for the stream's work";
+  ASSERT_TRUE(still_held.has_value()) << "the destroy did not return while the gate was closed";
+  EXPECT_TRUE(*still_held) << "the destroyed stream's queued mark ran before the gate opened";
+  EXPECT_NE(0u, m.ticket_of(1)) << "the mark queued in the destroyed stream never ran";
+  EXPECT_EQ(0xababababu, word.host()[0]) << "the memset queued in the destroyed stream never ran";
+  sc::observe("destroy_took_us", static_cast<long long>(destroyed.took.count()));
+}
+
+// EVT-10 · RT cudaEventDestroy ("... will complete ... asynchronously", waits already enqueued are honored): a
+// gate holds A, e is recorded in A, B waits on e and drops a mark; destroying e returns while the gate is
+// closed, B's mark still has not landed right after, and it lands once the gate opens.
+TEST_F(EventsAndWaits, DestroyingAPendingEventKeepsItsWaits) {
+  sc::claim("EVT-10", sc::verdict_kind::documented, "RT cudaEventDestroy");
+  sc::marks m;
+  const sc::stream a = make(stream_flags::non_blocking, "A");
+  const sc::stream b = make(stream_flags::non_blocking, "B");
+  cudaEvent_t raw = nullptr;
+  SC_CHECK_CUDA(cudaEventCreateWithFlags(&raw, cudaEventDisableTiming));
+  // Mutation (arrangement): B does not wait on the event.
+  const bool no_wait = sc::mutation_active("EVT-10", sc::mutation_kind::arrangement);
+  std::optional<sc::gated_result> still_held;
+  sc::gate g;
+  hold(g, a);
+  timeline().host_event("record e@A");
+  SC_CHECK_CUDA(cudaEventRecord(raw, a.get()));
+  if (!no_wait) {
+    timeline().host_event("wait B<-e");
+    SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), raw, 0));
+  }
+  drop(m, b, 1);
+  sc::held_window w(g);
+  sc::while_gated_steps steps;
+  steps.after_return = [&] { still_held = w.absent(sc::probe::mark(m, 1)); };
+  const sc::return_observation destroyed =
+      sc::call_while_gated([&] { return cudaEventDestroy(raw); }, g, sc::kReturnWindow, steps);
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, destroyed.code);
+  EXPECT_TRUE(destroyed.returned) << "cudaEventDestroy waited for the event's captured work";
+  ASSERT_TRUE(still_held.has_value()) << "the destroy did not return while the gate was closed";
+  EXPECT_TRUE(*still_held) << "B's mark ran before the work its (destroyed) event captured";
+  EXPECT_NE(0u, m.ticket_of(1));
+  sc::observe("destroy_took_us", static_cast<long long>(destroyed.took.count()));
+}
+
+// EVT-11 · RT cudaStreamWaitEvent (flags 0 or cudaEventWaitExternal), cudaEventCreateWithFlags
+// (cudaEventInterprocess needs cudaEventDisableTiming), null out-pointers: each refused with
+// cudaErrorInvalidValue, by name, and the error is not sticky (a kernel runs afterwards).
+TEST_F(EventsAndWaits, InvalidArgumentsAreRefusedByName) {
+  sc::claim("EVT-11", sc::verdict_kind::documented, "RT cudaStreamWaitEvent, cudaEventCreateWithFlags");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::event e = sc::event::create();
+  record(e, s, "e");
+  // Mutation (arrangement): the wait is made with flags 0, a valid value.
+  const unsigned bad_flags = sc::mutate<unsigned>("EVT-11", sc::mutation_kind::arrangement, 0x2u, 0u);
+  const cudaError_t wait_flags = cudaStreamWaitEvent(s.get(), e.get(), bad_flags);
+  (void)cudaGetLastError();
+  cudaEvent_t ipc = nullptr;
+  const cudaError_t interprocess = cudaEventCreateWithFlags(&ipc, cudaEventInterprocess);
+  (void)cudaGetLastError();
+  if (interprocess == cudaSuccess && ipc != nullptr) SC_CHECK_CUDA(cudaEventDestroy(ipc));
+  const cudaError_t null_create = cudaEventCreate(nullptr);
+  (void)cudaGetLastError();
+  const cudaError_t null_create_flags = cudaEventCreateWithFlags(nullptr, cudaEventDisableTiming);
+  (void)cudaGetLastError();
+  const cudaError_t null_elapsed = cudaEventElapsedTime(nullptr, e.get(), e.get());
+  (void)cudaGetLastError();
+  EXPECT_CUDA_EQ(cudaErrorInvalidValue, wait_flags) << "cudaStreamWaitEvent with flags 0x" << std::hex << bad_flags;
+  EXPECT_CUDA_EQ(cudaErrorInvalidValue, interprocess) << "cudaEventInterprocess without cudaEventDisableTiming";
+  EXPECT_CUDA_EQ(cudaErrorInvalidValue, null_create) << "cudaEventCreate(nullptr)";
+  EXPECT_CUDA_EQ(cudaErrorInvalidValue, null_create_flags) << "cudaEventCreateWithFlags(nullptr, ...)";
+  EXPECT_CUDA_EQ(cudaErrorInvalidValue, null_elapsed) << "cudaEventElapsedTime(nullptr, ...)";
+  // Not sticky: work still runs.
+  sc::marks m;
+  drop(m, s, 1);
+  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+  EXPECT_NE(0u, m.ticket_of(1)) << "a kernel after the refused calls did not run";
+  sc::observe("wait_bad_flags", sc::error_name(wait_flags));
+  sc::observe("interprocess_with_timing", sc::error_name(interprocess));
+  sc::observe("create_null", sc::error_name(null_create));
+  sc::observe("create_with_flags_null", sc::error_name(null_create_flags));
+  sc::observe("elapsed_null", sc::error_name(null_elapsed));
+}
+
+}  // namespace

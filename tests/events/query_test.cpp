@@ -1,0 +1,246 @@
+// EVT-04…08, EVT-12: queries, synchronization and elapsed time. Return codes are compared by name; every
+// "pending" case is made with a gate, and every "returns at once" is a call made while a gate is closed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "events.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/memory.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::EventsAndWaits;
+
+// EVT-04 · RT cudaEventQuery, cudaEventSynchronize: on an event that was never recorded both return
+// cudaSuccess at once (while a gate holds another stream, so "at once" cannot mean "after the device idled").
+TEST_F(EventsAndWaits, NeverRecordedEventQueriesAndSynchronizesAsDone) {
+  sc::claim("EVT-04", sc::verdict_kind::documented, "RT cudaEventQuery, cudaEventSynchronize");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::event e = sc::event::create();
+  // Mutation (arrangement): the event is recorded behind the gate first.
+  const bool recorded = sc::mutation_active("EVT-04", sc::mutation_kind::arrangement);
+  sc::gate g;
+  hold(g, s);
+  if (recorded) record(e, s, "e");
+  sc::held_window w(g);
+  const cudaError_t query = cudaEventQuery(e.get());
+  const bool query_gated = w.started() && sc::closed(g.state());
+  // Then the synchronize, on a helper thread while the gate is still closed (it is opened afterwards).
+  const sc::return_observation sync = sc::call_while_gated([&] { return cudaEventSynchronize(e.get()); }, g);
+  drain();
+  EXPECT_TRUE(query_gated) << "invalid: the gate was not closed around the query (" << w.why_not() << ")";
+  EXPECT_CUDA_EQ(cudaSuccess, query);
+  EXPECT_CUDA_EQ(cudaSuccess, sync.code);
+  EXPECT_TRUE(sync.returned) << "cudaEventSynchronize on a never-recorded event waited for unrelated work";
+  sc::observe("query", sc::error_name(query));
+  sc::observe("synchronize", sc::error_name(sync.code));
+  sc::observe("synchronize_took_us", static_cast<long long>(sync.took.count()));
+}
+
+// EVT-05 · RT cudaStreamQuery: cudaSuccess on an empty stream and on a finished one, cudaErrorNotReady while
+// work is pending (a gate holds the stream; the query itself returns while it is closed).
+TEST_F(EventsAndWaits, StreamQueryReportsPendingWork) {
+  sc::claim("EVT-05", sc::verdict_kind::documented, "RT cudaStreamQuery");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream idle = make(stream_flags::non_blocking, "idle");
+  EXPECT_CUDA_EQ(cudaSuccess, cudaStreamQuery(s.get())) << "a new, empty stream";
+  // Mutation (arrangement): the stream queried is another, idle one.
+  const sc::stream& queried = sc::mutation_active("EVT-05", sc::mutation_kind::arrangement) ? idle : s;
+  const sc::return_observation pending = call_while_held(s, [&] { return cudaStreamQuery(queried.get()); });
+  drain();
+  EXPECT_TRUE(pending.returned) << "cudaStreamQuery waited for the gated work";
+  EXPECT_CUDA_EQ(cudaErrorNotReady, pending.code) << "querying a stream held by a gate";
+  EXPECT_CUDA_EQ(cudaSuccess, cudaStreamQuery(s.get())) << "the same stream once its work finished";
+  sc::observe("while_gated", sc::error_name(pending.code));
+}
+
+// EVT-06 · RT cudaEventQuery, cudaEventSynchronize: an event recorded behind a gate reads cudaErrorNotReady
+// while the gate is closed, and cudaEventSynchronize does not return until it opens; afterwards both succeed.
+TEST_F(EventsAndWaits, EventQueryAndSynchronizeFollowTheCapturedWork) {
+  sc::claim("EVT-06", sc::verdict_kind::documented, "RT cudaEventQuery, cudaEventSynchronize");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::event e = sc::event::create();
+  // Mutation (arrangement): the event is recorded before the gate, so it captures nothing pending.
+  const bool early = sc::mutation_active("EVT-06", sc::mutation_kind::arrangement);
+  if (early) record(e, s, "e");
+  sc::gate g;
+  hold(g, s);
+  if (!early) record(e, s, "e");
+  sc::held_window w(g);
+  const cudaError_t query = cudaEventQuery(e.get());
+  const bool query_gated = w.started() && sc::closed(g.state());
+  // The synchronize must still be waiting when its window ends (call_while_gated then opens the gate, so it
+  // can return).
+  const sc::return_observation sync = sc::call_while_gated([&] { return cudaEventSynchronize(e.get()); }, g);
+  drain();
+  EXPECT_TRUE(query_gated) << "invalid: the gate was not closed around the query (" << w.why_not() << ")";
+  EXPECT_CUDA_EQ(cudaErrorNotReady, query) << "the event's captured work was still held";
+  EXPECT_TRUE(sc::does_not_hold(sync.returned)) << "cudaEventSynchronize returned before the captured work ran";
+  EXPECT_CUDA_EQ(cudaSuccess, sync.code) << "cudaEventSynchronize once the gate opened";
+  EXPECT_CUDA_EQ(cudaSuccess, cudaEventQuery(e.get())) << "after the captured work completed";
+  sc::observe("query_while_gated", sc::error_name(query));
+}
+
+// EVT-07 · RT cudaEventElapsedTime: cudaErrorNotReady while an event is pending; cudaErrorInvalidResourceHandle
+// for events created with cudaEventDisableTiming and for a never-recorded event; milliseconds otherwise.
+TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
+  sc::claim("EVT-07", sc::verdict_kind::documented, "RT cudaEventElapsedTime");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::event begin = sc::event::create();
+  const sc::event end = sc::event::create();
+  const sc::event never = sc::event::create();
+  const sc::event untimed_a = sc::event::create(sc::event_flags::disable_timing);
+  const sc::event untimed_b = sc::event::create(sc::event_flags::disable_timing);
+  // Mutation (arrangement): the end event is recorded before the gate, so nothing is pending.
+  const bool early = sc::mutation_active("EVT-07", sc::mutation_kind::arrangement);
+  record(begin, s, "begin");
+  if (early) record(end, s, "end");
+  float ms = -1.0f;
+  sc::return_observation pending;
+  {
+    sc::gate g;
+    hold(g, s);
+    if (!early) record(end, s, "end");
+    sc::held_window w(g);
+    pending = sc::call_while_gated([&] { return cudaEventElapsedTime(&ms, begin.get(), end.get()); }, g);
+  }
+  drain();
+  EXPECT_TRUE(pending.returned) << "cudaEventElapsedTime waited";
+  EXPECT_CUDA_EQ(cudaErrorNotReady, pending.code) << "the end event was pending behind a gate";
+  record(untimed_a, s, "untimed_a");
+  record(untimed_b, s, "untimed_b");
+  drain();
+  const cudaError_t untimed = cudaEventElapsedTime(&ms, untimed_a.get(), untimed_b.get());
+  const cudaError_t unrecorded = cudaEventElapsedTime(&ms, begin.get(), never.get());
+  const cudaError_t done = cudaEventElapsedTime(&ms, begin.get(), end.get());
+  EXPECT_CUDA_EQ(cudaErrorInvalidResourceHandle, untimed) << "events created with cudaEventDisableTiming";
+  EXPECT_CUDA_EQ(cudaErrorInvalidResourceHandle, unrecorded) << "one event never recorded";
+  EXPECT_CUDA_EQ(cudaSuccess, done) << "two completed timing events";
+  EXPECT_GE(ms, 0.0f);
+  sc::observe("pending", sc::error_name(pending.code));
+  sc::observe("disable_timing", sc::error_name(untimed));
+  sc::observe("never_recorded", sc::error_name(unrecorded));
+  sc::observe("completed_ms", static_cast<double>(ms));
+}
+
+// EVT-08 (observed) · RT cudaEventElapsedTime ("may be greater than expected" in non-NULL streams): the
+// elapsed time between events around a kernel against the kernel's CUPTI interval, and between events around
+// a wait on another, gated stream against the time the gate was closed; the smallest non-zero elapsed time
+// of back-to-back records (the resolution).
+TEST_F(EventsAndWaits, ElapsedTimeCoversTheWorkAndTheWaitsBetween) {
+  sc::claim("EVT-08", sc::verdict_kind::observed, "RT cudaEventElapsedTime");
+  SC_REQUIRE_TRACING();
+  // Reason for 2 ms: long against the events' resolution (about 0.5 us) and launch cost (microseconds).
+  constexpr std::uint64_t kSpinNs = 2'000'000;
+  // Reason for 2 us: the documented resolution of an elapsed time is about 0.5 us, and CUPTI's kernel
+  // interval and the events are stamped by different units; four resolutions apart is still "covers".
+  constexpr double kCoverToleranceMs = 0.002;
+  constexpr int kPairs = 200;
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream a = make(stream_flags::non_blocking, "A");
+  const sc::stream idle = make(stream_flags::non_blocking, "idle");
+  sc::mapped<sc::kernels::block_record> records(1);
+  const sc::event e0 = sc::event::create();
+  const sc::event e1 = sc::event::create();
+  // Mutation (arrangement): the end event goes to an idle stream, so it does not follow the kernel.
+  const bool elsewhere = sc::mutation_active("EVT-08", sc::mutation_kind::arrangement);
+  record(e0, s, "e0");
+  {
+    const auto label = timeline().label("spin");
+    SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), 1, 32, kSpinNs));
+  }
+  record(e1, elsewhere ? idle : s, "e1");
+  drain();
+  float around_kernel = 0.0f;
+  SC_CHECK_CUDA(cudaEventElapsedTime(&around_kernel, e0.get(), e1.get()));
+
+  // A wait on a gated stream between two events: e2 is complete before the gate is even enqueued.
+  const sc::event e2 = sc::event::create();
+  const sc::event e3 = sc::event::create();
+  const sc::event opened = sc::event::create(sc::event_flags::disable_timing);
+  record(e2, s, "e2");
+  SC_CHECK_CUDA(cudaEventSynchronize(e2.get()));
+  std::uint64_t held_ns = 0;
+  {
+    sc::gate g;
+    hold(g, a);
+    record(opened, a, "opened");
+    wait(s, opened, "opened");
+    record(e3, s, "e3");
+    sc::held_window w(g);
+    // Let the gate stay closed for the absence window (what is watched: e3 must not complete meanwhile).
+    EXPECT_TRUE(w.absent(sc::probe("e3 completed", [&] { return cudaEventQuery(e3.get()) == cudaSuccess; })));
+    w.release();
+    drain();
+    held_ns = g.end_ns() - g.start_ns();
+  }
+  float around_wait = 0.0f;
+  SC_CHECK_CUDA(cudaEventElapsedTime(&around_wait, e2.get(), e3.get()));
+
+  // Resolution: back-to-back records in one stream.
+  std::vector<sc::event> pairs;
+  for (int i = 0; i < 2 * kPairs; ++i) pairs.push_back(sc::event::create());
+  for (int i = 0; i < 2 * kPairs; ++i) SC_CHECK_CUDA(cudaEventRecord(pairs[i].get(), s.get()));
+  drain();
+  double min_nonzero_us = -1.0;
+  int zeros = 0;
+  for (int i = 0; i < kPairs; ++i) {
+    float ms = 0.0f;
+    SC_CHECK_CUDA(cudaEventElapsedTime(&ms, pairs[2 * i].get(), pairs[2 * i + 1].get()));
+    if (ms == 0.0f) {
+      ++zeros;
+    } else if (min_nonzero_us < 0.0 || ms * 1000.0 < min_nonzero_us) {
+      min_nonzero_us = ms * 1000.0;
+    }
+  }
+
+  const sc::timeline t = timeline().collect();
+  const auto spins = t.labelled("spin");
+  ASSERT_EQ(1u, spins.size()) << "the spin kernel's CUPTI record";
+  const double kernel_ms = static_cast<double>(spins[0]->end_ns - spins[0]->start_ns) / 1e6;
+  sc::observe("kernel_cupti_ms", kernel_ms);
+  sc::observe("elapsed_around_kernel_ms", static_cast<double>(around_kernel));
+  sc::observe("elapsed_minus_kernel_us", (static_cast<double>(around_kernel) - kernel_ms) * 1000.0);
+  sc::observe("gate_closed_ms", static_cast<double>(held_ns) / 1e6);
+  sc::observe("elapsed_around_wait_ms", static_cast<double>(around_wait));
+  sc::observe("back_to_back_pairs", kPairs);
+  sc::observe("back_to_back_zero", zeros);
+  sc::observe("back_to_back_min_nonzero_us", min_nonzero_us);
+  EXPECT_TRUE(sc::matches_baseline("EVT-08", "elapsed_covers_kernel",
+                                   static_cast<double>(around_kernel) + kCoverToleranceMs >= kernel_ms));
+  EXPECT_TRUE(sc::matches_baseline(
+      "EVT-08", "elapsed_includes_wait_on_another_stream",
+      static_cast<double>(around_wait) + kCoverToleranceMs >= static_cast<double>(held_ns) / 1e6));
+}
+
+// EVT-12 · RT cudaStreamSynchronize; ECRTS18: synchronizing a stream waits for that stream only. A gate holds
+// s1; synchronizing an idle s2 returns while it is closed, for a non-blocking and a blocking s2; the
+// control: synchronizing s1 does not.
+TEST_F(EventsAndWaits, StreamSynchronizeWaitsOnlyForItsStream) {
+  sc::claim("EVT-12", sc::verdict_kind::documented, "RT cudaStreamSynchronize; ECRTS18");
+  const sc::stream s1 = make(stream_flags::non_blocking, "s1");
+  const sc::stream nb = make(stream_flags::non_blocking, "s2_non_blocking");
+  const sc::stream bl = make(stream_flags::blocking, "s2_blocking");
+  // Mutation (arrangement): the stream synchronized is the gated one.
+  const bool same = sc::mutation_active("EVT-12", sc::mutation_kind::arrangement);
+  for (const sc::stream* s2 : {&nb, &bl}) {
+    SCOPED_TRACE(s2->name());
+    const sc::stream& target = same ? s1 : *s2;
+    const sc::return_observation idle = call_while_held(s1, [&] { return cudaStreamSynchronize(target.get()); });
+    drain();
+    EXPECT_TRUE(idle.returned) << "synchronizing idle " << s2->name() << " waited for gated s1";
+    EXPECT_CUDA_EQ(cudaSuccess, idle.code);
+    sc::observe(s2->name() + ".took_us", static_cast<long long>(idle.took.count()));
+  }
+  const sc::return_observation held = call_while_held(s1, [&] { return cudaStreamSynchronize(s1.get()); });
+  drain();
+  EXPECT_TRUE(sc::does_not_hold(held.returned)) << "synchronizing the gated stream itself returned";
+}
+
+}  // namespace
