@@ -110,6 +110,7 @@ TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
     sc::held_window w(g);
     pending = sc::call_while_gated([&] { return cudaEventElapsedTime(&ms, begin.get(), end.get()); }, g);
   }
+  (void)cudaGetLastError();  // the refused calls' errors are not sticky; clear the last-error slot
   drain();
   EXPECT_TRUE(pending.returned) << "cudaEventElapsedTime waited";
   EXPECT_CUDA_EQ(cudaErrorNotReady, pending.code) << "the end event was pending behind a gate";
@@ -118,6 +119,7 @@ TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
   drain();
   const cudaError_t untimed = cudaEventElapsedTime(&ms, untimed_a.get(), untimed_b.get());
   const cudaError_t unrecorded = cudaEventElapsedTime(&ms, begin.get(), never.get());
+  (void)cudaGetLastError();
   const cudaError_t done = cudaEventElapsedTime(&ms, begin.get(), end.get());
   EXPECT_CUDA_EQ(cudaErrorInvalidResourceHandle, untimed) << "events created with cudaEventDisableTiming";
   EXPECT_CUDA_EQ(cudaErrorInvalidResourceHandle, unrecorded) << "one event never recorded";

@@ -118,9 +118,10 @@ TEST_F(EventsAndWaits, WaitBindsToTheRecordCurrentAtCallTime) {
 // EVT-02 (second part) · the circular pattern (chipStar TestEventRecordCircularDep): two streams hand one
 // event pair back and forth 5000 times, each re-recording an event the other stream waits on. If a wait bound
 // to a later record, the two streams would wait on each other for ever; with call-time binding the chain
-// completes in order. Each step checks the word holds the step's number and advances it (order encoded in
-// the value). The chain runs in slices with a deadline each: a slice that does not finish ends the test with
-// a message instead of a hang.
+// completes in order. Each step checks that the word holds the step's number and advances it (order encoded
+// in the value). A gate holds the head of s1 while the first slice is queued: no step may run meanwhile (s2's
+// first step waits for s1's). The chain runs in slices with a deadline each: a slice that does not finish
+// ends the test with a message instead of a hang.
 TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
   sc::claim("EVT-02", sc::verdict_kind::documented, "RT cudaEventRecord; chipStar TestEventRecordCircularDep");
   constexpr std::uint32_t kIterations = 5000;
@@ -129,52 +130,62 @@ TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
   constexpr std::uint32_t kSlice = 200;
   // The timeline keeps the last few iterations only (10000 kernels would bury the page).
   constexpr std::uint32_t kTraced = 4;
-  // Mutation (arrangement): s2 does not wait for s1, so steps run out of order.
-  const bool unordered = sc::mutation_active("EVT-02", sc::mutation_kind::arrangement);
-  sc::device_buffer<std::uint32_t> word(1);
+  // Mutation (arrangement): each s2 wait is made before s1's record of the same iteration, so it binds to
+  // the previous record and s2's step does not wait for s1's.
+  const bool wait_first = sc::mutation_active("EVT-02", sc::mutation_kind::arrangement);
+  sc::mapped<std::uint32_t> word(1);
   sc::device_buffer<std::uint32_t> mismatches(1);
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
   const sc::stream s2 = make(stream_flags::non_blocking, "s2");
   const sc::event e1 = sc::event::create(sc::event_flags::disable_timing);
   const sc::event e2 = sc::event::create(sc::event_flags::disable_timing);
   const auto step = [&](const sc::stream& s, std::uint32_t expected) {
-    SC_CHECK_CUDA(sc::kernels::launch_advance(s.get(), word.data(), expected, mismatches.data()));
+    SC_CHECK_CUDA(sc::kernels::launch_advance(s.get(), word.device(), expected, mismatches.data()));
   };
+  const auto sliced_sync = [&](std::uint32_t i) {
+    for (const sc::stream* s : {&s1, &s2}) {
+      const cudaError_t code = sc::synchronize_within(*s, sc::kWorkDeadline);
+      if (code == cudaErrorNotReady) {
+        ADD_FAILURE() << "the circular record/wait chain stopped: " << s->name() << " did not finish iteration " << i
+                      << " within " << sc::kWorkDeadline.count() << " ms (a wait bound to a later record?)";
+        std::fprintf(stderr, "streamcheck: the circular chain is stuck; ending the process\n");
+        std::fflush(nullptr);
+        sc::detail::end_record("failed", 0.0, -1.0);
+        std::_Exit(3);
+      }
+      SC_CHECK_CUDA(code);
+    }
+  };
+  const auto advanced = sc::probe("a step of the chain ran", [&] {
+    return static_cast<volatile std::uint32_t*>(word.host())[0] != 0;
+  });
+  sc::gate g;
+  hold(g, s1);
   for (std::uint32_t i = 0; i < kIterations; ++i) {
     if (i == kIterations - kTraced) {
       // Work so far is finished; the timeline starts here.
-      ASSERT_EQ(cudaSuccess, sc::synchronize_within(s1, sc::kWorkDeadline));
-      ASSERT_EQ(cudaSuccess, sc::synchronize_within(s2, sc::kWorkDeadline));
+      sliced_sync(i);
       timeline().begin();
       timeline().track(s1);
       timeline().track(s2);
     }
     step(s1, 2 * i);
+    if (wait_first) SC_CHECK_CUDA(cudaStreamWaitEvent(s2.get(), e1.get(), 0));
     SC_CHECK_CUDA(cudaEventRecord(e1.get(), s1.get()));
-    if (!unordered) SC_CHECK_CUDA(cudaStreamWaitEvent(s2.get(), e1.get(), 0));
+    if (!wait_first) SC_CHECK_CUDA(cudaStreamWaitEvent(s2.get(), e1.get(), 0));
     step(s2, 2 * i + 1);
     SC_CHECK_CUDA(cudaEventRecord(e2.get(), s2.get()));
     SC_CHECK_CUDA(cudaStreamWaitEvent(s1.get(), e2.get(), 0));
-    if ((i + 1) % kSlice == 0) {
-      for (const sc::stream* s : {&s1, &s2}) {
-        const cudaError_t code = sc::synchronize_within(*s, sc::kWorkDeadline);
-        if (code == cudaErrorNotReady) {
-          ADD_FAILURE() << "the circular record/wait chain stopped: " << s->name() << " did not finish iteration "
-                        << i << " within " << sc::kWorkDeadline.count() << " ms (a wait bound to a later record?)";
-          std::fprintf(stderr, "streamcheck: the circular chain is stuck; ending the process\n");
-          std::fflush(nullptr);
-          sc::detail::end_record("failed", 0.0, -1.0);
-          std::_Exit(3);
-        }
-        SC_CHECK_CUDA(code);
-      }
+    if (i + 1 == kSlice) {
+      sc::held_window w(g);
+      EXPECT_TRUE(w.absent(advanced)) << "a step ran while the head of the chain was held";
     }
+    if ((i + 1) % kSlice == 0) sliced_sync(i);
   }
   drain();
   std::uint32_t wrong = 0;
-  std::uint32_t last = 0;
   SC_CHECK_CUDA(cudaMemcpy(&wrong, mismatches.data(), sizeof(wrong), cudaMemcpyDeviceToHost));
-  SC_CHECK_CUDA(cudaMemcpy(&last, word.data(), sizeof(last), cudaMemcpyDeviceToHost));
+  const std::uint32_t last = word.host()[0];
   sc::observe("iterations", static_cast<int>(kIterations));
   sc::observe("steps_out_of_order", static_cast<int>(wrong));
   sc::observe("final_word", static_cast<int>(last));
@@ -199,10 +210,14 @@ TEST_F(EventsAndWaits, WaitOnANeverRecordedEventIsANoOp) {
   wait(b, e, "e");
   drop(m, b, 1);
   sc::held_window w(g);
-  EXPECT_TRUE(w.present(sc::probe::mark(m, 1))) << "a wait on a never-recorded event held later work";
-  const cudaError_t synced = sc::synchronize_within(b, sc::kPresenceDeadline);
-  sc::observe("sync_of_waiting_stream", sc::error_name(synced));
-  EXPECT_EQ(cudaSuccess, synced) << "synchronizing the stream that waited on a never-recorded event";
+  const sc::gated_result landed = w.present(sc::probe::mark(m, 1));
+  EXPECT_TRUE(landed) << "a wait on a never-recorded event held later work";
+  if (landed.outcome() == sc::gated_outcome::holds) {
+    // B's work is done: synchronizing it must succeed (and at once; the gate is still closed).
+    const cudaError_t synced = sc::synchronize_within(b, sc::kPresenceDeadline);
+    sc::observe("sync_of_waiting_stream", sc::error_name(synced));
+    EXPECT_EQ(cudaSuccess, synced) << "synchronizing the stream that waited on a never-recorded event";
+  }
   w.release();
   drain();
 }
