@@ -21,6 +21,14 @@ from .templates import fill, fill_page, template_text
 from .timeline import (block_chart_html, chart_digest, timeline_anchor, timeline_html, timeline_model,
                        timeline_note, timeline_state, timeline_summary, timeline_without_blocks)
 
+# The page's size budget (README, "Reading the results"): on average at most PAGE_BUDGET_PER_TEST bytes for each
+# test with a result, plus PAGE_BUDGET_FIXED for the page itself. What keeps it: a kernel's many blocks drawn as one
+# shape, block charts of many blocks drawn as an image, no zoomed timeline when the first drawing is large, and a
+# data block that keeps the first items of a timeline and counts the rest (timeline.py). The host test
+# SizeBudget checks it on a run heavier than a full H100 run.
+PAGE_BUDGET_PER_TEST = 48 * 1024
+PAGE_BUDGET_FIXED = 128 * 1024
+
 # Failure text shown per failure at most (the XML file has all of it).
 MAX_FAILURE_CHARS = 8000
 

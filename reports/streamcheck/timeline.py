@@ -6,8 +6,11 @@ The geometry is computed here so that the page needs no script to show it. Pytho
 
 from __future__ import annotations
 
+import base64
 import bisect
 import math
+import struct
+import zlib
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .common import as_ns, dig, fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_value, h, plural, slug
@@ -26,10 +29,12 @@ TL_MAX_LANES = 48          # stream lanes drawn per test
 TL_MAX_BLOCK_ROWS = 32     # block rows under the kernels of one lane
 TL_MAX_BLOCKS = 20000      # block records drawn per test
 TL_BLOCK_TIPS = 64         # a kernel with more blocks has them drawn as one shape with one tooltip
-TL_MAX_BLOCK_TIPS = 256    # per-block tooltips per drawing
+TL_MAX_BLOCK_TIPS = 128    # per-block tooltips per drawing
+TL_MAX_DRAWING_BYTES = 128 * 1024   # a test's timeline drawings: no zoom when the first takes half of this
 TL_MAX_RANGES = 200
 TL_MAX_RANGE_ROWS = 10
 TL_MAX_HOST = 200
+TL_DATA_ITEMS = 5          # timeline items, ranges and host events per test in the page's data block
 TL_ZOOM_BELOW = 0.25       # a second, zoomed drawing when the items fill less than this share of the span
 TL_CHAR_W = 6.1            # width of one character at the drawing's 10 px monospace font
 
@@ -573,6 +578,10 @@ def timeline_summary(model: Dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def fmt_size(n: int) -> str:
+    return "%.0f KiB" % (n / 1024.0)
+
+
 def legend_key(label: str, fill_colour: str, stroke: str, extra: str = "") -> str:
     return fill("legend_key", label=h(label), fill=fill_colour, stroke=stroke, extra=extra)
 
@@ -622,6 +631,7 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
     svg, stats = timeline_svg(model, t0, t1, "timeline of the whole test")
     drawings = [fill("drawing", caption="whole test: t0 = first record, %s" % h(fmt_ns(t1 - t0)), svg=svg)]
     drawn = model["drawn"]
+    notes_first: List[str] = []
     # The test's own NVTX range usually covers its set-up, so the items fill a sliver of the span:
     # then a second drawing zooms on the labelled items (on all drawn items when none is labelled).
     focus = [it for it in drawn if it["label"]] or drawn
@@ -629,7 +639,10 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
         first = min(it["s"] for it in focus)
         last = max(it["e"] for it in focus)
         extent = last - first
-        if extent < TL_ZOOM_BELOW * (t1 - t0):
+        if extent < TL_ZOOM_BELOW * (t1 - t0) and len(svg) > TL_MAX_DRAWING_BYTES // 2:
+            notes_first.append("no zoomed drawing: the whole-test drawing already takes %s of the %s a test's "
+                               "drawings may take" % (fmt_size(len(svg)), fmt_size(TL_MAX_DRAWING_BYTES)))
+        elif extent < TL_ZOOM_BELOW * (t1 - t0):
             pad = max(extent // 40, 500)
             z0, z1 = max(first - pad, t0), min(last + pad, t1)
             zoom_svg, _ = timeline_svg(model, z0, max(z1, z0 + 1), "timeline zoomed on the items")
@@ -640,7 +653,7 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
                 h(", %s outside" % plural(outside, "item")) if outside else "")
             drawings.append(fill("drawing", caption=caption, svg=zoom_svg))
 
-    notes = []
+    notes = notes_first
     left_out = len(model["items"]) - len(drawn)
     if left_out:
         why = ["at most %d items per test, the first by start time" % TL_MAX_ITEMS]
@@ -671,8 +684,35 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
 
 BC_WIDTH = 960          # drawing width in px
 BC_MAX_HEIGHT = 560     # the SM axis is squeezed to this height
+BC_VECTOR_MAX = 1500    # a chart with more blocks is drawn as an image (the page's size budget, README)
 BC_HIGH = (192, 57, 43)   # colour of the highest priority
 BC_LOW = (46, 134, 193)   # colour of the lowest priority
+
+
+def png_data_uri(width: int, height: int, colours: Sequence[str],
+                 boxes: Iterable[Tuple[int, float, float, float, float]]) -> str:
+    """A palette PNG (white background, colours[i - 1] for index i) with each (index, x0, y0, x1, y1) box
+    filled, as a data: URI. Written with zlib and struct only."""
+    pixels = [bytearray(width) for _ in range(height)]
+    for index, x0, y0, x1, y1 in boxes:
+        a, b = max(int(x0), 0), min(max(int(math.ceil(x1)), int(x0) + 1), width)
+        top, bottom = max(int(y0), 0), min(max(int(math.ceil(y1)), int(y0) + 1), height)
+        if a >= b:
+            continue
+        run = bytes([index]) * (b - a)
+        for y in range(top, bottom):
+            pixels[y][a:b] = run
+    palette = bytearray(b"\xff\xff\xff")
+    for colour in colours:
+        palette += bytes.fromhex(colour.lstrip("#")[:6].ljust(6, "8"))
+    raw = b"".join(b"\x00" + bytes(row) for row in pixels)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)) +
+           chunk(b"PLTE", bytes(palette)) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
 def bc_colour(priority: Any, least: Any, greatest: Any) -> str:
@@ -685,15 +725,22 @@ def bc_colour(priority: Any, least: Any, greatest: Any) -> str:
 
 
 def timeline_without_blocks(tl: Any) -> Any:
-    """The timeline as the embedded data keeps it: each kernel's per-block records become their count."""
+    """The timeline as the embedded data keeps it (the page's size budget): the first TL_DATA_ITEMS items,
+    ranges and host events, each kernel's per-block records as their count, and how many of each the
+    observation file holds (<key>_in_file); the drawing shows up to TL_MAX_ITEMS items."""
     if not isinstance(tl, dict) or not isinstance(tl.get("items"), list):
         return tl
     items = []
-    for it in tl["items"]:
+    for it in tl["items"][:TL_DATA_ITEMS]:
         if isinstance(it, dict) and isinstance(it.get("blocks"), list):
             it = dict(it, blocks=len(it["blocks"]))
         items.append(it)
-    return dict(tl, items=items)
+    kept = dict(tl, items=items, items_in_file=len(tl["items"]))
+    for key in ("ranges", "host_events"):
+        if isinstance(tl.get(key), list):
+            kept[key] = tl[key][:TL_DATA_ITEMS]
+            kept[key + "_in_file"] = len(tl[key])
+    return kept
 
 
 def chart_digest(chart: Any) -> Any:
@@ -715,7 +762,8 @@ def block_chart_html(chart: Dict[str, Any]) -> str:
     for gi, g in enumerate(grids):
         for r in g.get("records", []) if isinstance(g.get("records"), list) else []:
             ok = (isinstance(r, list) and len(r) >= 3 and
-                  all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in r[:3]) and r[1] >= r[0] >= 0)
+                  all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in r[:3]) and
+                  r[1] >= r[0] >= 0)
             if not ok:
                 bad += 1
                 continue
@@ -754,7 +802,20 @@ def block_chart_html(chart: Dict[str, Any]) -> str:
     least, greatest = chart.get("priority_least"), chart.get("priority_greatest")
     svg = ['<svg class="tl" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="blocks by SM and '
            'time">' % (BC_WIDTH, height, BC_WIDTH, height)]
-    for gi, bars in paths.items():
+    raster = len(placed) > BC_VECTOR_MAX
+    if raster:
+        # Many blocks: one palette image of the plot (a pixel per time step and slot row), a few kB where the
+        # shapes would take a hundred; the legend names the colours, the observation file has every record.
+        colours = [bc_colour(grids[gi].get("priority"), least, greatest) for gi in range(len(grids))]
+        plot_w, plot_h = BC_WIDTH - left - 8, max(int(math.ceil(n_rows * row_h)), 1)
+        image = png_data_uri(plot_w, plot_h, colours, (
+            (gi + 1, x0 - left, y - top, x1 - left, y - top + max(row_h * 0.9, 1.0))
+            for gi, bars in paths.items() for y, x0, x1 in bars))
+        svg.append('<image x="%d" y="%d" width="%d" height="%d" preserveAspectRatio="none" href="%s">'
+                   '<title>%s</title></image>' % (left, top, plot_w, plot_h, image, h("; ".join(
+                       "%s, priority %s, %s" % (fmt_value(grids[gi].get("label")), fmt_value(grids[gi].get("priority")),
+                                                plural(len(bars), "block")) for gi, bars in paths.items()))))
+    for gi, bars in ([] if raster else paths.items()):
         g = grids[gi]
         svg.append('<path fill="%s" fill-opacity="0.85" d="%s"><title>%s</title></path>' % (
             bc_colour(g.get("priority"), least, greatest), bar_path(bars, row_h * 0.9),

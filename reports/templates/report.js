@@ -1,4 +1,9 @@
 (function () {
+  // The data block must parse as JSON: a page whose data a machine cannot read says so in the console.
+  var data = document.getElementById('data');
+  if (data) {
+    try { JSON.parse(data.textContent); } catch (e) { console.error('streamcheck: the data block is not JSON: ' + e); }
+  }
   var bar = document.getElementById('filters');
   if (!bar || !document.querySelectorAll) return;
   bar.hidden = false;

@@ -162,3 +162,59 @@ def embedded_data(page):
     match = re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)
     assert match, "no embedded data block"
     return match.group(1), json.loads(match.group(1))
+
+
+def make_heavy_run(root, run_id="20260102T000000Z-9"):
+    """A run shaped like a full H100 run, heavier than most: 79 tests with timelines (10 to 60 items, NVTX ranges,
+    host events); 16 scheduling tests with 1100-block kernels and 4224-block charts; 7 instrument tests with
+    264-block kernels. For the page's size budget."""
+    run = Path(root) / run_id
+    write(run / "env.json", json.dumps(env_doc(run_id)))
+    T0 = 1795317993000000000
+    def timeline(n_items, blocks_per_kernel):
+        items = []
+        t = T0 + 5000000
+        for i in range(n_items):
+            kind = ["kernel", "memcpy", "memset"][i % 3] if i % 4 else "kernel"
+            it = {"kind": kind, "label": "k%d" % i if i % 5 else "", "stream": "s%d" % (i % 4), "stream_id": 10 + i % 4,
+                  "start_ns": t, "end_ns": t + 200000, "correlation_id": i, "name": "_Z11spin_kernelPvm" if kind == "kernel" else "",
+                  "channel_id": i % 8, "channel_type": "compute"}
+            if kind != "kernel":
+                it.update(bytes=8 << 20, copy_kind="HtoD", src_kind="pinned", dst_kind="device")
+            elif blocks_per_kernel:
+                it["blocks"] = [{"t0_ns": t + 1000 * (b // 132), "t1_ns": t + 1000 * (b // 132) + 50000 + b, "max_gap_ns": 64,
+                                 "sm_begin": b % 132, "sm_end": b % 132} for b in range(blocks_per_kernel)]
+            items.append(it)
+            t += 150000
+        ranges = [{"name": "Suite.Test", "domain": "streamcheck", "start_ns": T0, "end_ns": t + 100000}]
+        ranges += [{"name": "enqueue %d" % i, "domain": "streamcheck", "start_ns": T0 + 5000000 + i * 300000, "end_ns": T0 + 5000000 + i * 300000 + 20000} for i in range(20)]
+        host = [{"kind": "host", "label": "h%d" % i, "start_ns": T0 + 5000000 + i * 100000, "end_ns": T0 + 5000000 + i * 100000} for i in range(10)]
+        return {"tracing": {"enabled": True, "cupti_library": "libcupti.so.13", "cupti_api_version": 130001, "nvtx_routed": True, "nvtx_detail": "x"},
+                "clock": "cupti", "clock_map": {"valid": True, "globaltimer_to_cupti_offset_ns": -98000, "residual_ns": 1300, "samples": 16},
+                "items": items, "ranges": ranges, "host_events": host, "unlabelled_records": 3, "dropped_records_in_process": 0}
+    families = [("priority_sched", 16, 40, 1100), ("default_streams", 25, 30, 0), ("copy_overlap", 16, 60, 0), ("host_funcs", 15, 20, 0), ("instruments", 7, 10, 264)]
+    n = 0
+    for fam, count, n_items, blocks in families:
+        for i in range(count):
+            suite = "".join(p.capitalize() for p in fam.split("_"))
+            name = "BehaviorNumber%dHoldsUnderLoad" % i
+            ctest = "%s.%s.%s" % (fam, suite, name)
+            cid = "%s-%02d" % (fam[:4].upper(), i + 1)
+            props = {"catalog_id": cid, "verdict_kind": "observed" if i % 2 else "documented", "doc_source": "PG 4.3"}
+            write(run / "gtest" / (ctest + ".xml"), gtest_xml(suite, name, properties=props))
+            doc = observation(ctest, suite + "." + name, [(cid, props["verdict_kind"], "PG 4.3")],
+                              {"k%d" % j: j * 1.5 for j in range(8)},
+                              [{"id": cid, "key": "k%d" % j, "observed": j * 1.5, "expected": j * 1.5, "gating": True, "status": "match"} for j in range(4)])
+            doc["schema_version"] = "1.5.0"
+            doc["timeline"] = timeline(n_items, blocks)
+            if fam == "priority_sched":
+                recs = []
+                for g in range(2):
+                    recs.append({"label": "g%d" % g, "stream": "s%d" % g, "process": "", "priority": -g * 5, "threads": 256,
+                                 "fields": ["t0", "t1", "sm0", "sm1", "max_gap"],
+                                 "records": [[(b // 132) * 20000 + g * 1000, (b // 132) * 20000 + 19000 + g * 1000, b % 132, b % 132, 64] for b in range(132 * 16)]})
+                doc["block_chart"] = {"clock": "globaltimer", "base_ns": 0, "sms": 132, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+                                      "priority_least": 0, "priority_greatest": -5, "grids": recs}
+            write(run / "observations" / (ctest + ".json"), json.dumps(doc))
+            n += 1
+    return run

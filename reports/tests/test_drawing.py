@@ -1,6 +1,7 @@
 """Templates (reports/streamcheck/templates.py, reports/templates/) and the drawing helpers of
 reports/streamcheck/timeline.py, without a run folder."""
 
+import base64
 import re
 import unittest
 from pathlib import Path
@@ -63,13 +64,26 @@ class Drawing(unittest.TestCase):
         self.assertNotIn('<path class="blocks"', html)
 
     def test_block_chart_joins_back_to_back_blocks_of_a_slot(self):
-        records = [[i * 1000, i * 1000 + 1000, sm, sm, 40] for sm in range(4) for i in range(500)]
+        records = [[i * 1000, i * 1000 + 1000, sm, sm, 40] for sm in range(4) for i in range(300)]
         chart = {"grids": [{"label": "low", "priority": 0, "records": records}], "priority_least": 0,
                  "priority_greatest": -5, "max_blocks_per_sm": 32}
         html = timeline.block_chart_html(chart)
         path = re.search(r' d="([^"]*)"', html).group(1)
         self.assertEqual(path.count("M"), 4)  # one bar per SM slot
-        self.assertIn("2000 blocks of 1 grid, 4 SMs", html)
+        self.assertIn("1200 blocks of 1 grid, 4 SMs", html)
+
+    def test_block_chart_of_many_blocks_is_a_small_image(self):
+        records = [[(b // 132) * 20000 + g * 1000, (b // 132) * 20000 + 19000, b % 132, b % 132, 64]
+                   for g in range(2) for b in range(132 * 16)]
+        grids = [{"label": "g%d" % g, "priority": -5 * g, "records": records[g::2]} for g in range(2)]
+        html = timeline.block_chart_html({"grids": grids, "priority_least": 0, "priority_greatest": -5})
+        uri = re.search(r'<image [^>]*href="data:image/png;base64,([^"]+)"', html)
+        self.assertIsNotNone(uri)
+        png = base64.b64decode(uri.group(1))
+        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+        self.assertNotIn("<path", html)
+        self.assertLess(len(html), 16000)
+        self.assertIn("g1 (priority -5, 2112 blocks)", html)
 
 
 if __name__ == "__main__":
