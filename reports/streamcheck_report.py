@@ -69,7 +69,6 @@ def report(run_dir: Path, source: Path, output: Path) -> int:
 
 
 def compare(old_dir: Path, new_dir: Path, source: Path, output: Path, text_output: Optional[Path]) -> int:
-    raise InputError("comparing two run folders is not written yet (issue 13, item 1)")
     from streamcheck.compare import compare_runs, diff_text, render_diff
     from streamcheck.results import load_run
     old, new = load_run(old_dir), load_run(new_dir)

@@ -79,6 +79,18 @@ class Browser(unittest.TestCase):
         self.assertNotIn("<script>alert", outside)
         self.assertEqual(len(re.findall(r"<script\b", outside)), 1)
 
+    def test_comparison_renders_with_no_console_message(self):
+        source = make_source(self.root / "src")
+        old = make_run(self.root / "old", "20260101T000000Z-1")
+        new = make_run(self.root / "new", "20260102T000000Z-2", driver=13010)
+        out = self.root / "diff.html"
+        result = run_cli(old, new, "--source", source, "-o", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        dom, console = open_in_browser(out)
+        self.assertEqual(console, [])
+        for section in ("environment", "status", "baseline", "added-removed"):
+            self.assertIn('<section id="%s">' % section, dom)
+
 
 if __name__ == "__main__":
     unittest.main()

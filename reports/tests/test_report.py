@@ -9,7 +9,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from synthetic import (PLAN, SCRIPT_TEXT, UUID_B, embedded_data, env_doc, gtest_xml, make_run, make_source,
+from synthetic import (PLAN, SCRIPT_TEXT, embedded_data, env_doc, gtest_xml, make_run, make_source,
                        observation, run_cli, write)
 from streamcheck import common, model, timeline
 
