@@ -6,15 +6,20 @@ bodies (with teardown).
 
     ci/family_time.py JUNIT_XML RUN_DIR [--label LABEL]
 
-JUNIT_XML: ctest --output-junit's file; RUN_DIR: the run's results folder (observations/*.json).
+JUNIT_XML: ctest --output-junit's file; RUN_DIR: the run's results folder, read with the report's results
+reader (reports/streamcheck/results.py).
 """
 import argparse
-import json
 import math
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reports"))
+
+from streamcheck.common import InputError  # noqa: E402  (the one results reader, reports/streamcheck/)
+from streamcheck.results import load_run  # noqa: E402
 
 
 def main() -> int:
@@ -39,19 +44,22 @@ def main() -> int:
         if math.isfinite(seconds):
             wall[name] = seconds
 
+    try:
+        run = load_run(Path(args.run_dir))
+    except InputError as e:
+        print("family_time: %s" % e, file=sys.stderr)
+        return 2
+    for problem in run["problems"]:
+        print("family_time: skipping %s" % problem, file=sys.stderr)
     fixture = {}
     setup = {}
-    for path in sorted((Path(args.run_dir) / "observations").glob("*.json")):
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            print("family_time: skipping %s: %s" % (path, e), file=sys.stderr)
-            continue
-        name = doc.get("ctest_name") or path.stem
-        if isinstance(doc.get("duration_ms"), (int, float)):
-            fixture[name] = doc["duration_ms"] / 1000.0
-        if isinstance(doc.get("setup_ms"), (int, float)):
-            setup[name] = doc["setup_ms"] / 1000.0
+    for name, test in run["tests"].items():
+        if test["observation_file"] is None:
+            continue  # the XML's time is GoogleTest's, not the fixture's
+        if test["duration_ms"] is not None:
+            fixture[name] = test["duration_ms"] / 1000.0
+        if test["setup_ms"] is not None:
+            setup[name] = test["setup_ms"] / 1000.0
 
     # family -> entries, ctest wall of all, entries with an observation, their ctest wall, fixture, set-up,
     # longest body

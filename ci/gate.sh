@@ -1,24 +1,36 @@
 #!/usr/bin/env bash
-# Gate for a GPU runner (driver or toolkit upgrade, new GPU, virtualized GPU): build, run the gate
-# families, and fail unless a GPU was really used. On a GPU runner a skip for "no GPU" is a failure.
+# Gate for a GPU runner (driver or toolkit upgrade, new GPU, virtualized GPU): build, run the gate families,
+# and judge the run with reports/streamcheck_gate.py (the one gate; README, "For GPU CI").
 #
-#   ci/gate.sh [BUILD_DIR]
+#   ci/gate.sh [BUILD_DIR] [-- extra ctest arguments]
+#
+# Exit status: 0 every behavior as expected; 1 a behavior regressed (a test failed, a gating baseline row
+# differs); 2 the run is not trustworthy (no GPU used, CUPTI off, results incomplete, a watchdog fired, or no
+# new run at all). Writes BUILD_DIR/gate-summary.md (also appended to $GITHUB_STEP_SUMMARY when set) and
+# BUILD_DIR/gate-junit.xml (claim IDs, skip reasons).
 set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$src/build-gate}
-bash "$src/ci/run_suite.sh" "$build" -- -L '^(instruments|harness|priority_flags)$' --no-tests=error
+[ $# -gt 0 ] && shift
+[ "${1:-}" = "--" ] && shift
+mkdir -p "$build"
+stamp="$build/.gate-started"
+touch "$stamp"
+rm -f "$build/junit.xml"
+bash "$src/ci/run_suite.sh" "$build" -- -L '^(instruments|harness|priority_flags)$' --no-tests=error "$@"
+suite_rc=$?
+run=$(readlink -f "$build/results/latest" 2>/dev/null || true)
+if [ -z "$run" ] || [ ! -f "$run/env.json" ] || [ ! "$run/env.json" -nt "$stamp" ]; then
+  # A build that failed leaves no new run; the previous one must not be judged in its place.
+  echo "gate: NOT TRUSTWORTHY: this gate produced no new run folder (ctest status $suite_rc); see above" |
+    tee "$build/gate-summary.md"
+  [ -n "${GITHUB_STEP_SUMMARY:-}" ] && cat "$build/gate-summary.md" >>"$GITHUB_STEP_SUMMARY"
+  exit 2
+fi
+junit=()
+[ -f "$build/junit.xml" ] && junit=(--ctest-junit "$build/junit.xml")
+python3 "$src/reports/streamcheck_gate.py" "$run" "${junit[@]}" \
+  --markdown "$build/gate-summary.md" --junit "$build/gate-junit.xml"
 rc=$?
-run=$(readlink -f "$build/results/latest")
-python3 - "$run" <<'PY' || rc=1
-import json, sys
-env = json.load(open(sys.argv[1] + "/env.json"))
-if env.get("gpu") is None:
-    print("gate: FAILED: no GPU was used on this runner:", env.get("gpu_unavailable_reason"))
-    sys.exit(1)
-g = env["gpu"]
-print(f"gate: {g['name']} sm_{g['arch'][3:]} driver {env['cuda']['driver_version']} "
-      f"runtime {env['cuda']['runtime_version']} tick {g['timer_tick_ns']} ns "
-      f"priorities {g['priority_range']['least']}..{g['priority_range']['greatest']}")
-PY
-[ $rc -eq 0 ] && echo "gate: passed" || echo "gate: FAILED (results in $run)"
+echo "gate: results in $run (exit $rc)"
 exit $rc

@@ -14,6 +14,11 @@ suite_rc=${PIPESTATUS[0]}
 suite_run=$(readlink -f "$build/results/latest")
 tar -C "$(dirname "$suite_run")" -czf "$out/results.tgz" "$(basename "$suite_run")"
 cp "$suite_run/report.html" "$out/report.html" 2>/dev/null
+# The gate's judgement of the whole run (0 as expected, 1 regressed, 2 not trustworthy), as summary.md and
+# junit.xml (claim IDs, skip reasons).
+python3 "$src/reports/streamcheck_gate.py" "$suite_run" --ctest-junit "$build/junit.xml" \
+  --markdown "$out/summary.md" --junit "$out/junit.xml" | tee "$out/gate.log"
+gate_rc=${PIPESTATUS[0]}
 mutation_rc=0
 # MUTATION_ONLY="<label>:<ID> ..." limits the job to those IDs (e.g. after a change to a few tests).
 if [ -n "${MUTATION_ONLY:-}" ]; then
@@ -33,5 +38,5 @@ elif [ "${SKIP_MUTATION:-0}" != 1 ]; then
     [ "${PIPESTATUS[0]}" -ne 0 ] && mutation_rc=1
   done
 fi
-echo "gpu_runner: suite rc=$suite_rc mutation rc=$mutation_rc; $(cat "$out/gpu.txt")"
-[ $suite_rc -eq 0 ] && [ $mutation_rc -eq 0 ]
+echo "gpu_runner: suite rc=$suite_rc gate rc=$gate_rc mutation rc=$mutation_rc; $(cat "$out/gpu.txt")"
+[ $suite_rc -eq 0 ] && [ $gate_rc -eq 0 ] && [ $mutation_rc -eq 0 ]

@@ -2,53 +2,26 @@
 """Judges one mutation run: the tests that claim ID must all fail, and no other test may fail.
 
 usage: mutation_check.py RUN_DIR ID
-Reads RUN_DIR/observations/*.json (claims, mutation kind, watchdog) and RUN_DIR/gtest/*.xml (outcome of
-every test). The line it prints says how the claiming tests were mutated: "arrangement" (what the test
-set up changed, so the observation had to tell the difference), "expectation" (only the expected value
-changed; the plan says why no arrangement change exists), or both when the tests differ. A claiming test
+Reads the run through the report's results reader (reports/streamcheck/results.py): every test's outcome
+(GoogleTest XML), its claims, mutation kind and fired watchdogs (observation file); a run with a result file
+that cannot be read proves nothing. The line it prints says how the claiming tests were mutated:
+"arrangement" (what the test set up changed, so the observation had to tell the difference), "expectation"
+(only the expected value changed; the plan says why no arrangement change exists), or both when the tests
+differ. A claiming test
 that failed only because a gate's watchdog fired is counted as killed, and named.
 """
-import glob
-import json
-import os
 import sys
-import xml.etree.ElementTree as ET
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reports"))
+
+from streamcheck.common import InputError  # noqa: E402  (the one results reader, reports/streamcheck/)
+from streamcheck.results import load_run, tests_claiming, unexpected_watchdogs  # noqa: E402
 
 
-def outcomes(run_dir):
-    result = {}
-    for path in glob.glob(os.path.join(run_dir, "gtest", "*.xml")):
-        name = os.path.basename(path)[: -len(".xml")]
-        case = ET.parse(path).getroot().find(".//testcase")
-        if case is None:
-            continue
-        if case.find("failure") is not None:
-            result[name] = "failed"
-        elif case.get("result") == "skipped" or case.find("skipped") is not None:
-            result[name] = "skipped"
-        else:
-            result[name] = "passed"
-    return result
-
-
-def claimants(run_dir, catalog_id):
-    """ctest name -> its observation document, for the tests that claim catalog_id."""
-    found = {}
-    for path in glob.glob(os.path.join(run_dir, "observations", "*.json")):
-        with open(path) as f:
-            doc = json.load(f)
-        if any(c.get("id") == catalog_id for c in doc.get("claims", [])):
-            found[doc["ctest_name"]] = doc
-    return found
-
-
-def kinds_used(docs):
+def kinds_used(tests):
     """The mutation kinds the claiming tests recorded ("unused" for a test that never applied one)."""
-    return sorted({doc.get("mutation_kind", "unused") if doc.get("mutation") else "unused" for doc in docs})
-
-
-def watchdog_fired(doc):
-    return any(not g.get("expected") for g in doc.get("watchdog", []))
+    return sorted({(t["mutation_kind"] or "unused") if t["mutation"] else "unused" for t in tests})
 
 
 def main():
@@ -57,17 +30,21 @@ def main():
         return 2
     run_dir, catalog_id = sys.argv[1], sys.argv[2]
     try:
-        with open(os.path.join(run_dir, "env.json")) as f:
-            mutated = json.load(f).get("environment", {}).get("STREAMCHECK_MUTATE")
-    except (OSError, ValueError) as e:
-        print(f"mutation {catalog_id}: cannot read {run_dir}/env.json: {e}")
+        run = load_run(Path(run_dir))
+    except InputError as e:
+        print(f"mutation {catalog_id}: cannot read the run: {e}")
         return 1
+    mutated = (run["env"].get("environment") or {}).get("STREAMCHECK_MUTATE")
     if mutated != catalog_id:
         print(f"mutation {catalog_id}: {run_dir} is not this mutation's run (its STREAMCHECK_MUTATE is {mutated!r}); "
               "did ctest run at all?")
         return 1
-    seen = outcomes(run_dir)
-    docs = claimants(run_dir, catalog_id)
+    if run["problems"]:
+        print(f"mutation {catalog_id}: {len(run['problems'])} result file(s) of {run_dir} could not be read, "
+              f"so the run proves nothing: {run['problems'][0]}")
+        return 1
+    seen = {name: t["status"] for name, t in run["tests"].items()}
+    docs = tests_claiming(run, catalog_id)
     own = set(docs)
     failed = {n for n, o in seen.items() if o == "failed"}
     skipped_own = {n for n in own if seen.get(n) == "skipped"}
@@ -81,8 +58,8 @@ def main():
         return 1
     judged = own - skipped_own
     kinds = kinds_used(docs[n] for n in judged)
-    unused = sorted(n for n in judged if not docs[n].get("mutation"))
-    by_watchdog = sorted(n for n in own & failed if watchdog_fired(docs[n]))
+    unused = sorted(n for n in judged if not docs[n]["mutation"])
+    by_watchdog = sorted(n for n in own & failed if unexpected_watchdogs(docs[n]))
     ok = not survived and not collateral
     print(f"mutation {catalog_id}: {'killed' if ok else 'NOT KILLED'} [{'+'.join(kinds)}] "
           f"({len(own & failed)} of {len(own)} claiming test(s) failed"

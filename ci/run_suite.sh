@@ -30,7 +30,7 @@ set -e
 run=$(readlink -f "$build/results/latest")
 if command -v python3 >/dev/null 2>&1; then
   python3 "$src/reports/streamcheck_report.py" "$run" --source "$src" -o "$run/report.html" ||
-    echo "run_suite: the report could not be written (see above); results are in $run" >&2
+    echo "run_suite: the report is missing or lists result files it could not read (see above); results are in $run" >&2
 else
   echo "run_suite: python3 not found; no HTML report. Results are in $run" >&2
 fi

@@ -13,15 +13,18 @@ for mode in off on; do
     (cd "$build" && env STREAMCHECK_TRACE=$mode ctest -L "$labels" -Q >/dev/null 2>&1) || true
     end=$(date +%s.%N)
     run=$(readlink -f "$build/results/latest")
-    python3 - "$mode" "$start" "$end" "$run" <<'PY'
-import json, sys
+    python3 - "$mode" "$start" "$end" "$run" "$(dirname "$0")/../reports" <<'PY'
+import sys
+from pathlib import Path
 mode, start, end, run = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-env = json.load(open(run + "/env.json"))
-i5 = env.get("instruments", {}).get("INST-05", {}).get("figures", {})
+sys.path.insert(0, sys.argv[5])
+from streamcheck.results import load_env  # the one results reader
+env = load_env(Path(run))
+i5 = (env.get("instruments") or {}).get("INST-05", {}).get("figures", {})
 print(f"tracing={mode:3} suite_wall_s={end - start:6.2f} "
       f"launch_us_gpu={i5.get('gpu_us_per_launch', float('nan')):.3f} "
       f"launch_us_host={i5.get('host_enqueue_us_per_launch', float('nan')):.3f} "
-      f"cupti_active={i5.get('cupti_active')} tracing_env={env['tracing'].get('enabled')}")
+      f"cupti_active={i5.get('cupti_active')} tracing_env={(env.get('tracing') or {}).get('enabled')}")
 PY
   done
 done

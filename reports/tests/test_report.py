@@ -1,171 +1,17 @@
-"""Tests of reports/streamcheck_report.py on synthetic run folders (standard library only).
+"""Tests of the report (reports/streamcheck_report.py and reports/streamcheck/) on synthetic run folders (standard library only).
 
 Run: python3 -m unittest discover -s reports/tests -v
 """
 
 import json
 import re
-import subprocess
-import sys
 import tempfile
 import unittest
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
 
-HERE = Path(__file__).resolve().parent
-SCRIPT = HERE.parent / "streamcheck_report.py"
-sys.path.insert(0, str(HERE.parent))
-
-import streamcheck_report as report  # noqa: E402  (imported after the path is set)
-
-UUID_A = "GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
-UUID_B = "GPU-ffffffff-4f50-6172-8394-a5b6c7d8e9f0"
-SCRIPT_TEXT = "<script>alert('x')</script>"
-
-
-def env_doc(run_id, uuid=UUID_A, driver=13000, runtime=13000, commit="c9f25ae7e95e168af0e38dd402fd67bef72247ab",
-            gpu=True):
-    doc = {
-        "schema": "streamcheck.env",
-        "schema_version": "1.0.0",
-        "run": {"id": run_id, "started_utc": "2026-01-01T00:00:00Z", "finished_utc": "2026-01-01T00:01:00Z"},
-        "streamcheck": {"version": "0.1.0", "commit": commit, "dirty": False, "source_dir": "/src"},
-        "build": {"build_type": "RelWithDebInfo", "cuda_architectures": "90", "generator": "Ninja"},
-        "host": {"hostname": "runner", "machine": "x86_64", "os": "Linux"},
-        "cuda": {"driver_version": driver, "runtime_version": runtime},
-        "environment": {"CUDA_LAUNCH_BLOCKING": None, "STREAMCHECK_DEVICE": "0"},
-        "tracing": {"enabled": False, "reason": "CUPTI tracing is not part of this build yet"},
-        "instruments": {"INST-01": {"id": "INST-01", "test": "instruments.Instruments.TickIsMeasured",
-                                    "figures": {"tick_ns": 32, "reads": 4096}}},
-    }
-    if gpu:
-        doc["gpu"] = {"name": "NVIDIA H200", "uuid": uuid, "compute_capability": "9.0", "arch": "sm_90",
-                      "sm_count": 132, "async_engine_count": 3, "concurrent_kernels": 1,
-                      "priority_range": {"least": 0, "greatest": -5}, "timer_tick_ns": 32}
-    else:
-        doc["gpu"] = None
-        doc["gpu_unavailable_reason"] = "no usable CUDA device: cudaGetDeviceCount -> cudaErrorInsufficientDriver"
-    return doc
-
-
-def gtest_xml(suite, name, failures=(), skip=None, properties=None, seconds="0.012", notrun=False):
-    """One GoogleTest 1.12-shaped XML document with one <testcase>."""
-    children = []
-    if properties:
-        children.append("<properties>" + "".join(
-            "<property name=%s value=%s/>" % (quoteattr(k), quoteattr(str(v))) for k, v in properties.items())
-            + "</properties>")
-    for text in failures:
-        children.append('<failure message=%s type=""><![CDATA[%s]]></failure>' % (quoteattr(text), text))
-    if skip is not None:
-        children.append("<skipped message=%s><![CDATA[%s]]></skipped>" % (quoteattr(skip), skip))
-    status = "notrun" if notrun else "run"
-    result = "skipped" if skip is not None else "suppressed" if notrun else "completed"
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites tests="1" name="AllTests">\n'
-            '  <testsuite name=%s tests="1">\n'
-            '    <testcase name=%s file="/src/tests/x_test.cpp" line="10" status="%s" result="%s" time=%s '
-            'classname=%s>%s</testcase>\n  </testsuite>\n</testsuites>\n'
-            % (quoteattr(suite), quoteattr(name), status, result, quoteattr(seconds), quoteattr(suite),
-               "".join(children)))
-
-
-def observation(ctest, test, claims, observations=None, baseline=None, outcome="passed", mutation=None):
-    doc = {"schema": "streamcheck.observation", "schema_version": "1.0.0", "test": test, "ctest_name": ctest,
-           "claims": [{"id": i, "kind": k, "source": s} for i, k, s in claims],
-           "observations": observations or {}, "baseline": baseline or [],
-           "device": {"index": 0, "name": "NVIDIA H200", "compute_capability": 90}, "outcome": outcome,
-           "duration_ms": 3.25, "setup_ms": 1.5}
-    if mutation:
-        doc["mutation"] = mutation
-    return doc
-
-
-PLAN = """# priority_flags: test plan
-
-The plan lists every catalog ID of the family. (This line | has a bar but is not a table.)
-
-| ID | Claim | Kind | Source | Tests | Skip rule |
-|----|-------|------|--------|-------|-----------|
-| PRIO-01 | Range is ordered | documented | RT `cudaDeviceGetStreamPriorityRange` | `PriorityFlags.RangeIsOrdered` | no GPU |
-| PRIO-02 | Driver range equals runtime range | documented | DRV `cuCtxGetStreamPriorityRange` | `PriorityFlags.DriverRangeMatches` | no GPU |
-| PRIO-03 | Clamping | documented | RT `cudaStreamCreateWithPriority` | `PriorityFlags.ClampsOutOfRange` | no GPU |
-| PRIO-04 | Driver clamping | documented | DRV `cuStreamCreateWithPriority` | \u2014 | |
-| PRIO-05 | In-range values read back | documented | RT `cudaStreamGetPriority` | `PriorityFlags.NeverRan` | |
-| PRIO-07 | Special handles | observed | not stated in docs | `PriorityFlags.SpecialHandles` | |
-| PRIO-08 *(retired)* | Old claim | documented | RT | \u2014 | |
-
-Text after the table.
-"""
-
-
-def write(path, text):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-def make_source(root):
-    """A source tree with one plan (priority_flags) and one family folder without a plan (unit)."""
-    write(root / "tests" / "priority_flags" / "README.md", PLAN)
-    write(root / "tests" / "priority_flags" / "CMakeLists.txt", "# family\n")
-    write(root / "tests" / "unit" / "CMakeLists.txt", "# family\n")
-    return root
-
-
-def make_run(root, run_id="20260101T000000Z-1", **env_args):
-    """A run with a pass, a failure, a skip, a ptds pair, a differing baseline and a host test."""
-    run = root / run_id
-    write(run / "env.json", json.dumps(env_doc(run_id, **env_args), indent=2))
-    g = run / "gtest"
-    write(g / "priority_flags.PriorityFlags.RangeIsOrdered.xml", gtest_xml(
-        "PriorityFlags", "RangeIsOrdered",
-        properties={"catalog_id": "PRIO-01", "verdict_kind": "documented", "doc_source": "RT range",
-                    "least": 0, "greatest": -5, "baseline.PRIO-01.least": "match"}))
-    write(g / "priority_flags.PriorityFlags.DriverRangeMatches.xml", gtest_xml(
-        "PriorityFlags", "DriverRangeMatches",
-        failures=["/src/tests/priority_test.cpp:61\nExpected equality of these values:\n  least_\n    Which is: 0\n"
-                  "  seen " + SCRIPT_TEXT,
-                  "/src/tests/priority_test.cpp:62\nsecond failure </pre> here"],
-        properties={"catalog_id": "PRIO-02", "verdict_kind": "documented", "doc_source": "DRV range"}))
-    write(g / "priority_flags.PriorityFlags.ClampsOutOfRange.xml", gtest_xml(
-        "PriorityFlags", "ClampsOutOfRange",
-        skip="/src/fixtures/src/gpu_test.cpp:22\nstream priorities are not supported on this device"))
-    special = {"catalog_id": "PRIO-07", "verdict_kind": "observed", "doc_source": "not stated in docs"}
-    write(g / "priority_flags.PriorityFlags.SpecialHandles.xml", gtest_xml("PriorityFlags", "SpecialHandles",
-                                                                          properties=special))
-    write(g / "priority_flags.ptds.PriorityFlags.SpecialHandles.xml", gtest_xml("PriorityFlags", "SpecialHandles",
-                                                                               properties=special))
-    write(g / "unit.Handle.OwnedHandleIsReleasedOnce.xml", gtest_xml("Handle", "OwnedHandleIsReleasedOnce"))
-
-    o = run / "observations"
-    baseline = [{"id": "PRIO-07", "key": "legacy.priority", "observed": 0, "expected": 0, "gating": True,
-                 "status": "match"},
-                {"id": "PRIO-07", "key": "per_thread.flags", "observed": 1, "expected": 0, "gating": False,
-                 "status": "differs", "detail": "first sm_90 value to confirm"}]
-    for prefix in ("priority_flags.", "priority_flags.ptds."):
-        ctest = prefix + "PriorityFlags.SpecialHandles"
-        write(o / (ctest + ".json"), json.dumps(observation(
-            ctest, "PriorityFlags.SpecialHandles", [("PRIO-07", "observed", "not stated in docs")],
-            {"legacy.priority": 0, "per_thread.flags": 1, "note": "</script><b>bold</b>"}, baseline)))
-    write(o / "priority_flags.PriorityFlags.RangeIsOrdered.json", json.dumps(observation(
-        "priority_flags.PriorityFlags.RangeIsOrdered", "PriorityFlags.RangeIsOrdered",
-        [("PRIO-01", "documented", "RT range")], {"least": 0, "greatest": -5, "levels": 6},
-        [{"id": "PRIO-01", "key": "least", "observed": 0, "expected": 0, "gating": True, "status": "match"}],
-        mutation="PRIO-01")))
-    write(run / "instruments" / "INST-01.json", json.dumps(
-        {"id": "INST-01", "test": "instruments.Instruments.TickIsMeasured",
-         "figures": {"tick_ns": 32, "max_step_ns": 64, "cupti_active": False}}))
-    return run
-
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, str(SCRIPT)] + [str(a) for a in args], capture_output=True, text=True,
-                          timeout=60)
-
-
-def embedded_data(page):
-    match = re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)
-    assert match, "no embedded data block"
-    return match.group(1), json.loads(match.group(1))
+from synthetic import (PLAN, SCRIPT_TEXT, embedded_data, env_doc, gtest_xml, make_run, make_source,
+                       observation, run_cli, write)
+from streamcheck import common, model, timeline
 
 
 class ReportTestCase(unittest.TestCase):
@@ -270,7 +116,7 @@ class Coverage(ReportTestCase):
         self.assertIn("stream priorities are not supported on this device", row.group(1))
 
     def test_plan_parser_reads_the_table_and_ignores_other_text(self):
-        rows, note = report.parse_plan(PLAN)
+        rows, note = model.parse_plan(PLAN)
         self.assertIsNone(note)
         self.assertEqual([r["id"] for r in rows],
                          ["PRIO-01", "PRIO-02", "PRIO-03", "PRIO-04", "PRIO-05", "PRIO-07", "PRIO-08"])
@@ -278,12 +124,12 @@ class Coverage(ReportTestCase):
         self.assertEqual(rows[3]["tests"], [])
         self.assertTrue(rows[6]["retired"])
         self.assertEqual(rows[5]["kind"], "observed")
-        rows, note = report.parse_plan("# a plan\n\nno table here\n")
+        rows, note = model.parse_plan("# a plan\n\nno table here\n")
         self.assertEqual(rows, [])
         self.assertIn("no plan table", note)
 
     def test_several_tests_in_one_cell(self):
-        rows, _ = report.parse_plan("| ID | Kind | Source | Tests |\n|---|---|---|---|\n"
+        rows, _ = model.parse_plan("| ID | Kind | Source | Tests |\n|---|---|---|---|\n"
                                     "| X-01 | documented | RT | `A.B`, `C.D` |\n")
         self.assertEqual(rows[0]["tests"], ["A.B", "C.D"])
 
@@ -365,9 +211,9 @@ class TestDetails(ReportTestCase):
         self.assertIn("driver none (0)", header)
 
     def test_version_formatting(self):
-        self.assertEqual(report.cuda_version(13000), "13.0")
-        self.assertEqual(report.cuda_version(12080), "12.8")
-        self.assertEqual(report.cuda_version(0), "none (0)")
+        self.assertEqual(common.cuda_version(13000), "13.0")
+        self.assertEqual(common.cuda_version(12080), "12.8")
+        self.assertEqual(common.cuda_version(0), "none (0)")
 
 
 class Evidence(ReportTestCase):
@@ -568,31 +414,6 @@ class Evidence(ReportTestCase):
         write(self.source / "baselines" / "sm_90.json", '{"schema": "streamcheck.baseline", ')
         result = run_cli(self.run_dir, "--source", self.source, "-o", self.out)
         self.assert_refused(result, "sm_90.json", "invalid JSON")
-
-
-class Merging(ReportTestCase):
-    def test_runs_of_one_environment_are_merged(self):
-        second = self.root / "results2" / "20260101T010000Z-2"
-        write(second / "env.json", json.dumps(env_doc("20260101T010000Z-2")))
-        write(second / "gtest" / "priority_flags.PriorityFlags.NeverRan.xml",
-              gtest_xml("PriorityFlags", "NeverRan"))
-        result, page = self.generate(self.run_dir, second)
-        self.assertIn("7 tests: 5 passed, 1 failed, 1 skipped", result.stdout)
-        _, data = embedded_data(page)
-        self.assertEqual([r["id"] for r in data["runs"]], ["20260101T000000Z-1", "20260101T010000Z-2"])
-        self.assertEqual({r["id"]: r["status"] for r in data["coverage"]["rows"]}["PRIO-05"], "pass")
-
-    def test_runs_on_different_gpus_are_refused(self):
-        other = make_run(self.root / "other", uuid=UUID_B)
-        result = run_cli(self.run_dir, other, "--source", self.source, "-o", self.out)
-        self.assert_refused(result, "refusing to mix environments", "gpu.uuid", UUID_B)
-        self.assertFalse(self.out.exists())
-
-    def test_refusal_names_every_differing_field(self):
-        other = make_run(self.root / "other", driver=12080, commit="0123456789")
-        result = run_cli(self.run_dir, other, "--source", self.source, "-o", self.out)
-        self.assert_refused(result, "cuda.driver_version", "streamcheck.commit")
-        self.assertNotIn("gpu.uuid", result.stderr)
 
 
 class BadInput(ReportTestCase):
@@ -841,14 +662,14 @@ class Timelines(ReportTestCase):
         # Overlapping kernels count once; a copy fully under them is 100 %.
         doc = timeline_doc(items=[tl_item("kernel", "a", "s1", 0, 500000), tl_item("kernel", "b", "s2", 100, 500000),
                                   tl_item("memcpy", "c", "s3", 200, 300000)])
-        model = report.timeline_model(doc)
+        model = timeline.timeline_model(doc)
         self.assertEqual(model["copies"], {"count": 1, "time_ns": 300000, "overlap_ns": 300000})
-        self.assertIn("1 copy, 100 % of copy time overlapped by kernels", report.timeline_summary(model))
+        self.assertIn("1 copy, 100 % of copy time overlapped by kernels", timeline.timeline_summary(model))
         # Without copies the line is as before.
-        model = report.timeline_model(timeline_doc(items=[tl_item("kernel", "a", "s1", 0, 500)]))
-        self.assertNotIn("cop", report.timeline_summary(model))
-        self.assertEqual(report.fmt_pct(1, 3000), "<0.1 %")
-        self.assertEqual(report.fmt_pct(2999, 3000), ">99.9 %")
+        model = timeline.timeline_model(timeline_doc(items=[tl_item("kernel", "a", "s1", 0, 500)]))
+        self.assertNotIn("cop", timeline.timeline_summary(model))
+        self.assertEqual(common.fmt_pct(1, 3000), "<0.1 %")
+        self.assertEqual(common.fmt_pct(2999, 3000), ">99.9 %")
 
     def test_observation_1_4_is_read_like_1_3(self):
         ctest = self.add_test("Copies", copies_timeline(), version="1.4.0")
@@ -878,10 +699,10 @@ class Timelines(ReportTestCase):
         self.assertIn("overlapped by kernels: 0 % of its interval", tip)
 
     def test_long_stream_names_keep_the_copy_direction_in_the_lane_title(self):
-        self.assertEqual(report.lane_title("s2", " \u00b7 HtoD"), "s2 \u00b7 HtoD")
-        self.assertEqual(report.lane_title("a_rather_long_stream", " \u00b7 memset"), "a_rathe\u2026 \u00b7 memset")
-        self.assertEqual(len(report.lane_title("a_rather_long_stream", " \u00b7 memset")), report.TL_LANE_CHARS)
-        self.assertEqual(report.lane_title("a_rather_long_stream"), "a_rather_long_st\u2026")
+        self.assertEqual(timeline.lane_title("s2", " \u00b7 HtoD"), "s2 \u00b7 HtoD")
+        self.assertEqual(timeline.lane_title("a_rather_long_stream", " \u00b7 memset"), "a_rathe\u2026 \u00b7 memset")
+        self.assertEqual(len(timeline.lane_title("a_rather_long_stream", " \u00b7 memset")), timeline.TL_LANE_CHARS)
+        self.assertEqual(timeline.lane_title("a_rather_long_stream"), "a_rather_long_st\u2026")
 
     def test_zero_length_item_is_at_least_one_pixel_wide_and_x_starts_at_t0(self):
         ctest = self.add_test("TwoStreams", two_streams_timeline())
@@ -893,8 +714,8 @@ class Timelines(ReportTestCase):
         # The test's own range starts at t0: x is the left edge of the plot; the span is 3 ms over the plot.
         x_range = float(re.search(r'<g class="range"><title>NVTX range Timeline.Test.*?</title><rect x="([\d.]+)"',
                                   svg, re.S).group(1))
-        self.assertAlmostEqual(x_range, report.TL_LABEL_W, places=2)
-        self.assertAlmostEqual(x, report.TL_LABEL_W + 5000 * report.TL_PLOT_W / 3000000.0, places=1)
+        self.assertAlmostEqual(x_range, timeline.TL_LABEL_W, places=2)
+        self.assertAlmostEqual(x, timeline.TL_LABEL_W + 5000 * timeline.TL_PLOT_W / 3000000.0, places=1)
 
     def test_blocks_are_bars_under_their_kernel(self):
         ctest = self.add_test("TwoStreams", two_streams_timeline())
@@ -907,7 +728,7 @@ class Timelines(ReportTestCase):
                                    svg, re.S).group(1))
         self.assertTrue(all(float(y) > kernel_y for y, _, _ in blocks))
         self.assertEqual(len({y for y, _, _ in blocks}), 3)  # concurrent blocks: one row each
-        self.assertTrue(all(int(height) < report.TL_ROW_H for _, height, _ in blocks))
+        self.assertTrue(all(int(height) < timeline.TL_ROW_H for _, height, _ in blocks))
         self.assertIn("k1 \u2014 block 2 of 3\nSM 2\nstart +10.005 \u00b5s, duration 2.000 ms", blocks[1][2])
 
     def test_nested_ranges_get_sub_rows_and_an_open_range_runs_to_the_end(self):
@@ -922,7 +743,7 @@ class Timelines(ReportTestCase):
         is_open, x, _, width, rest = by_name["still-open"]
         self.assertEqual(is_open, " open")
         self.assertIn("stroke-dasharray", rest)
-        self.assertAlmostEqual(x + width, report.TL_LABEL_W + report.TL_PLOT_W, places=1)
+        self.assertAlmostEqual(x + width, timeline.TL_LABEL_W + timeline.TL_PLOT_W, places=1)
         self.assertIn("still-open (open)", svg)
         self.assertIn("open: no end when collected", svg)
 
@@ -950,7 +771,7 @@ class Timelines(ReportTestCase):
         self.assertIn("time (ms)", svgs[0])
         # In the zoom, k1 (2 ms of the ~2.3 ms window) is wide enough for its label.
         (x, width), = self.rects(svgs[1], "item kernel")[:1]
-        self.assertGreater(width, 0.7 * report.TL_PLOT_W)
+        self.assertGreater(width, 0.7 * timeline.TL_PLOT_W)
 
     def test_tracing_off_shows_the_reason_and_no_drawing(self):
         ctest = self.add_test("Untraced", timeline_doc(tracing=False, reason="STREAMCHECK_TRACE=0 <off>"))
@@ -975,14 +796,14 @@ class Timelines(ReportTestCase):
         _, page = self.generate()
         drawing = self.drawing(page, ctest)
         for svg in re.findall(r"<svg\b.*?</svg>", drawing, re.S):
-            self.assertEqual(svg.count('<g class="item '), report.TL_MAX_ITEMS)
+            self.assertEqual(svg.count('<g class="item '), timeline.TL_MAX_ITEMS)
             self.assertIn("<title>launch 199 \u2014", svg)
             self.assertNotIn("<title>launch 200 \u2014", svg)
         self.assertIn("50 of 250 items not drawn (at most 200 items per test, the first by start time)", drawing)
         self.assertIn("250 items on 1 stream", drawing)
 
     def test_streams_beyond_the_lane_cap_are_said(self):
-        items = [tl_item("memset", "m%d" % i, "cupti:%d" % i, i, 100) for i in range(report.TL_MAX_LANES + 2)]
+        items = [tl_item("memset", "m%d" % i, "cupti:%d" % i, i, 100) for i in range(timeline.TL_MAX_LANES + 2)]
         ctest = self.add_test("ManyStreams", timeline_doc(items=items))
         _, page = self.generate()
         drawing = self.drawing(page, ctest)
@@ -990,18 +811,18 @@ class Timelines(ReportTestCase):
         # Memsets have lanes of their own: the cap counts lanes; these two streams had nothing else.
         self.assertIn("2 lanes beyond the first 48 not drawn; 2 streams with nothing drawn", drawing)
         svg = re.search(r"<svg\b.*?</svg>", drawing, re.S).group(0)
-        self.assertEqual(len(lane_titles(svg)), report.TL_MAX_LANES)
+        self.assertEqual(len(lane_titles(svg)), timeline.TL_MAX_LANES)
 
     def test_copy_lanes_count_against_the_lane_cap(self):
         # One stream with a kernel and 49 copy-only streams: the kernel lane is first and the cap counts every lane.
         items = [tl_item("kernel", "k", "s", 0, 100)] + [
-            tl_item("memcpy", "c%d" % i, "c%d" % i, i + 1, 100) for i in range(report.TL_MAX_LANES)]
+            tl_item("memcpy", "c%d" % i, "c%d" % i, i + 1, 100) for i in range(timeline.TL_MAX_LANES)]
         ctest = self.add_test("ManyCopyLanes", timeline_doc(items=items), version="1.4.0")
         _, page = self.generate()
         drawing = self.drawing(page, ctest)
         svg = re.search(r"<svg\b.*?</svg>", drawing, re.S).group(0)
         titles = lane_titles(svg)
-        self.assertEqual(len(titles), report.TL_MAX_LANES)
+        self.assertEqual(len(titles), timeline.TL_MAX_LANES)
         self.assertEqual(titles[:2], ["s", "c0 \u00b7 HtoD"])
         self.assertIn("1 of 49 items not drawn", drawing)
         self.assertIn("1 lane beyond the first 48 not drawn; 1 stream with nothing drawn", drawing)
@@ -1039,15 +860,15 @@ class Timelines(ReportTestCase):
         self.assertEqual(drawing.count('<g class="item '), 1)
 
     def test_time_formats_and_ticks(self):
-        self.assertEqual(report.fmt_ns(850), "850 ns")
-        self.assertEqual(report.fmt_ns(1440), "1.440 \u00b5s")
-        self.assertEqual(report.fmt_ns(228074315, signed=True, exact=True), "+228.074315 ms")
-        self.assertEqual(report.axis_unit(3000000), (1e6, "ms"))
-        self.assertEqual(report.axis_unit(150000), (1e3, "\u00b5s"))
-        self.assertEqual(report.tick_step(3000000), 500000)
-        self.assertEqual(report.tick_step(228000000), 50000000)
-        self.assertEqual(report.pack_rows([(0, 10), (2, 5), (5, 8), (10, 12)], 5), [0, 1, 1, 0])
-        self.assertEqual(report.pack_rows([(0, 10), (1, 9), (2, 8)], 2), [0, 1, None])
+        self.assertEqual(common.fmt_ns(850), "850 ns")
+        self.assertEqual(common.fmt_ns(1440), "1.440 \u00b5s")
+        self.assertEqual(common.fmt_ns(228074315, signed=True, exact=True), "+228.074315 ms")
+        self.assertEqual(timeline.axis_unit(3000000), (1e6, "ms"))
+        self.assertEqual(timeline.axis_unit(150000), (1e3, "\u00b5s"))
+        self.assertEqual(timeline.tick_step(3000000), 500000)
+        self.assertEqual(timeline.tick_step(228000000), 50000000)
+        self.assertEqual(timeline.pack_rows([(0, 10), (2, 5), (5, 8), (10, 12)], 5), [0, 1, 1, 0])
+        self.assertEqual(timeline.pack_rows([(0, 10), (1, 9), (2, 8)], 2), [0, 1, None])
 
 
 if __name__ == "__main__":

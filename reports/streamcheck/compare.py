@@ -1,0 +1,184 @@
+"""Comparison of two runs ("what changed between last night and today?"): environment differences (GPU,
+driver, runtime, commit, variables), tests whose status changed, observed values and baseline statuses that
+changed, tests added or removed. As data (compare_runs), as text (diff_text) and as a page (render_diff).
+Both runs are read with results.load_run(). Python 3.9+ standard library only.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from .common import GENERATOR, GENERATOR_VERSION, TEST_LABEL, cuda_version, dig, flatten, fmt_value, h, plural
+from .model import same_value
+from .page import embed_json, environment_facts, environment_tables, facts_markup, run_fact
+from .templates import fill, fill_page, template_text
+
+# The environment facts compared first, as (label, path in env.json); then every environment variable.
+ENV_FIELDS = (
+    ("GPU", ("gpu", "name")), ("GPU UUID", ("gpu", "uuid")), ("architecture", ("gpu", "arch")),
+    ("SM count", ("gpu", "sm_count")), ("driver", ("cuda", "driver_version")),
+    ("runtime", ("cuda", "runtime_version")), ("commit", ("streamcheck", "commit")),
+    ("uncommitted changes", ("streamcheck", "dirty")), ("CUDA architectures built", ("build", "cuda_architectures")),
+    ("tracing", ("tracing", "enabled")), ("timer tick (ns)", ("gpu", "timer_tick_ns")),
+    ("priority least", ("gpu", "priority_range", "least")), ("priority greatest", ("gpu", "priority_range", "greatest")),
+    ("host", ("host", "hostname")),
+)
+
+
+def env_value(env: Dict[str, Any], path: Tuple[str, ...]) -> Any:
+    value = dig(env, *path)
+    if path in (("cuda", "driver_version"), ("cuda", "runtime_version")) and isinstance(value, int):
+        return "%s (%d)" % (cuda_version(value), value)
+    return value
+
+
+def first_line(test: Dict[str, Any]) -> str:
+    """Why a test has its status, in one line: its first failure line, its skip reason, or a note."""
+    if test["status"] == "failed" and test["failures"]:
+        lines = [line for line in test["failures"][0].strip().splitlines() if line.strip()]
+        return " ".join(lines[1:2] or lines[:1])[:200]
+    if test["status"] == "skipped":
+        return (test["skip_reason"] or "(no reason given)")[:200]
+    return test["notes"][0][:200] if test["notes"] else ""
+
+
+def compare_runs(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
+    """What changed from the old run to the new one."""
+    environment = []
+    for label, path in ENV_FIELDS:
+        a, b = env_value(old["env"], path), env_value(new["env"], path)
+        if fmt_value(a) != fmt_value(b):
+            environment.append({"what": label, "old": a, "new": b})
+    old_vars = dict(flatten(old["env"].get("environment") if isinstance(old["env"].get("environment"), dict) else {}))
+    new_vars = dict(flatten(new["env"].get("environment") if isinstance(new["env"].get("environment"), dict) else {}))
+    for name in sorted(set(old_vars) | set(new_vars)):
+        a, b = old_vars.get(name), new_vars.get(name)
+        if fmt_value(a) != fmt_value(b):
+            environment.append({"what": "$" + name, "old": a, "new": b})
+
+    status, values, baselines = [], [], []
+    for name in sorted(set(old["tests"]) & set(new["tests"])):
+        a, b = old["tests"][name], new["tests"][name]
+        if a["status"] != b["status"]:
+            status.append({"test": name, "old": a["status"], "new": b["status"], "why": first_line(b)})
+        for key in sorted(set(a["observations"]) | set(b["observations"]), key=str):
+            va, vb = a["observations"].get(key), b["observations"].get(key)
+            if not same_value(va, vb):
+                values.append({"test": name, "key": key, "old": va, "new": vb})
+        rows_a = {(str(r.get("id")), str(r.get("key"))): r for r in a["baseline"]}
+        rows_b = {(str(r.get("id")), str(r.get("key"))): r for r in b["baseline"]}
+        for ident, key in sorted(set(rows_a) | set(rows_b)):
+            ra, rb = rows_a.get((ident, key), {}), rows_b.get((ident, key), {})
+            if ra.get("status") != rb.get("status") or not same_value(ra.get("observed"), rb.get("observed")):
+                baselines.append({"test": name, "id": ident, "key": key, "old_status": ra.get("status"),
+                                  "new_status": rb.get("status"), "old": ra.get("observed"), "new": rb.get("observed"),
+                                  "expected": rb.get("expected", ra.get("expected")), "gating": rb.get("gating")})
+    added = [{"test": n, "status": new["tests"][n]["status"]} for n in sorted(set(new["tests"]) - set(old["tests"]))]
+    removed = [{"test": n, "status": old["tests"][n]["status"]} for n in sorted(set(old["tests"]) - set(new["tests"]))]
+    problems = ["%s (old run)" % p for p in old["problems"]] + ["%s (new run)" % p for p in new["problems"]]
+    return {"old": old, "new": new, "environment": environment, "status": status, "values": values,
+            "baselines": baselines, "added": added, "removed": removed, "problems": problems,
+            "same_gpu": dig(old["env"], "gpu", "uuid") == dig(new["env"], "gpu", "uuid")}
+
+
+def diff_text(diff: Dict[str, Any]) -> str:
+    """The comparison as plain text, environment first."""
+    old, new = diff["old"], diff["new"]
+    out = ["streamcheck comparison: %s -> %s" % (old["id"], new["id"])]
+    if diff["problems"]:
+        out.append("files that could not be read (%d):" % len(diff["problems"]))
+        out.extend("  " + p for p in diff["problems"])
+    out.append("environment: %s" % ("the same" if not diff["environment"] else plural(len(diff["environment"]),
+                                                                                    "difference")))
+    out.extend("  %s: %s -> %s" % (e["what"], fmt_value(e["old"]), fmt_value(e["new"])) for e in diff["environment"])
+    out.append("status changes: %d" % len(diff["status"]))
+    out.extend("  %s: %s -> %s%s" % (c["test"], TEST_LABEL.get(c["old"], c["old"]), TEST_LABEL.get(c["new"], c["new"]),
+                                     " (%s)" % c["why"] if c["why"] else "") for c in diff["status"])
+    out.append("baseline rows changed: %d" % len(diff["baselines"]))
+    out.extend("  %s %s/%s: %s %s -> %s %s" % (c["test"], c["id"], c["key"], fmt_value(c["old_status"]),
+                                               fmt_value(c["old"]), fmt_value(c["new_status"]), fmt_value(c["new"]))
+               for c in diff["baselines"])
+    out.append("observed values changed: %d" % len(diff["values"]))
+    out.extend("  %s %s: %s -> %s" % (c["test"], c["key"], fmt_value(c["old"]), fmt_value(c["new"]))
+               for c in diff["values"])
+    out.append("tests added: %d" % len(diff["added"]))
+    out.extend("  + %s (%s)" % (c["test"], TEST_LABEL.get(c["status"], c["status"])) for c in diff["added"])
+    out.append("tests removed: %d" % len(diff["removed"]))
+    out.extend("  - %s (%s)" % (c["test"], TEST_LABEL.get(c["status"], c["status"])) for c in diff["removed"])
+    return "\n".join(out) + "\n"
+
+
+def table(head: List[str], rows: List[List[str]], empty: str) -> str:
+    if not rows:
+        return '<p class="muted">%s</p>' % h(empty)
+    return "<table><tr>%s</tr>%s</table>" % ("".join("<th>%s</th>" % h(c) for c in head), "".join(
+        "<tr>%s</tr>" % "".join("<td>%s</td>" % c for c in row) for row in rows))
+
+
+def mono(value: Any) -> str:
+    return '<span class="mono">%s</span>' % h(value)
+
+
+def status_badge(status: Optional[str]) -> str:
+    if status is None:
+        return '<span class="muted">\u2014</span>'
+    return '<span class="st st-%s">%s</span>' % (h(status), h(TEST_LABEL.get(status, status)))
+
+
+def section(anchor: str, title: str, body: str) -> str:
+    return '<section id="%s"><h2>%s</h2>%s</section>' % (anchor, h(title), body)
+
+
+def render_diff(diff: Dict[str, Any], source: Path) -> str:
+    """The comparison page: environment differences at the top, then status changes, baseline rows and observed
+    values, tests added and removed, and both environments side by side."""
+    old, new = diff["old"], diff["new"]
+    facts = facts_markup([("Old run", run_fact(old)), ("New run", run_fact(new))] +
+                         [("New: " + term, value) for term, value in environment_facts(new["env"])[:3]])
+    banners = []
+    if diff["problems"]:
+        banners.append(fill("problems", count=h(plural(len(diff["problems"]), "file")),
+                            items="".join("<li>%s</li>" % h(p) for p in diff["problems"][:20])))
+    if not diff["same_gpu"]:
+        banners.append(fill("banner", kind="warn", text="The runs are on different GPUs: differences may come from "
+                                                        "the hardware, not from a change."))
+    worse = [c for c in diff["status"] if c["new"] == "failed"]
+    if worse:
+        banners.append(fill("banner", kind="fail", text=h("%s now failing" % plural(len(worse), "test"))))
+    sections = [
+        section("environment", "Environment differences", table(
+            ["What", "Old", "New"], [[h(e["what"]), mono(fmt_value(e["old"])), mono(fmt_value(e["new"]))]
+                                     for e in diff["environment"]], "The environments do not differ.") +
+            '<details><summary>Both environments</summary><div class="env-grid">%s</div></details>'
+            % environment_tables([old, new])),
+        section("status", "Status changes", table(
+            ["Test", "Old", "New", "Why (new run)"],
+            [[mono(c["test"]), status_badge(c["old"]), status_badge(c["new"]), h(c["why"])] for c in diff["status"]],
+            "No test changed its status.")),
+        section("baseline", "Observed values and baselines", table(
+            ["Test", "ID/key", "Old", "New", "Expected"],
+            [[mono(c["test"]), mono("%s/%s" % (c["id"], c["key"])),
+              "%s %s" % (h(c["old_status"] or "\u2014"), mono(fmt_value(c["old"]))),
+              "%s %s" % (h(c["new_status"] or "\u2014"), mono(fmt_value(c["new"]))),
+              mono(fmt_value(c["expected"])) + (" gating" if c["gating"] is True else "")] for c in diff["baselines"]],
+            "No baseline row changed.") + "<h3>Observed values</h3>" + table(
+            ["Test", "Key", "Old", "New"],
+            [[mono(c["test"]), mono(c["key"]), mono(fmt_value(c["old"])), mono(fmt_value(c["new"]))]
+             for c in diff["values"]], "No observed value changed.")),
+        section("added-removed", "Tests added and removed", table(
+            ["", "Test", "Status"], [["added", mono(c["test"]), status_badge(c["status"])] for c in diff["added"]] +
+            [["removed", mono(c["test"]), status_badge(c["status"])] for c in diff["removed"]],
+            "The same tests ran in both.")),
+    ]
+    data = {"generator": {"name": GENERATOR, "version": GENERATOR_VERSION}, "old": old["id"], "new": new["id"],
+            "environment": diff["environment"], "status": diff["status"], "baselines": diff["baselines"],
+            "values": diff["values"], "added": diff["added"], "removed": diff["removed"], "problems": diff["problems"]}
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return fill_page("diff.html", title=h("streamcheck comparison \u2014 %s \u2192 %s" % (old["id"], new["id"])),
+                     css=template_text("report.css"), heading="streamcheck comparison", facts=facts,
+                     banners="\n".join(banners), sections="\n".join(sections),
+                     footer="Generated by %s %s at %s from %s and %s (plans: %s)." % (
+                         GENERATOR, GENERATOR_VERSION, now, h(old["dir"]), h(new["dir"]), h(str(source / "tests"))),
+                     data=embed_json(data))

@@ -1,0 +1,201 @@
+"""The gate's judgement of one run, for GPU runners, built on the one results reader:
+
+    0  every behavior as expected
+    1  a behavior regressed: a test failed (a documented claim, or any other test), or a baseline row that
+       gates differs (differs-gating; no-baseline-dir, a wrong source tree, fails the same way)
+    2  the run is not trustworthy, whatever its tests say: no GPU was used, tracing (CUPTI) was off where it is
+       required, the results folder is incomplete (no env.json, a result file unreadable, a test ctest ran
+       without its GoogleTest XML, a test with a claim without its observation file, the run not finished,
+       env.json's XML count not matching), a gate watchdog fired unexpectedly, or a mutation was active
+
+Also the run as a Markdown summary (GitHub step summary, GitLab note) and as JUnit XML whose test cases carry
+their claim IDs and skip reasons. Python 3.9+ standard library only.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+from xml.sax.saxutils import escape, quoteattr
+
+from .common import InputError, cuda_version, dig, fmt_value
+from .results import claim_ids, claims_kind, gpu_facts, load_run, unexpected_watchdogs
+
+PASS, REGRESSED, UNTRUSTWORTHY = 0, 1, 2
+VERDICT = {PASS: "passed: every behavior as expected", REGRESSED: "FAILED: a behavior regressed",
+           UNTRUSTWORTHY: "NOT TRUSTWORTHY: the run proves nothing"}
+# Baseline row statuses that fail a test (observation schema: differs-gating, no-baseline-dir).
+FAILING_ROWS = ("differs-gating", "no-baseline-dir")
+
+
+def ctest_entries(path: Path) -> Dict[str, str]:
+    """ctest --output-junit's test cases: name -> status ("run", "fail", "notrun", ...)."""
+    try:
+        root = ET.fromstring(path.read_bytes())
+    except (OSError, ET.ParseError, ValueError) as e:
+        raise InputError("%s: cannot read ctest's JUnit file: %s" % (path, e))
+    entries = {}
+    for case in root.iter("testcase"):
+        name = case.get("name") or ""
+        status = case.get("status") or ("fail" if case.find("failure") is not None else "run")
+        entries[name] = status
+    return entries
+
+
+def writes_gtest_xml(name: str) -> bool:
+    """Whether a ctest entry is a GoogleTest test (one XML file in gtest/): not the run's own steps, the
+    report's unit tests or an environment entry's filter check."""
+    return not (name.startswith("streamcheck.run.") or name.startswith("reports.") or ".EnvironmentEntry." in name)
+
+
+def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_tracing: bool = True) -> Dict[str, Any]:
+    """{code, untrustworthy: [reason], regressions: [reason], failed: [name], facts} of a run read by load_run."""
+    env = run["env"]
+    untrustworthy: List[str] = []
+    if not isinstance(env.get("gpu"), dict):
+        untrustworthy.append("no GPU was used: %s" % (env.get("gpu_unavailable_reason") or "no reason recorded"))
+    tracing = env.get("tracing") if isinstance(env.get("tracing"), dict) else {}
+    if require_tracing and tracing.get("enabled") is not True:
+        untrustworthy.append("tracing (CUPTI) was off: %s" % (tracing.get("reason") or "no reason recorded"))
+    if dig(env, "run", "finished_utc") is None:
+        untrustworthy.append("the run did not finish (env.json has no finish time)")
+    mutation = dig(env, "environment", "STREAMCHECK_MUTATE")
+    if mutation:
+        untrustworthy.append("a mutation was active (STREAMCHECK_MUTATE=%s): a mutation run is not a result" % mutation)
+    counted = dig(env, "run", "gtest_xml_files")
+    if isinstance(counted, int) and not isinstance(counted, bool) and counted != run["xml_files"]:
+        untrustworthy.append("env.json counts %d GoogleTest XML file(s), the folder holds %d" % (counted, run["xml_files"]))
+    for problem in run["problems"]:
+        untrustworthy.append("unreadable: %s" % problem)
+    tests = run["tests"]
+    if not tests:
+        untrustworthy.append("the run holds no test result")
+    if ctest is not None:
+        for name, status in sorted(ctest.items()):
+            if writes_gtest_xml(name) and status != "notrun" and name not in tests:
+                untrustworthy.append("%s: ctest ran it (%s) but it left no GoogleTest XML (crashed or timed out?)"
+                                     % (name, status))
+    for name, t in sorted(tests.items()):
+        if t["xml_file"] is None:
+            untrustworthy.append("%s: an observation file but no GoogleTest XML (the process ended early?)" % name)
+        elif t["claims"] and t["observation_file"] is None and not t["observation_unreadable"]:
+            untrustworthy.append("%s: claims %s but wrote no observation file" % (name, ", ".join(claim_ids(t))))
+        for fired in unexpected_watchdogs(t):
+            untrustworthy.append("%s: a gate watchdog fired (%s)" % (
+                name, fired.get("summary") or "gate %s holding %s" % (fmt_value(fired.get("gate")),
+                                                                      fmt_value(fired.get("held")))))
+
+    regressions: List[str] = []
+    failed = sorted(n for n, t in tests.items() if t["status"] == "failed")
+    for name in failed:
+        t = tests[name]
+        what = "documented behavior %s failed" % ", ".join(claim_ids(t)) if claims_kind(t, "documented") else \
+            "failed" + (" (claims %s)" % ", ".join(claim_ids(t)) if t["claims"] else "")
+        regressions.append("%s: %s%s" % (name, what, ": " + first_failure(t) if t["failures"] else ""))
+    for name, t in sorted(tests.items()):
+        for row in t["baseline"]:
+            if row.get("status") in FAILING_ROWS:
+                regressions.append("%s: baseline row %s/%s %s (observed %s, expected %s)" % (
+                    name, fmt_value(row.get("id")), fmt_value(row.get("key")), row.get("status"),
+                    fmt_value(row.get("observed")), fmt_value(row.get("expected"))))
+    code = UNTRUSTWORTHY if untrustworthy else REGRESSED if regressions else PASS
+    counts = {s: sum(1 for t in tests.values() if t["status"] == s) for s in ("passed", "failed", "skipped", "notrun")}
+    return {"code": code, "verdict": VERDICT[code], "untrustworthy": untrustworthy, "regressions": regressions,
+            "failed": failed, "counts": counts, "facts": gpu_facts(env), "run": run["id"], "dir": run["dir"]}
+
+
+def first_failure(test: Dict[str, Any]) -> str:
+    lines = [line.strip() for line in test["failures"][0].splitlines() if line.strip()]
+    return " ".join(lines[1:2] or lines[:1])[:240]
+
+
+def facts_line(verdict: Dict[str, Any]) -> str:
+    f = verdict["facts"]
+    return "%s %s, driver %s, runtime %s, commit %s" % (
+        f["gpu"] or "no GPU", f["arch"] or "", cuda_version(f["driver"]), cuda_version(f["runtime"]),
+        (str(f["commit"])[:12] if f["commit"] else "unknown"))
+
+
+def md_cell(text: Any) -> str:
+    """Text for a Markdown list item or table cell: no markup, no line breaks."""
+    return escape(str(text)).replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+def markdown(verdict: Dict[str, Any], limit: int = 50) -> str:
+    """The summary for $GITHUB_STEP_SUMMARY or a GitLab note."""
+    c = verdict["counts"]
+    out = ["## streamcheck gate: %s (exit %d)" % (verdict["verdict"], verdict["code"]), "",
+           "Run `%s` on %s." % (md_cell(verdict["run"]), md_cell(facts_line(verdict))), "",
+           "| passed | failed | skipped | not run |", "|---:|---:|---:|---:|",
+           "| %d | %d | %d | %d |" % (c["passed"], c["failed"], c["skipped"], c["notrun"]), ""]
+    for title, items in (("Why the run is not trustworthy", verdict["untrustworthy"]),
+                         ("Regressions", verdict["regressions"])):
+        if items:
+            out.append("### %s (%d)" % (title, len(items)))
+            out.extend("- %s" % md_cell(item) for item in items[:limit])
+            if len(items) > limit:
+                out.append("- ... %d more" % (len(items) - limit))
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+def junit(run: Dict[str, Any], verdict: Dict[str, Any]) -> str:
+    """JUnit XML: one test case per test (claim IDs and kinds as properties, skip reasons, failure text), and one
+    for the gate's judgement of the run itself."""
+    cases = []
+    for name, t in sorted(run["tests"].items()):
+        classname, _, short = name.rpartition(".")
+        props = "".join('<property name="claim" value=%s/>' % quoteattr("%s (%s)" % (c.get("id"), c.get("kind")))
+                        for c in t["claims"])
+        if t["mutation"]:
+            props += '<property name="mutation" value=%s/>' % quoteattr(str(t["mutation"]))
+        body = "<properties>%s</properties>" % props if props else ""
+        if t["status"] == "failed":
+            text = "\n\n".join(t["failures"]) or "failed"
+            body += "<failure message=%s>%s</failure>" % (quoteattr(first_failure(t) if t["failures"] else "failed"),
+                                                         escape(text[:20000]))
+        elif t["status"] == "skipped":
+            body += "<skipped message=%s/>" % quoteattr(t["skip_reason"] or "(no reason given)")
+        elif t["status"] == "notrun":
+            body += "<skipped message=%s/>" % quoteattr("not run: " + "; ".join(t["notes"])[:500])
+        seconds = (t["duration_ms"] or 0.0) / 1000.0
+        cases.append('<testcase classname=%s name=%s time="%.3f">%s</testcase>' % (
+            quoteattr(classname or t["family"]), quoteattr(short or name), seconds, body))
+    trust = "\n".join(verdict["untrustworthy"])
+    cases.append('<testcase classname="streamcheck.gate" name="RunIsTrustworthy" time="0">%s</testcase>' % (
+        "<failure message=%s>%s</failure>" % (quoteattr(verdict["untrustworthy"][0][:500]), escape(trust))
+        if trust else ""))
+    c = verdict["counts"]
+    failures = c["failed"] + (1 if trust else 0)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="streamcheck" tests="%d" failures="%d">\n'
+            '<testsuite name=%s tests="%d" failures="%d" skipped="%d">\n%s\n</testsuite>\n</testsuites>\n' % (
+                len(cases), failures, quoteattr("streamcheck " + verdict["run"]), len(cases), failures,
+                c["skipped"] + c["notrun"], "\n".join(cases)))
+
+
+def gate(run_dir: Path, ctest_junit: Optional[Path] = None, require_tracing: bool = True) -> Dict[str, Any]:
+    """judge() of a run folder; a folder that is not a run is untrustworthy (code 2), not an exception."""
+    try:
+        run = load_run(run_dir)
+        ctest = ctest_entries(ctest_junit) if ctest_junit is not None else None
+    except InputError as e:
+        run = {"id": Path(run_dir).name, "dir": str(run_dir), "env": {}, "tests": {}, "problems": [],
+               "xml_files": 0}
+        verdict = {"code": UNTRUSTWORTHY, "verdict": VERDICT[UNTRUSTWORTHY], "untrustworthy": [str(e)],
+                   "regressions": [], "failed": [], "counts": {"passed": 0, "failed": 0, "skipped": 0, "notrun": 0},
+                   "facts": gpu_facts({}), "run": run["id"], "dir": run["dir"]}
+        return {"run": run, "verdict": verdict}
+    return {"run": run, "verdict": judge(run, ctest, require_tracing)}
+
+
+def summary_lines(verdict: Dict[str, Any]) -> List[str]:
+    c = verdict["counts"]
+    lines = ["gate: %s" % facts_line(verdict),
+             "gate: %s passed, %s failed, %s skipped, %s not run" % (c["passed"], c["failed"], c["skipped"],
+                                                                    c["notrun"])]
+    lines.extend("gate: not trustworthy: %s" % r for r in verdict["untrustworthy"])
+    lines.extend("gate: regression: %s" % r for r in verdict["regressions"])
+    lines.append("gate: %s (exit %d)" % (verdict["verdict"], verdict["code"]))
+    return lines
+

@@ -1,0 +1,384 @@
+"""The model of one run as the report shows it: the family test plans (tests/<family>/README.md), the
+baseline file of the run's architecture (baselines/sm_<cc>.json), coverage per catalog ID, and totals.
+It works on the run that results.load_run() read. Python 3.9+ standard library only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from .common import COVERAGE_ORDER, DASHES, TEST_LABEL, TEST_ORDER, UNJUDGED_PREFIX, InputError, dig, fmt_value
+from .results import BASELINE_SCHEMA, check_member, check_schema, new_test, read_json, read_text
+
+
+# ------------------------------------------------------------------------------------------------
+# Test plans
+# ------------------------------------------------------------------------------------------------
+
+def split_row(line: str) -> List[str]:
+    text = line.strip()
+    if text.startswith("|"):
+        text = text[1:]
+    if text.endswith("|") and not text.endswith("\\|"):
+        text = text[:-1]
+    return [cell.replace("\\|", "|").strip() for cell in re.split(r"(?<!\\)\|", text)]
+
+
+def plain(text: str) -> str:
+    """A cell without markdown emphasis and code marks."""
+    return re.sub(r"[*_`~]", "", text).strip()
+
+
+def planned_tests(cell: str) -> List[str]:
+    names = [n.strip() for n in re.findall(r"`([^`]+)`", cell) if n.strip()]
+    if names:
+        return names
+    if plain(cell).lower() in DASHES:
+        return []
+    tokens = [t.strip() for t in re.split(r"[,;]", plain(cell))]
+    return [t for t in tokens if re.fullmatch(r"[A-Za-z_][\w/]*\.[\w/*?]+", t)]
+
+
+def parse_plan(text: str) -> Tuple[List[Dict[str, Any]], Optional[str]]:
+    """Rows of the plan table (header starting with | ID |), and a note when the table is missing or
+    lacks a required column."""
+    lines = text.splitlines()
+    header_at = None
+    for number, line in enumerate(lines):
+        if line.strip().startswith("|"):
+            cells = split_row(line)
+            if cells and plain(cells[0]).lower() == "id":
+                header_at = number
+                break
+    if header_at is None:
+        return [], "the README has no plan table (a table whose header starts with | ID |)"
+    header = [plain(c).lower() for c in split_row(lines[header_at])]
+    columns = {name: index for index, name in reversed(list(enumerate(header)))}
+    missing = [name for name in ("id", "kind", "source", "tests") if name not in columns]
+    if missing:
+        return [], "the plan table lacks the column(s) %s" % ", ".join(m.capitalize() for m in missing)
+    claim_column = next((columns[c] for c in ("claim", "behavior", "behaviour", "description", "what")
+                         if c in columns), None)
+
+    rows: List[Dict[str, Any]] = []
+    for line in lines[header_at + 1:]:
+        if not line.strip().startswith("|"):
+            break
+        cells = split_row(line)
+        if all(re.fullmatch(r":?-+:?", c) for c in cells if c):
+            continue
+        cells += [""] * (len(header) - len(cells))
+        id_cell = cells[columns["id"]]
+        if not plain(id_cell):
+            continue
+        match = re.search(r"[A-Z][A-Z0-9]*-\d+[A-Za-z]?", id_cell)
+        tests_cell = cells[columns["tests"]]
+        rows.append({
+            "id": match.group(0) if match else plain(id_cell),
+            "id_cell": id_cell,
+            "retired": "retired" in id_cell.lower(),
+            "kind": plain(cells[columns["kind"]]),
+            "source": cells[columns["source"]],
+            "claim": cells[claim_column] if claim_column is not None else "",
+            "tests_cell": tests_cell,
+            "tests": planned_tests(tests_cell),
+        })
+    return rows, None
+
+
+def parse_self_test_table(text: str) -> Optional[List[str]]:
+    """The tests of a plan without catalog IDs (the suite's own machinery): the first cells of a table whose
+    header starts with | Test | or | Tests |; None when the README has no such table."""
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if not line.strip().startswith("|"):
+            continue
+        cells = split_row(line)
+        if not cells or plain(cells[0]).lower() not in ("test", "tests"):
+            continue
+        names: List[str] = []
+        for row in lines[number + 1:]:
+            if not row.strip().startswith("|"):
+                break
+            first = split_row(row)[0]
+            if re.fullmatch(r":?-+:?", first):
+                continue
+            names.extend(n for n in planned_tests(first) if n not in names)
+        return names
+    return None
+
+
+def load_plans(source: Path) -> Dict[str, Dict[str, Any]]:
+    """family -> {path, rows, note, self_tests}; a family folder without README.md gets rows None. A plan
+    without an ID table but with a table of tests (self_tests: their names) covers no catalog ID."""
+    plans: Dict[str, Dict[str, Any]] = {}
+    tests_dir = source / "tests"
+    if not tests_dir.is_dir():
+        return plans
+    for folder in sorted(p for p in tests_dir.iterdir() if p.is_dir()):
+        readme = folder / "README.md"
+        if readme.is_file():
+            text = read_text(readme, "test plan")
+            rows, note = parse_plan(text)
+            self_tests = parse_self_test_table(text) if note is not None else None
+            plans[folder.name] = {"path": str(readme), "rows": rows if note is None else None, "note": note,
+                                  "self_tests": self_tests}
+        elif (folder / "CMakeLists.txt").is_file():
+            plans[folder.name] = {"path": None, "rows": None, "note": "no README.md", "self_tests": None}
+    return plans
+
+
+# ------------------------------------------------------------------------------------------------
+# Baseline file (baselines/sm_<cc>.json in the source tree): what the comparisons do not carry
+# ------------------------------------------------------------------------------------------------
+
+def baseline_arch(env: Dict[str, Any], tests: Iterable[Dict[str, Any]]) -> Optional[str]:
+    """sm_<cc> of the run's GPU (env.json), else of the first test that recorded a device."""
+    arch = dig(env, "gpu", "arch")
+    if isinstance(arch, str) and re.fullmatch(r"sm_\w+", arch):
+        return arch
+    capability = dig(env, "gpu", "compute_capability")
+    if isinstance(capability, str) and re.fullmatch(r"\d+\.\d+", capability):
+        return "sm_" + capability.replace(".", "")
+    for test in sorted(tests, key=lambda t: t["ctest_name"]):
+        capability = dig(test["device"], "compute_capability")
+        if isinstance(capability, int) and not isinstance(capability, bool) and capability > 0:
+            return "sm_%d" % capability
+    return None
+
+
+def load_baseline(source: Path, arch: Optional[str]) -> Dict[str, Any]:
+    """The source tree's baseline file of the architecture: {arch, path, version, entries, note}. entries is
+    empty and note says why when there is no file; a file that is not a baseline is an input error."""
+    found: Dict[str, Any] = {"arch": arch, "path": None, "version": None, "entries": {}, "provenance": None,
+                             "note": None}
+    folder = source / "baselines"
+    if arch is None:
+        found["note"] = "the run names no GPU architecture"
+    elif not folder.is_dir():
+        found["note"] = "no baselines folder in the source tree"
+    elif not (folder / (arch + ".json")).is_file():
+        found["note"] = "no file baselines/%s.json in the source tree" % arch
+    if found["note"] is not None:
+        return found
+    path = folder / (arch + ".json")
+    doc = read_json(path, "baseline file")
+    check_schema(doc, path, BASELINE_SCHEMA, "baseline file")
+    found["path"] = str(path)
+    found["version"] = doc.get("schema_version")
+    found["entries"] = check_member(doc, "entries", dict, path, "the baseline file") or {}
+    # Baseline schema 1.2: where the file's values come from (GPU, driver, commit, date).
+    found["provenance"] = check_member(doc, "provenance", dict, path, "the baseline file")
+    return found
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """JSON equality as the fixtures compare: a boolean never equals a number."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def test_matches(name: str, test: Dict[str, Any]) -> bool:
+    family = test["family"]
+    candidates = {test["gtest_name"], test["ctest_name"]}
+    if test["ctest_name"].startswith(family + "."):
+        candidates.add(test["ctest_name"][len(family) + 1:])
+    if any(ch in name for ch in "*?["):
+        return any(fnmatch.fnmatchcase(c, name) for c in candidates)
+    return name in candidates
+
+
+def aggregate(results: Sequence[Dict[str, Any]], missing: Sequence[str], differs: Sequence[str]) -> str:
+    statuses = [t["status"] for t in results]
+    if "failed" in statuses:
+        return "fail"
+    if differs:
+        return "differs"
+    if missing or not results or "notrun" in statuses:
+        return "no-result"
+    if "skipped" in statuses:
+        return "skipped"
+    return "pass"
+
+
+def coverage_detail(results: Sequence[Dict[str, Any]], missing: Sequence[str], differs: Sequence[str]) -> List[str]:
+    notes = []
+    counts: Dict[str, int] = {}
+    for t in results:
+        counts[t["status"]] = counts.get(t["status"], 0) + 1
+    if len(results) > 1 or results and missing:
+        notes.append(", ".join("%d %s" % (counts[s], TEST_LABEL[s]) for s in TEST_ORDER if s in counts)
+                     + (" of %d planned" % (len(results) + len(missing)) if missing else ""))
+    for t in results:
+        if t["status"] == "failed" and t["failures"]:
+            first = t["failures"][0].strip().splitlines()
+            notes.append("%s: %s" % (label_of(t), " ".join(first[1:2] or first[:1])))
+    reasons = sorted({("not judged: " if is_unjudged(t) else "skipped: ") + (t["skip_reason"] or "(no reason given)")
+                      for t in results if t["status"] == "skipped"})
+    notes.extend(reasons)
+    if missing:
+        notes.append("no result for %s" % ", ".join(missing))
+    notes.extend(differs)
+    return notes
+
+
+def label_of(test: Dict[str, Any]) -> str:
+    return "%s [%s]" % (test["gtest_name"], test["variant"]) if test["variant"] else test["gtest_name"]
+
+
+def is_unjudged(test: Dict[str, Any]) -> bool:
+    """A skip of the baseline rule: observed values recorded but not judged (no baseline file or entry)."""
+    return test["status"] == "skipped" and (test["skip_reason"] or "").startswith(UNJUDGED_PREFIX)
+
+
+def baseline_differences(tests: Iterable[Dict[str, Any]]) -> Dict[str, List[str]]:
+    """catalog ID -> descriptions of baseline entries whose value differs."""
+    found: Dict[str, List[str]] = {}
+    for t in tests:
+        for entry in t["baseline"]:
+            status = entry.get("status")
+            if status in ("differs", "differs-gating"):
+                text = "%s/%s observed %s, baseline %s%s (%s)" % (
+                    fmt_value(entry.get("id")), fmt_value(entry.get("key")), fmt_value(entry.get("observed")),
+                    fmt_value(entry.get("expected")), ", gating" if status == "differs-gating" else "", label_of(t))
+                found.setdefault(str(entry.get("id")), []).append(text)
+    return found
+
+
+def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    by_family: Dict[str, List[Dict[str, Any]]] = {}
+    for t in tests.values():
+        by_family.setdefault(t["family"], []).append(t)
+    differs = baseline_differences(tests.values())
+
+    rows: List[Dict[str, Any]] = []
+    planned_ids = set()
+    for family in sorted(plans):
+        plan = plans[family]
+        if plan["rows"] is None:
+            continue
+        family_tests = sorted(by_family.get(family, []), key=lambda t: t["ctest_name"])
+        for row in plan["rows"]:
+            planned_ids.add(row["id"])
+            entry = {"family": family, "id": row["id"], "kind": row["kind"], "source": row["source"],
+                     "claim": row["claim"], "planned": row["tests"], "tests_cell": row["tests_cell"],
+                     "results": {}, "missing": [], "detail": []}
+            if row["retired"]:
+                entry["status"] = "retired"
+                entry["detail"] = ["marked retired in the plan"]
+                rows.append(entry)
+                continue
+            if not row["tests"]:
+                entry["status"] = "uncovered"
+                if plain(row["tests_cell"]).lower() not in DASHES:
+                    entry["detail"] = ["no test name in the Tests cell: %s" % plain(row["tests_cell"])]
+                rows.append(entry)
+                continue
+            results: List[Dict[str, Any]] = []
+            for name in row["tests"]:
+                found = [t for t in family_tests if test_matches(name, t)]
+                entry["results"][name] = [t["ctest_name"] for t in found]
+                for t in found:
+                    if row["id"] not in t["plan_ids"]:
+                        t["plan_ids"].append(row["id"])
+                        t["plan_rows"].append({"id": row["id"], "kind": row["kind"], "source": row["source"]})
+                    if t not in results:
+                        results.append(t)
+                if not found:
+                    entry["missing"].append(name)
+            diff = differs.get(row["id"], [])
+            entry["status"] = aggregate(results, entry["missing"], diff)
+            entry["detail"] = coverage_detail(results, entry["missing"], diff)
+            rows.append(entry)
+
+    # IDs that tests claim but no plan lists (families without a plan, or a plan that forgot one).
+    claimed: Dict[str, List[Dict[str, Any]]] = {}
+    for t in sorted(tests.values(), key=lambda t: t["ctest_name"]):
+        for claim in t["claims"]:
+            ident = claim.get("id")
+            if ident and str(ident) not in planned_ids:
+                claimed.setdefault(str(ident), []).append(t)
+    unplanned = []
+    for ident in sorted(claimed):
+        results = claimed[ident]
+        diff = differs.get(ident, [])
+        unplanned.append({"id": ident, "family": ", ".join(sorted({t["family"] for t in results})),
+                          "kind": ", ".join(sorted({str(c.get("kind")) for t in results for c in t["claims"]
+                                                    if c.get("id") == ident and c.get("kind")})),
+                          "tests": [t["ctest_name"] for t in results],
+                          "status": aggregate(results, [], diff),
+                          "detail": coverage_detail(results, [], diff)})
+
+    families = sorted(set(by_family) | set(plans))
+    no_plan = []
+    self_tested = []
+    for family in families:
+        plan = plans.get(family)
+        if plan is not None and plan["rows"] is None and plan.get("self_tests") is not None:
+            family_tests = by_family.get(family, [])
+            missing = [n for n in plan["self_tests"] if not any(test_matches(n, t) for t in family_tests)]
+            unlisted = [t["ctest_name"] for t in sorted(family_tests, key=lambda t: t["ctest_name"])
+                        if not any(test_matches(n, t) for n in plan["self_tests"])]
+            self_tested.append({"family": family, "planned": len(plan["self_tests"]), "tests": len(family_tests),
+                                "missing": missing, "unlisted": unlisted,
+                                "failed": sum(1 for t in family_tests if t["status"] == "failed")})
+            continue
+        if plan is None or plan["rows"] is None:
+            no_plan.append({"family": family, "tests": len(by_family.get(family, [])),
+                            "note": plan["note"] if plan else "no folder tests/%s in the source tree" % family})
+    counts = {status: 0 for status in COVERAGE_ORDER}
+    for row in rows:
+        counts[row["status"]] += 1
+    return {"rows": rows, "unplanned": unplanned, "no_plan": no_plan, "self_tested": self_tested, "counts": counts}
+
+
+def add_planned_placeholders(coverage: Dict[str, Any], plans: Dict[str, Dict[str, Any]],
+                             tests: Dict[str, Dict[str, Any]]) -> None:
+    """A test that a plan names but no run produced counts as "not run" and gets its own row, so a
+    filtered or interrupted run shows what it left out."""
+    for row in coverage["rows"]:
+        for name in row["missing"]:
+            if any(ch in name for ch in "*?["):
+                continue
+            ctest = "%s.%s" % (row["family"], name)
+            test = tests.get(ctest)
+            if test is None:
+                test = new_test(ctest, name)
+                test["planned_only"] = True
+                tests[ctest] = test
+                test["notes"].append("planned in %s but no run produced a result for it"
+                                     % (plans[row["family"]].get("path") or "the plan"))
+            if test.get("planned_only") and row["id"] not in test["plan_ids"]:
+                test["plan_ids"].append(row["id"])
+                test["plan_rows"].append({"id": row["id"], "kind": row["kind"], "source": row["source"]})
+            row["results"][name] = [ctest]
+
+
+def totals_of(tests: Dict[str, Dict[str, Any]]) -> Dict[str, int]:
+    totals = {"tests": len(tests), "passed": 0, "failed": 0, "skipped": 0, "notrun": 0}
+    for t in tests.values():
+        totals[t["status"]] += 1
+    return totals
+
+
+def build_model(run_dir: Path, source: Path) -> Dict[str, Any]:
+    """Everything the report shows of one run: {run, tests, instruments, plans, coverage, totals, baseline,
+    problems}. problems lists the files that could not be read (result files, the baseline file); an
+    InputError only when run_dir is not a usable run folder or a plan cannot be read."""
+    from .results import load_run  # here, so that importing the model does not read anything
+    run = load_run(run_dir)
+    tests = run["tests"]
+    plans = load_plans(source)
+    coverage = build_coverage(plans, tests)
+    add_planned_placeholders(coverage, plans, tests)
+    problems = list(run["problems"])
+    try:
+        baseline = load_baseline(source, baseline_arch(run["env"], tests.values()))
+    except InputError as e:
+        problems.append(str(e))
+        baseline = {"arch": None, "path": None, "version": None, "entries": {}, "provenance": None,
+                    "note": "the baseline file could not be read: %s" % e}
+    return {"run": run, "tests": tests, "instruments": run["instruments"], "plans": plans, "coverage": coverage,
+            "totals": totals_of(tests), "baseline": baseline, "problems": problems}

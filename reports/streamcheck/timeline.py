@@ -1,0 +1,864 @@
+"""Timeline drawing: one inline SVG per test from the observation's "timeline" (schema 1.1+): a lane per
+stream for its kernels (with per-block bars under them), lanes for copies and memsets, an NVTX lane and a host
+lane; and the block chart of the scheduling tests (schema 1.5 "block_chart"), every block by SM and time.
+The geometry is computed here so that the page needs no script to show it. Python 3.9+ standard library only.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import math
+import struct
+import zlib
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from .common import as_ns, dig, fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_value, h, plural, slug
+from .templates import fill
+
+TL_WIDTH = 900             # the drawing's width in px, labels included
+TL_LABEL_W = 112           # lane labels on the left
+TL_RIGHT = 16              # room for the last tick label
+TL_PLOT_W = TL_WIDTH - TL_LABEL_W - TL_RIGHT
+TL_AXIS_H = 22
+TL_ROW_H = 16              # one row of items or NVTX ranges
+TL_BLOCK_H = 3             # one row of per-block bars (plus 1 px gap)
+TL_HOST_H = 20
+TL_MAX_ITEMS = 200         # items drawn per test
+TL_MAX_LANES = 48          # stream lanes drawn per test
+TL_MAX_BLOCK_ROWS = 32     # block rows under the kernels of one lane
+TL_MAX_BLOCKS = 20000      # block records drawn per test
+TL_BLOCK_TIPS = 64         # a kernel with more blocks has them drawn as one shape with one tooltip
+TL_MAX_BLOCK_TIPS = 128    # per-block tooltips per drawing
+TL_MAX_DRAWING_BYTES = 128 * 1024   # a test's timeline drawings: no zoom when the first takes half of this
+TL_MAX_RANGES = 200
+TL_MAX_RANGE_ROWS = 10
+TL_MAX_HOST = 200
+TL_DATA_ITEMS = 5          # timeline items, ranges and host events per test in the page's data block
+TL_ZOOM_BELOW = 0.25       # a second, zoomed drawing when the items fill less than this share of the span
+TL_CHAR_W = 6.1            # width of one character at the drawing's 10 px monospace font
+
+TL_KIND_STYLE = {          # fill, stroke
+    "kernel": ("#8cb8f2", "#1f5fae"),
+    "memcpy": ("#8fd6a8", "#1a7f4e"),
+    "memset": ("#f5c27a", "#a2630f"),
+}
+TL_OTHER_STYLE = ("#d0d7de", "#57606a")
+TL_BLOCK_FILL = "#0b3d91"
+TL_RANGE_STYLE = ("#e4d8fb", "#6639ba")
+TL_HOST_COLOR = "#cf222e"
+TL_LANE_CHARS = 17         # characters of a lane's title shown left of the plot (the tooltip has all of it)
+
+# Copies and memsets are drawn on lanes of their own, after every kernel lane: one per (stream, direction).
+TL_COPY_KINDS = ("memcpy", "memset")
+TL_LANE_SEP = " \u00b7 "
+TL_DIRECTION_ORDER = {"HtoD": 0, "DtoH": 1, "DtoD": 2}   # then any other copy kind, then memset
+
+
+def timeline_state(test: Dict[str, Any]) -> str:
+    """'none' (no timeline object), 'off' (tracing off), 'empty' (on, nothing recorded) or 'drawn'."""
+    tl = test.get("timeline")
+    if not isinstance(tl, dict):
+        return "none"
+    if dig(tl, "tracing", "enabled") is not True:
+        return "off"
+    model = timeline_model(tl)
+    return "drawn" if model["items"] or model["ranges"] else "empty"
+
+
+def entries_of(tl: Dict[str, Any], key: str) -> Tuple[List[Dict[str, Any]], int]:
+    """The well-formed entries of tl[key] (objects with a numeric start_ns), and how many were not."""
+    raw = tl.get(key)
+    if not isinstance(raw, list):
+        return [], 0 if raw is None else 1
+    good, bad = [], 0
+    for entry in raw:
+        if isinstance(entry, dict) and as_ns(entry.get("start_ns")) is not None:
+            good.append(entry)
+        else:
+            bad += 1
+    return good, bad
+
+
+def copy_direction(item: Dict[str, Any]) -> str:
+    """The copy lane's word for a memcpy or memset item: its copy kind (HtoD, DtoH, DtoD, ...), "memset",
+    or "memcpy" where the file names no copy kind."""
+    if item["kind"] == "memset":
+        return "memset"
+    kind = item["raw"].get("copy_kind")
+    if kind is None or kind == "":
+        return "memcpy"
+    return kind if isinstance(kind, str) else fmt_value(kind)
+
+
+def merge_intervals(spans: Iterable[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    """The union of [start, end) intervals as sorted, disjoint intervals; empty intervals are dropped."""
+    merged: List[Tuple[int, int]] = []
+    for start, end in sorted(s for s in spans if s[1] > s[0]):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def covered_ns(start: int, end: int, union: Sequence[Tuple[int, int]], union_starts: Sequence[int]) -> int:
+    """How much of [start, end) the disjoint, sorted intervals of union cover."""
+    total = 0
+    index = max(bisect.bisect_right(union_starts, start) - 1, 0)
+    while index < len(union) and union[index][0] < end:
+        a, b = union[index]
+        total += max(0, min(b, end) - max(a, start))
+        index += 1
+    return total
+
+
+def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
+    """Items, ranges and host events with integer times, the span, and what is drawn of them.
+    Times stay integers (CUPTI's are ~1.8e18 ns, beyond a double's exact range) until t0 is subtracted.
+    Lanes: one per stream for its kernels (and items of any other kind), then one per (stream, copy direction)
+    for its memcpy and memset items (observation schema 1.4 adds their channel), so that a copy is drawn under
+    the kernels it overlaps. Each copy and memset also gets the time a kernel of the test overlapped it."""
+    raw_items, bad_items = entries_of(tl, "items")
+    raw_ranges, bad_ranges = entries_of(tl, "ranges")
+    raw_host, bad_host = entries_of(tl, "host_events")
+
+    items = []
+    for entry in raw_items:
+        start = as_ns(entry["start_ns"])
+        end = as_ns(entry.get("end_ns"))
+        items.append({"raw": entry, "s": start, "e": end if end is not None and end >= start else start,
+                      "kind": str(entry.get("kind") or "?"), "stream": fmt_value(entry.get("stream"))
+                      if entry.get("stream") not in (None, "") else "(no stream)",
+                      "label": entry.get("label") if isinstance(entry.get("label"), str) else ""})
+    ranges = []
+    for entry in raw_ranges:
+        start = as_ns(entry["start_ns"])
+        end = as_ns(entry.get("end_ns"))
+        is_open = end is None or end == 0
+        ranges.append({"raw": entry, "s": start, "e": None if is_open else max(end, start), "open": is_open,
+                       "name": fmt_value(entry.get("name")) if entry.get("name") is not None else ""})
+    host = []
+    for e in raw_host:
+        start = as_ns(e["start_ns"])
+        end = as_ns(e.get("end_ns"))
+        host.append({"raw": e, "s": start,
+                     # An interval (a host function, a latch's wait) when it has a later end; a moment otherwise.
+                     "e": end if end is not None and end > start else None,
+                     "label": e.get("label") if isinstance(e.get("label"), str)
+                     else "" if e.get("label") is None else fmt_value(e.get("label"))})
+
+    starts = [x["s"] for x in items] + [x["s"] for x in ranges] + [x["s"] for x in host]
+    t0 = min(starts) if starts else 0
+    ends = [x["e"] for x in items] + [x["e"] for x in ranges if not x["open"]] + \
+        [x["e"] for x in host if x["e"] is not None] + starts
+    t1 = max(ends) if ends else 0
+
+    # Copies and memsets: the part of each one's interval that any kernel of the test overlapped.
+    kernels = merge_intervals((it["s"], it["e"]) for it in items if it["kind"] == "kernel")
+    kernel_starts = [a for a, _ in kernels]
+    copies = {"count": 0, "time_ns": 0, "overlap_ns": 0}
+    for item in items:
+        item["lane"] = (item["stream"], copy_direction(item) if item["kind"] in TL_COPY_KINDS else "")
+        if item["kind"] in TL_COPY_KINDS:
+            item["overlap_ns"] = covered_ns(item["s"], item["e"], kernels, kernel_starts)
+            copies["count"] += 1
+            copies["time_ns"] += item["e"] - item["s"]
+            copies["overlap_ns"] += item["overlap_ns"]
+
+    # What is drawn: the first items by start time, in at most TL_MAX_LANES lanes.
+    items.sort(key=lambda x: (x["s"], x["e"]))
+    opened: List[Tuple[str, str]] = []
+    opened_set: set = set()
+    refused: set = set()
+    drawn = []
+    for item in items:
+        if len(drawn) >= TL_MAX_ITEMS:
+            break
+        if item["lane"] not in opened_set:
+            if len(opened) >= TL_MAX_LANES:
+                refused.add(item["lane"])
+                continue
+            opened.append(item["lane"])
+            opened_set.add(item["lane"])
+        drawn.append(item)
+    # Lane order: the kernel lanes by their stream's first item, then the copy lanes, by stream in the same
+    # order and, within a stream, HtoD, DtoH, DtoD, any other copy kind, memset.
+    stream_rank: Dict[str, int] = {}
+    for stream, _ in opened:
+        stream_rank.setdefault(stream, len(stream_rank))
+
+    def lane_order(key: Tuple[str, str]) -> Tuple[int, int, int, str, int]:
+        stream, direction = key
+        if not direction:
+            return 0, stream_rank[stream], 0, "", 0
+        rank = TL_DIRECTION_ORDER.get(direction, 4 if direction == "memset" else 3)
+        return 1, stream_rank[stream], rank, direction, opened.index(key)
+
+    lanes = []
+    for stream, direction in sorted(opened, key=lane_order):
+        lanes.append({"key": (stream, direction), "stream": stream, "direction": direction,
+                      "name": stream + TL_LANE_SEP + direction if direction else stream})
+    drawn_streams = {stream for stream, _ in opened}
+    ranges.sort(key=lambda x: (x["s"], -(x["e"] if x["e"] is not None else t1)))
+    host.sort(key=lambda x: x["s"])
+    return {"t0": t0, "t1": t1, "items": items, "drawn": drawn, "lanes": lanes,
+            "lanes_refused": len(refused), "streams_refused": len({s for s, _ in refused} - drawn_streams),
+            "copies": copies, "ranges": ranges, "host": host, "bad": bad_items + bad_ranges + bad_host}
+
+
+def pack_rows(spans: Sequence[Tuple[float, float]], max_rows: int) -> List[Optional[int]]:
+    """A row for each (start, end), in the given order, so that spans in one row do not overlap; None
+    where more than max_rows would be needed."""
+    row_ends: List[float] = []
+    rows: List[Optional[int]] = []
+    for start, end in spans:
+        for number, last in enumerate(row_ends):
+            if start >= last:
+                row_ends[number] = max(end, start)
+                rows.append(number)
+                break
+        else:
+            if len(row_ends) < max_rows:
+                row_ends.append(max(end, start))
+                rows.append(len(row_ends) - 1)
+            else:
+                rows.append(None)
+    return rows
+
+
+def tick_step(span: float) -> float:
+    """A round step (1, 2 or 5 times a power of ten) giving about six ticks over span ns."""
+    raw = max(span / 6.0, 1e-9)
+    power = 10.0 ** int(("%e" % raw).split("e")[1])
+    for factor in (1, 2, 5, 10):
+        if factor * power >= raw:
+            return factor * power
+    return 10 * power
+
+
+def axis_unit(span: float) -> Tuple[float, str]:
+    if span >= 2e9:
+        return 1e9, "s"
+    if span >= 2e6:
+        return 1e6, "ms"
+    if span >= 2e3:
+        return 1e3, "\u00b5s"
+    return 1.0, "ns"
+
+
+def fits(text: str, width: float) -> bool:
+    return bool(text) and len(text) * TL_CHAR_W + 6 <= width
+
+
+def svg_text(x: float, y: float, text: str, extra: str = "") -> str:
+    return '<text x="%.1f" y="%.1f"%s>%s</text>' % (x, y, extra, h(text))
+
+
+def item_tooltip(item: Dict[str, Any], t0: int) -> str:
+    raw = item["raw"]
+    lines = ["%s \u2014 %s" % (item["label"] or "(unlabelled)", item["kind"]),
+             "stream %s%s" % (item["stream"], " (CUPTI stream %s)" % fmt_value(raw["stream_id"])
+                              if raw.get("stream_id") is not None else ""),
+             "start %s, duration %s" % (fmt_ns(item["s"] - t0, signed=True, exact=True),
+                                         fmt_ns(item["e"] - item["s"]))]
+    duration = item["e"] - item["s"]
+    if item["kind"] in TL_COPY_KINDS or "bytes" in raw:
+        parts = []
+        if raw.get("bytes") is not None:
+            parts.append(fmt_bytes(raw.get("bytes")))
+        if raw.get("copy_kind"):
+            parts.append(fmt_value(raw.get("copy_kind")))
+        if item["kind"] == "memset" and raw.get("dst_kind"):
+            parts.append("memory %s" % fmt_value(raw.get("dst_kind")))  # a memset has no source
+        elif raw.get("src_kind") or raw.get("dst_kind"):
+            parts.append("memory %s \u2192 %s" % (fmt_value(raw.get("src_kind") or "?"),
+                                                  fmt_value(raw.get("dst_kind") or "?")))
+        if parts:
+            lines.append(", ".join(parts))
+    # Observation schema 1.4: the hardware channel CUPTI reports (absent from older files and when unknown).
+    channel = [fmt_value(raw.get(key)) for key in ("channel_type", "channel_id") if raw.get(key) not in (None, "")]
+    if channel:
+        lines.append("channel %s" % " ".join(channel))
+    if item["kind"] in TL_COPY_KINDS:
+        n_bytes = raw.get("bytes")
+        if isinstance(n_bytes, int) and not isinstance(n_bytes, bool) and n_bytes >= 0 and duration > 0:
+            lines.append("bandwidth %s" % fmt_rate(n_bytes, duration))
+        if "overlap_ns" in item:
+            if duration > 0:
+                lines.append("overlapped by kernels: %s of its interval (%s of %s)" % (
+                    fmt_pct(item["overlap_ns"], duration), fmt_ns(item["overlap_ns"]), fmt_ns(duration)))
+            else:
+                lines.append("overlapped by kernels: n/a (zero duration)")
+    if raw.get("name"):
+        name = fmt_value(raw.get("name"))
+        lines.append("name %s" % (name if len(name) <= 160 else name[:157] + "..."))
+    if isinstance(raw.get("blocks"), list) and raw.get("blocks"):
+        lines.append("%s recorded" % plural(len(raw["blocks"]), "block"))
+    if raw.get("correlation_id") is not None:
+        lines.append("correlation %s" % fmt_value(raw.get("correlation_id")))
+    return "\n".join(lines)
+
+
+def lane_title(title: str, suffix: str = "") -> str:
+    """A lane's title as shown left of the plot: at most TL_LANE_CHARS characters; a copy lane's suffix
+    (" · HtoD") is kept whole and its stream's name shortened instead."""
+    if len(title) + len(suffix) <= TL_LANE_CHARS:
+        return title + suffix
+    room = TL_LANE_CHARS - len(suffix) - 1
+    if room < 1:
+        return (title + suffix)[:TL_LANE_CHARS - 1] + "\u2026"
+    return title[:room] + "\u2026" + suffix
+
+
+def coalesce(bars: Iterable[Tuple[float, float, float]], join_px: float = 0.5) -> List[Tuple[float, float, float]]:
+    """(y, x0, x1) bars with the bars of one row that touch or overlap within join_px joined: at the drawing's
+    resolution they look the same, and a row of a thousand back-to-back blocks becomes one bar."""
+    out: List[Tuple[float, float, float]] = []
+    for y, x0, x1 in sorted(bars):
+        if out and out[-1][0] == y and x0 <= out[-1][2] + join_px:
+            if x1 > out[-1][2]:
+                out[-1] = (y, out[-1][1], x1)
+        else:
+            out.append((y, x0, x1))
+    return out
+
+
+def bar_path(bars: Iterable[Tuple[float, float, float]], height: float) -> str:
+    """One SVG path drawing every (y, x0, x1) bar as a rectangle of the height."""
+    return "".join("M%.1f %.1fh%.1fv%.4gh-%.1fz" % (x0, y, x1 - x0, height, x1 - x0)
+                   for y, x0, x1 in coalesce(bars))
+
+
+def blocks_tooltip(who: str, good: Sequence[Tuple[int, int, int, Any]], t0: int) -> str:
+    """The tooltip of a kernel's blocks drawn as one shape: how many, on how many SMs, when, the widest gap."""
+    sms = {fmt_value(b.get("sm_begin")) for _, _, _, b in good}
+    moved = sum(1 for _, _, _, b in good if b.get("sm_end") != b.get("sm_begin"))
+    gaps = [as_ns(b.get("max_gap_ns")) for _, _, _, b in good]
+    gaps = [g for g in gaps if g is not None]
+    lines = ["%s \u2014 %s on %s" % (who, plural(len(good), "block"), plural(len(sms), "SM")),
+             "first start %s, last end %s" % (fmt_ns(min(g[0] for g in good) - t0, signed=True, exact=True),
+                                              fmt_ns(max(g[1] for g in good) - t0, signed=True, exact=True)),
+             "durations %s \u2026 %s" % (fmt_ns(min(g[1] - g[0] for g in good)), fmt_ns(max(g[1] - g[0] for g in good)))]
+    if gaps:
+        lines.append("largest gap between stamps %s ns" % max(gaps))
+    if moved:
+        lines.append("%s ended on another SM than it started" % plural(moved, "block"))
+    lines.append("one bar per block; bars touching within half a pixel are drawn joined")
+    return "\n".join(lines)
+
+
+def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple[str, int]:
+    """One drawing of the window [w0, w1] (ns on the test's clock); x = (t - w0) * scale.
+    Returns the SVG and {"skipped": block records not drawn, "merged": block records drawn as one shape}."""
+    t0 = model["t0"]
+    span = max(w1 - w0, 1)
+    scale = TL_PLOT_W / float(span)
+    left, right = float(TL_LABEL_W), float(TL_LABEL_W + TL_PLOT_W)
+
+    def x_of(t: int) -> float:
+        return left + (t - w0) * scale
+
+    body: List[str] = []
+    lanes_out: List[str] = []
+    y = float(TL_AXIS_H)
+    blocks_left = [TL_MAX_BLOCKS]
+    tips_left = [TL_MAX_BLOCK_TIPS]
+    stats = {"skipped": 0, "merged": 0}
+
+    def lane(title: str, tooltip: str, height: float, shade: bool, suffix: str = "") -> float:
+        nonlocal y
+        top = y
+        if shade:
+            lanes_out.append('<rect x="0" y="%.1f" width="%d" height="%.1f" fill="#f6f8fa"/>' % (top, TL_WIDTH, height))
+        shown = lane_title(title, suffix)
+        lanes_out.append('<g class="lane-label"><title>%s</title>%s</g>' % (
+            h(tooltip), svg_text(4, top + min(height, TL_ROW_H + 4) / 2 + 3.5, shown,
+                                 ' font-weight="600" fill="#24292f"')))
+        lanes_out.append('<line x1="0" x2="%d" y1="%.1f" y2="%.1f" stroke="#d0d7de"/>'
+                         % (TL_WIDTH, top + height, top + height))
+        y += height
+        return top
+
+    # Lanes: a stream's kernels (item rows, then block rows under them); after all of those, the copy lanes,
+    # one per stream and direction, on the same time axis.
+    shade = False
+    for entry in model["lanes"]:
+        name, direction = entry["stream"], entry["direction"]
+        mine = [it for it in model["drawn"] if it["lane"] == entry["key"]]
+        rows = pack_rows([(it["s"], it["e"]) for it in mine], 1000)
+        n_rows = max(r for r in rows if r is not None) + 1 if mine else 1
+        block_plan = []
+        n_block_rows = 0
+        for it in mine:
+            blocks = it["raw"].get("blocks")
+            if it["kind"] != "kernel" or not isinstance(blocks, list) or not blocks:
+                continue
+            good = []
+            for index, b in enumerate(blocks):
+                bs, be = as_ns(b.get("t0_ns")) if isinstance(b, dict) else None, \
+                    as_ns(b.get("t1_ns")) if isinstance(b, dict) else None
+                if bs is None:
+                    stats["skipped"] += 1
+                    continue
+                good.append((bs, be if be is not None and be >= bs else bs, index, b))
+            good.sort(key=lambda g: (g[0], g[1]))
+            block_rows = pack_rows([(g[0], g[1]) for g in good], TL_MAX_BLOCK_ROWS)
+            block_plan.append((it, good, block_rows, len(blocks)))
+            used = [r for r in block_rows if r is not None]
+            n_block_rows = max(n_block_rows, max(used) + 1 if used else 0)
+        height = n_rows * TL_ROW_H + n_block_rows * (TL_BLOCK_H + 1) + (4 if n_block_rows else 0) + 4
+        ids = sorted({fmt_value(it["raw"].get("stream_id")) for it in mine if it["raw"].get("stream_id") is not None})
+        what = ""
+        if direction:
+            what = ", memsets" if direction == "memset" else ", copies" if direction == "memcpy" else \
+                ", %s copies" % direction
+        tooltip = "stream %s%s%s: %s drawn" % (name, " (CUPTI stream %s)" % ", ".join(ids) if ids else "", what,
+                                              plural(len(mine), "item"))
+        top = lane(name, tooltip, height, shade, TL_LANE_SEP + direction if direction else "")
+        shade = not shade
+        for it, row in zip(mine, rows):
+            fill, stroke = TL_KIND_STYLE.get(it["kind"], TL_OTHER_STYLE)
+            if it["e"] < w0 or it["s"] > w1:
+                continue  # outside a zoomed window
+            xs, xe = max(x_of(it["s"]), left), min(x_of(it["e"]), right)
+            width = max(xe - xs, 1.0)
+            ry = top + 2 + (row or 0) * TL_ROW_H
+            faded = '' if it["label"] else ' fill-opacity="0.45" stroke-dasharray="2 1"'
+            shape = '<rect x="%.2f" y="%.1f" width="%.2f" height="%d" fill="%s" stroke="%s" stroke-width="%s"%s/>' % (
+                xs, ry, width, TL_ROW_H - 3, fill, stroke, "1" if width >= 3 else "0.5", faded)
+            text = ""
+            if fits(it["label"], width):
+                text = svg_text(xs + 3, ry + TL_ROW_H - 6, it["label"], ' fill="#0b1f33"')
+            body.append('<g class="item %s"><title>%s</title>%s%s</g>' % (
+                h(slug(it["kind"])), h(item_tooltip(it, t0)), shape, text))
+        blocks_top = top + 2 + n_rows * TL_ROW_H + 2
+        for it, good, block_rows, total in block_plan:
+            who = it["label"] or "kernel"
+            # A kernel's blocks get a tooltip each while they are few; otherwise they are drawn as one shape
+            # (bars touching within half a pixel joined), and the shape's tooltip sums them up.
+            one_by_one = total <= TL_BLOCK_TIPS and tips_left[0] >= total
+            bars = []
+            for (bs, be, index, b), row in zip(good, block_rows):
+                if row is None or blocks_left[0] <= 0:
+                    stats["skipped"] += 1
+                    continue
+                if be < w0 or bs > w1:
+                    continue
+                blocks_left[0] -= 1
+                xs, xe = max(x_of(bs), left), min(x_of(be), right)
+                y_bar = blocks_top + row * (TL_BLOCK_H + 1)
+                if not one_by_one:
+                    bars.append((y_bar, xs, max(xe, xs + 1.0)))
+                    continue
+                tips_left[0] -= 1
+                sm = "SM %s" % fmt_value(b.get("sm_begin"))
+                if b.get("sm_end") != b.get("sm_begin"):
+                    sm += " at start, SM %s at end" % fmt_value(b.get("sm_end"))
+                tip = "%s \u2014 block %d of %d\n%s\nstart %s, duration %s" % (
+                    who, index + 1, total, sm, fmt_ns(bs - t0, signed=True, exact=True), fmt_ns(be - bs))
+                if b.get("max_gap_ns") is not None:
+                    tip += "\nlargest gap between stamps %s ns" % fmt_value(b.get("max_gap_ns"))
+                body.append('<rect class="block" x="%.2f" y="%.1f" width="%.2f" height="%d" fill="%s"><title>%s'
+                            '</title></rect>' % (xs, y_bar, max(xe - xs, 1.0), TL_BLOCK_H, TL_BLOCK_FILL, h(tip)))
+            if bars:
+                stats["merged"] += len(bars)
+                body.append('<path class="blocks" fill="%s" d="%s"><title>%s</title></path>' % (
+                    TL_BLOCK_FILL, bar_path(bars, TL_BLOCK_H), h(blocks_tooltip(who, good, t0))))
+
+    # NVTX lane: nested or overlapping ranges in sub-rows; an open range runs to the end of the span.
+    ranges = model["ranges"][:TL_MAX_RANGES]
+    if ranges:
+        ends = [r["e"] if r["e"] is not None else max(model["t1"], r["s"]) for r in ranges]
+        rows = pack_rows([(r["s"], e) for r, e in zip(ranges, ends)], TL_MAX_RANGE_ROWS)
+        used = [r for r in rows if r is not None]
+        n_rows = max(used) + 1 if used else 1
+        top = lane("NVTX", "NVTX ranges (CUPTI marker records)", n_rows * TL_ROW_H + 4, shade)
+        shade = not shade
+        for r, end, row in zip(ranges, ends, rows):
+            if row is None:
+                continue
+            xs, xe = x_of(r["s"]), x_of(end)
+            if xe < left or xs > right:
+                continue
+            clipped_left, clipped_right = xs < left, xe > right
+            xs, xe = max(xs, left), min(xe, right)
+            width = max(xe - xs, 1.0)
+            ry = top + 2 + row * TL_ROW_H
+            fill, stroke = TL_RANGE_STYLE
+            dash = ' stroke-dasharray="4 2"' if r["open"] else ""
+            shape = '<rect x="%.2f" y="%.1f" width="%.2f" height="%d" fill="%s" stroke="%s"%s/>' % (
+                xs, ry, width, TL_ROW_H - 3, fill, stroke, dash)
+            label = r["name"] + (" (open)" if r["open"] else "")
+            label = ("\u25c2 " if clipped_left else "") + label + (" \u25b8" if clipped_right else "")
+            if not fits(label, width):
+                label = r["name"] if fits(r["name"], width) else ""
+            text = svg_text(xs + 3, ry + TL_ROW_H - 6, label, ' fill="#3b1d7a"') if label else ""
+            domain = r["raw"].get("domain")
+            tip = "NVTX range %s%s\nstart %s, %s" % (
+                r["name"] or "(unnamed)", " (domain %s)" % fmt_value(domain) if domain else "",
+                fmt_ns(r["s"] - t0, signed=True, exact=True),
+                "open: no end when collected (end_ns 0); drawn to the end of the span" if r["open"]
+                else "duration %s" % fmt_ns(r["e"] - r["s"]))
+            body.append('<g class="range%s"><title>%s</title>%s%s</g>' % (" open" if r["open"] else "", h(tip),
+                                                                          shape, text))
+
+    # Host lane: a tick for each host event, and a faint line through the lanes above; a host event with an
+    # end (a host function, a host latch's wait) is also drawn as a bar from its start to its end.
+    host = [e for e in model["host"][:TL_MAX_HOST] if w0 <= e["s"] <= w1]
+    if model["host"]:
+        top = lane("host", "host moments and host-function intervals the test recorded", TL_HOST_H, shade)
+        for e in host:
+            x = x_of(e["s"])
+            if e["e"] is not None:
+                x_end = max(x_of(min(e["e"], w1)), x + 1.0)
+                body.append('<rect class="host-interval" x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" '
+                            'fill-opacity="0.25" stroke="%s" stroke-width="1"><title>%s</title></rect>' % (
+                                x, top + 3, x_end - x, TL_HOST_H - 5, TL_HOST_COLOR, TL_HOST_COLOR,
+                                h("host: %s\nfrom %s for %s" % (e["label"] or "(no label)",
+                                                                fmt_ns(e["s"] - t0, signed=True, exact=True),
+                                                                fmt_ns(e["e"] - e["s"])))))
+            tip = "host: %s\nat %s" % (e["label"] or "(no label)", fmt_ns(e["s"] - t0, signed=True, exact=True))
+            if e["e"] is not None:
+                tip += ", for %s" % fmt_ns(e["e"] - e["s"])
+            text = svg_text(x + 4, top + TL_HOST_H - 6, e["label"], ' fill="%s"' % TL_HOST_COLOR) \
+                if e["label"] and x + 4 + len(e["label"]) * TL_CHAR_W <= TL_WIDTH else ""
+            body.append('<line x1="%.2f" x2="%.2f" y1="%d" y2="%.1f" stroke="%s" stroke-opacity="0.35" '
+                        'stroke-dasharray="3 3"/>' % (x, x, TL_AXIS_H, top, TL_HOST_COLOR))
+            body.append('<g class="host"><title>%s</title><line x1="%.2f" x2="%.2f" y1="%.1f" y2="%.1f" stroke="%s" '
+                        'stroke-width="2"/><path d="M%.2f %.1fl-4 -6h8z" fill="%s"/>%s</g>' % (
+                            h(tip), x, x, top + 3, top + TL_HOST_H - 2, TL_HOST_COLOR, x, top + 9, TL_HOST_COLOR,
+                            text))
+
+    height = int(y + 1)
+    # Axis: round ticks of the offset from the test's t0, in one unit chosen by the window.
+    divisor, unit = axis_unit(span)
+    step = tick_step(span)
+    decimals = 0
+    while decimals < 6 and abs(round(step / divisor, decimals) - step / divisor) > 1e-9 * max(1.0, step / divisor):
+        decimals += 1
+    axis = ['<text x="4" y="14" fill="#57606a">time (%s)</text>' % unit]
+    first = math.ceil((w0 - t0) / step)
+    k = first
+    while True:
+        offset = k * step
+        x = x_of(t0 + offset)
+        if x > right + 0.01:
+            break
+        if x >= left - 0.01:
+            axis.append('<line x1="%.2f" x2="%.2f" y1="%d" y2="%d" stroke="#d8dee4"/>' % (x, x, TL_AXIS_H - 4, height))
+            axis.append(svg_text(x, 14, "%.*f" % (decimals, offset / divisor), ' text-anchor="middle" fill="#57606a"'))
+        k += 1
+        if k - first > 100:
+            break
+    axis.append('<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#8c959f"/>' % (left, right, TL_AXIS_H, TL_AXIS_H))
+    svg = ('<svg class="tl" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" '
+           'font-family="ui-monospace, DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="10">'
+           '%s%s%s</svg>' % (TL_WIDTH, height, TL_WIDTH, height, h(caption), "".join(lanes_out), "".join(axis),
+                            "".join(body)))
+    return svg, stats
+
+
+def timeline_summary(model: Dict[str, Any]) -> str:
+    parts = [plural(len(model["items"]), "item")]
+    streams = {it["stream"] for it in model["items"]}
+    if streams:
+        parts[0] += " on %s" % plural(len(streams), "stream")
+    parts.append(plural(len(model["ranges"]), "NVTX range"))
+    if model["host"]:
+        parts.append(plural(len(model["host"]), "host event"))
+    copies = model["copies"]
+    if copies["count"]:
+        # Copies and memsets: the share of their summed time that the union of the test's kernels covered.
+        parts.append(plural(copies["count"], "copy", "copies"))
+        parts.append("%s of copy time overlapped by kernels" % fmt_pct(copies["overlap_ns"], copies["time_ns"])
+                     if copies["time_ns"] > 0 else "no copy time (zero durations)")
+    parts.append("span %s" % fmt_ns(model["t1"] - model["t0"]))
+    return ", ".join(parts)
+
+
+def fmt_size(n: int) -> str:
+    return "%.0f KiB" % (n / 1024.0)
+
+
+def legend_key(label: str, fill_colour: str, stroke: str, extra: str = "") -> str:
+    return fill("legend_key", label=h(label), fill=fill_colour, stroke=stroke, extra=extra)
+
+
+def timeline_legend(with_copies: bool) -> str:
+    keys = [legend_key(kind, f, s) for kind, (f, s) in TL_KIND_STYLE.items()]
+    keys.append(legend_key("block", TL_BLOCK_FILL, TL_BLOCK_FILL, ";height:4px"))
+    keys.append(legend_key("NVTX range", *TL_RANGE_STYLE))
+    keys.append(legend_key("host event", TL_HOST_COLOR, TL_HOST_COLOR, ";width:3px"))
+    if with_copies:
+        keys.append('<span class="muted">copies and memsets: lanes of their own under the kernel lanes, one per '
+                    'stream and direction</span>')
+    keys.append('<span class="muted">faded, dashed: unlabelled \u00b7 hover for details</span>')
+    return "".join(keys)
+
+
+def clock_line(tl: Dict[str, Any], model: Dict[str, Any]) -> str:
+    """The clock, its map from %globaltimer, and the record counts, under the drawing."""
+    clock_map = tl.get("clock_map") if isinstance(tl.get("clock_map"), dict) else {}
+    line = ["clock <span class=\"mono\">%s</span>" % h(tl.get("clock") or "not stated")]
+    if clock_map:
+        if clock_map.get("valid") is False:
+            line.append("<b>clock map not valid</b>")
+        offset = clock_map.get("globaltimer_to_cupti_offset_ns")
+        line.append("offset %s ns <span class=\"muted\">(cupti = globaltimer + offset)</span>" % h(
+            offset if offset is not None else "\u2014"))
+        residual = clock_map.get("residual_ns")
+        line.append("residual %s ns%s" % (h(residual if residual is not None else "\u2014"),
+                                          " (%s)" % h(plural(clock_map["samples"], "sample"))
+                                          if isinstance(clock_map.get("samples"), int) else ""))
+    else:
+        line.append("no clock map")
+    line.append(h(plural(len(model["items"]), "item")))
+    unlabelled = tl.get("unlabelled_records")
+    line.append("%s unlabelled" % h(unlabelled if unlabelled is not None else "\u2014"))
+    dropped = tl.get("dropped_records_in_process")
+    if isinstance(dropped, int) and not isinstance(dropped, bool) and dropped:
+        line.append("<b>%s dropped in the process</b>" % h(plural(dropped, "CUPTI record")))
+    return " \u00b7 ".join(line)
+
+
+def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
+    """The collapsed timeline of one test: legend, the drawing (and a zoom on the items when they fill
+    a small part of the span), the clock line and what was left out."""
+    model = timeline_model(tl)
+    t0, t1 = model["t0"], max(model["t1"], model["t0"] + 1)
+    svg, stats = timeline_svg(model, t0, t1, "timeline of the whole test")
+    drawings = [fill("drawing", caption="whole test: t0 = first record, %s" % h(fmt_ns(t1 - t0)), svg=svg)]
+    drawn = model["drawn"]
+    notes_first: List[str] = []
+    # The test's own NVTX range usually covers its set-up, so the items fill a sliver of the span:
+    # then a second drawing zooms on the labelled items (on all drawn items when none is labelled).
+    focus = [it for it in drawn if it["label"]] or drawn
+    if focus:
+        first = min(it["s"] for it in focus)
+        last = max(it["e"] for it in focus)
+        extent = last - first
+        if extent < TL_ZOOM_BELOW * (t1 - t0) and len(svg) > TL_MAX_DRAWING_BYTES // 2:
+            notes_first.append("no zoomed drawing: the whole-test drawing already takes %s of the %s a test's "
+                               "drawings may take" % (fmt_size(len(svg)), fmt_size(TL_MAX_DRAWING_BYTES)))
+        elif extent < TL_ZOOM_BELOW * (t1 - t0):
+            pad = max(extent // 40, 500)
+            z0, z1 = max(first - pad, t0), min(last + pad, t1)
+            zoom_svg, _ = timeline_svg(model, z0, max(z1, z0 + 1), "timeline zoomed on the items")
+            what = "the labelled items" if focus is not drawn else "the items"
+            outside = sum(1 for it in drawn if it["e"] < z0 or it["s"] > z1)
+            caption = "zoom on %s: %s \u2026 %s (%s)%s; ranges and items reaching past it are clipped" % (
+                what, h(fmt_ns(z0 - t0, signed=True)), h(fmt_ns(z1 - t0, signed=True)), h(fmt_ns(z1 - z0)),
+                h(", %s outside" % plural(outside, "item")) if outside else "")
+            drawings.append(fill("drawing", caption=caption, svg=zoom_svg))
+
+    notes = notes_first
+    left_out = len(model["items"]) - len(drawn)
+    if left_out:
+        why = ["at most %d items per test, the first by start time" % TL_MAX_ITEMS]
+        if model["lanes_refused"]:
+            # Lanes: a stream's kernels, and one for each of its copy directions.
+            why.append("%s beyond the first %d not drawn" % (plural(model["lanes_refused"], "lane"), TL_MAX_LANES))
+        if model["streams_refused"]:
+            why.append("%s with nothing drawn" % plural(model["streams_refused"], "stream"))
+        notes.append("%d of %d items not drawn (%s)" % (left_out, len(model["items"]), "; ".join(why)))
+    if len(model["ranges"]) > TL_MAX_RANGES:
+        notes.append("%d of %d NVTX ranges not drawn" % (len(model["ranges"]) - TL_MAX_RANGES, len(model["ranges"])))
+    if len(model["host"]) > TL_MAX_HOST:
+        notes.append("%d of %d host events not drawn" % (len(model["host"]) - TL_MAX_HOST, len(model["host"])))
+    if stats["skipped"]:
+        notes.append("%s not drawn (at most %d rows per stream, %d per test)"
+                     % (plural(stats["skipped"], "block record"), TL_MAX_BLOCK_ROWS, TL_MAX_BLOCKS))
+    if stats["merged"]:
+        notes.append("%s drawn as one shape per kernel, without a tooltip each (kernels with more than %d blocks; "
+                     "the kernel's tooltip sums them up, the observation file has every record)"
+                     % (plural(stats["merged"], "block record"), TL_BLOCK_TIPS))
+    if model["bad"]:
+        notes.append("%s without a numeric start_ns ignored" % plural(model["bad"], "entry", "entries"))
+    return fill("timeline", anchor=h(anchor), summary=h(timeline_summary(model)),
+                legend=timeline_legend(bool(model["copies"]["count"])), drawings="\n".join(drawings),
+                clock=clock_line(tl, model),
+                notes="".join('<div class="tl-note small">%s</div>' % h(note) for note in notes))
+
+
+BC_WIDTH = 960          # drawing width in px
+BC_MAX_HEIGHT = 560     # the SM axis is squeezed to this height
+BC_VECTOR_MAX = 1500    # a chart with more blocks is drawn as an image (the page's size budget, README)
+BC_HIGH = (192, 57, 43)   # colour of the highest priority
+BC_LOW = (46, 134, 193)   # colour of the lowest priority
+
+
+def png_data_uri(width: int, height: int, colours: Sequence[str],
+                 boxes: Iterable[Tuple[int, float, float, float, float]]) -> str:
+    """A palette PNG (white background, colours[i - 1] for index i) with each (index, x0, y0, x1, y1) box
+    filled, as a data: URI. Written with zlib and struct only."""
+    pixels = [bytearray(width) for _ in range(height)]
+    for index, x0, y0, x1, y1 in boxes:
+        a, b = max(int(x0), 0), min(max(int(math.ceil(x1)), int(x0) + 1), width)
+        top, bottom = max(int(y0), 0), min(max(int(math.ceil(y1)), int(y0) + 1), height)
+        if a >= b:
+            continue
+        run = bytes([index]) * (b - a)
+        for y in range(top, bottom):
+            pixels[y][a:b] = run
+    palette = bytearray(b"\xff\xff\xff")
+    for colour in colours:
+        palette += bytes.fromhex(colour.lstrip("#")[:6].ljust(6, "8"))
+    raw = b"".join(b"\x00" + bytes(row) for row in pixels)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)) +
+           chunk(b"PLTE", bytes(palette)) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def bc_colour(priority: Any, least: Any, greatest: Any) -> str:
+    """High priority red, low priority blue, levels between interpolated; grey when unknown."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (priority, least, greatest)):
+        return "#888888"
+    f = 0.0 if least == greatest else min(max((least - priority) / float(least - greatest), 0.0), 1.0)
+    rgb = [int(round(lo + (hi - lo) * f)) for lo, hi in zip(BC_LOW, BC_HIGH)]
+    return "#%02x%02x%02x" % tuple(rgb)
+
+
+def timeline_without_blocks(tl: Any) -> Any:
+    """The timeline as the embedded data keeps it (the page's size budget): the first TL_DATA_ITEMS items,
+    ranges and host events, each kernel's per-block records as their count, and how many of each the
+    observation file holds (<key>_in_file); the drawing shows up to TL_MAX_ITEMS items."""
+    if not isinstance(tl, dict) or not isinstance(tl.get("items"), list):
+        return tl
+    items = []
+    for it in tl["items"][:TL_DATA_ITEMS]:
+        if isinstance(it, dict) and isinstance(it.get("blocks"), list):
+            it = dict(it, blocks=len(it["blocks"]))
+        items.append(it)
+    kept = dict(tl, items=items, items_in_file=len(tl["items"]))
+    for key in ("ranges", "host_events"):
+        if isinstance(tl.get(key), list):
+            kept[key] = tl[key][:TL_DATA_ITEMS]
+            kept[key + "_in_file"] = len(tl[key])
+    return kept
+
+
+def chart_digest(chart: Any) -> Any:
+    """What the embedded data keeps of a block chart: how many grids and records (null without a chart)."""
+    if not isinstance(chart, dict):
+        return None
+    grids = chart.get("grids") if isinstance(chart.get("grids"), list) else []
+    return {"grids": len(grids), "records": sum(len(g["records"]) for g in grids
+                                                if isinstance(g, dict) and isinstance(g.get("records"), list)),
+            "records_in": "the observation file"}
+
+
+def block_chart_html(chart: Dict[str, Any]) -> str:
+    """Every block of the test's grids as a bar: time across, SM (and slot within it) down, coloured by
+    stream priority. Malformed rows are counted and left out."""
+    grids = [g for g in chart.get("grids", []) if isinstance(g, dict)] if isinstance(chart.get("grids"), list) else []
+    rows = []   # (grid index, t0, t1, sm, max_gap)
+    bad = 0
+    for gi, g in enumerate(grids):
+        for r in g.get("records", []) if isinstance(g.get("records"), list) else []:
+            ok = (isinstance(r, list) and len(r) >= 3 and
+                  all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in r[:3]) and
+                  r[1] >= r[0] >= 0)
+            if not ok:
+                bad += 1
+                continue
+            gap = r[4] if len(r) >= 5 and isinstance(r[4], (int, float)) and not isinstance(r[4], bool) else 0
+            rows.append((gi, float(r[0]), float(r[1]), int(r[2]), gap))
+    if not rows:
+        return '<div class="muted small">block chart: no usable block records%s</div>' % (
+            " (%s malformed)" % plural(bad, "row") if bad else "")
+    # Slots: within each SM, a block takes the lowest slot free at its start.
+    slots_of_sm: Dict[int, List[float]] = {}
+    placed = []
+    for gi, t0, t1, sm, gap in sorted(rows, key=lambda x: (x[3], x[1])):
+        ends = slots_of_sm.setdefault(sm, [])
+        slot = next((i for i, end in enumerate(ends) if end <= t0), len(ends))
+        if slot == len(ends):
+            ends.append(t1)
+        else:
+            ends[slot] = t1
+        placed.append((gi, t0, t1, sm, slot, gap))
+    sm_ids = sorted(slots_of_sm)
+    sm_row = {sm: i for i, sm in enumerate(sm_ids)}
+    per_sm = max(len(v) for v in slots_of_sm.values())
+    n_rows = len(sm_ids) * per_sm
+    row_h = max(min(4.0, BC_MAX_HEIGHT / float(n_rows)), 0.25)
+    left, top = 46, 6
+    height = int(top + n_rows * row_h + 22)
+    t_end = max(t1 for _, _, t1, _, _, _ in placed) or 1.0
+    xs = (BC_WIDTH - left - 8) / t_end
+    # One shape per grid; a slot's blocks that follow each other within half a pixel are drawn joined, which
+    # at this resolution looks the same and keeps a chart of thousands of blocks small.
+    paths: Dict[int, List[Tuple[float, float, float]]] = {}
+    for gi, t0, t1, sm, slot, gap in placed:
+        y = round(top + (sm_row[sm] * per_sm + slot) * row_h, 2)
+        x0 = left + t0 * xs
+        paths.setdefault(gi, []).append((y, x0, x0 + max((t1 - t0) * xs, 0.5)))
+    least, greatest = chart.get("priority_least"), chart.get("priority_greatest")
+    svg = ['<svg class="tl" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="blocks by SM and '
+           'time">' % (BC_WIDTH, height, BC_WIDTH, height)]
+    raster = len(placed) > BC_VECTOR_MAX
+    if raster:
+        # Many blocks: one palette image of the plot (a pixel per time step and slot row), a few kB where the
+        # shapes would take a hundred; the legend names the colours, the observation file has every record.
+        colours = [bc_colour(grids[gi].get("priority"), least, greatest) for gi in range(len(grids))]
+        plot_w, plot_h = BC_WIDTH - left - 8, max(int(math.ceil(n_rows * row_h)), 1)
+        image = png_data_uri(plot_w, plot_h, colours, (
+            (gi + 1, x0 - left, y - top, x1 - left, y - top + max(row_h * 0.9, 1.0))
+            for gi, bars in paths.items() for y, x0, x1 in bars))
+        svg.append('<image x="%d" y="%d" width="%d" height="%d" preserveAspectRatio="none" href="%s">'
+                   '<title>%s</title></image>' % (left, top, plot_w, plot_h, image, h("; ".join(
+                       "%s, priority %s, %s" % (fmt_value(grids[gi].get("label")), fmt_value(grids[gi].get("priority")),
+                                                plural(len(bars), "block")) for gi, bars in paths.items()))))
+    for gi, bars in ([] if raster else paths.items()):
+        g = grids[gi]
+        svg.append('<path fill="%s" fill-opacity="0.85" d="%s"><title>%s</title></path>' % (
+            bc_colour(g.get("priority"), least, greatest), bar_path(bars, row_h * 0.9),
+            h("%s, priority %s, %s" % (fmt_value(g.get("label")), fmt_value(g.get("priority")),
+                                       plural(len(bars), "block")))))
+    axis_y = top + n_rows * row_h + 2
+    svg.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999"/>' % (left, axis_y, BC_WIDTH - 8, axis_y))
+    for k in range(5):
+        t = t_end * k / 4.0
+        svg.append('<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%s</text>' % (
+            left + t * xs, axis_y + 14, h(fmt_ns(t))))
+    svg.append('<text x="2" y="%d" font-size="10">SM %s</text>' % (top + 10, h(sm_ids[0])))
+    svg.append('<text x="2" y="%.1f" font-size="10">SM %s</text>' % (axis_y - 2, h(sm_ids[-1])))
+    svg.append("</svg>")
+    legend = []
+    for gi, g in enumerate(grids):
+        colour = bc_colour(g.get("priority"), least, greatest)
+        legend.append(legend_key("%s (priority %s%s, %s)" % (
+            fmt_value(g.get("label")), fmt_value(g.get("priority")),
+            ", " + fmt_value(g["process"]) if g.get("process") else "",
+            plural(sum(1 for p in placed if p[0] == gi), "block")), colour, colour))
+    summary = "%s of %s, %s SMs, at most %d blocks at once on one SM (limit %s)" % (
+        plural(len(placed), "block"), plural(len(grids), "grid"), len(sm_ids), per_sm,
+        fmt_value(chart.get("max_blocks_per_sm", "\u2014")))
+    notes = '<div class="tl-note small">%s left out</div>' % h(plural(bad, "malformed row")) if bad else ""
+    return fill("block_chart", summary=h(summary), legend="".join(legend), svg="".join(svg), notes=notes)
+
+
+def timeline_note(test: Dict[str, Any]) -> Optional[str]:
+    """One line for the Result cell when a timeline object exists but nothing is drawn."""
+    tl = test.get("timeline")
+    state = timeline_state(test)
+    if state == "off":
+        reason = dig(tl, "tracing", "reason")
+        return "no timeline: tracing off (%s)" % (reason if isinstance(reason, str) and reason else "no reason given")
+    if state == "empty":
+        return "timeline: tracing on, nothing recorded (%s unlabelled)" % fmt_value(tl.get("unlabelled_records", 0))
+    return None
+
+
+def timeline_anchor(test: Dict[str, Any]) -> str:
+    return "tl-" + slug(test["ctest_name"])
+
+
+# ------------------------------------------------------------------------------------------------
+# HTML

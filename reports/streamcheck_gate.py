@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""streamcheck gate: judges one run folder for a GPU runner, with documented exit codes.
+
+    python3 reports/streamcheck_gate.py RUN_DIR [--ctest-junit BUILD/junit.xml] [--markdown OUT.md]
+                                        [--junit OUT.xml] [--no-tracing-required]
+
+Exit status:
+  0  every behavior as expected
+  1  a behavior regressed: a test failed (a documented claim, or any other test), or a gating baseline row
+     differs (differs-gating; no-baseline-dir fails the same way)
+  2  the run is not trustworthy: no GPU used, tracing (CUPTI) off where required, the results folder incomplete
+     (no env.json, unreadable result files, a test without its XML, a test with a claim without its observation
+     file, the run not finished), a gate watchdog fired, a mutation active; also bad arguments
+
+--ctest-junit: ctest --output-junit's file, to find tests that ctest ran but that left no XML (a crash or a
+timeout). --markdown: a Markdown summary (appended to $GITHUB_STEP_SUMMARY as well when that is set).
+--junit: JUnit XML with claim IDs and skip reasons. Python 3.9+ standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from streamcheck.gate import UNTRUSTWORTHY, gate, junit, markdown, summary_lines  # noqa: E402
+
+
+def write(path: str, text: str, append: bool = False) -> Optional[str]:
+    try:
+        with open(path, "a" if append else "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as e:
+        return "%s: cannot write: %s" % (path, e.strerror or e)
+    return None
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="streamcheck_gate.py", description="Judge a streamcheck run folder: "
+                                     "exit 0 as expected, 1 regressed, 2 not trustworthy.")
+    parser.add_argument("run_dir", metavar="RUN_DIR")
+    parser.add_argument("--ctest-junit", metavar="JUNIT.xml", help="ctest --output-junit's file of the same run")
+    parser.add_argument("--markdown", metavar="OUT.md", help="write the Markdown summary here")
+    parser.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML (claim IDs, skip reasons) here")
+    parser.add_argument("--no-tracing-required", action="store_true",
+                        help="accept a run with CUPTI tracing off (e.g. under compute-sanitizer)")
+    args = parser.parse_args(argv)
+    result = gate(Path(args.run_dir), Path(args.ctest_junit) if args.ctest_junit else None,
+                  require_tracing=not args.no_tracing_required)
+    verdict = result["verdict"]
+    for line in summary_lines(verdict):
+        print(line)
+    text = markdown(verdict)
+    errors = []
+    if args.markdown:
+        errors.append(write(args.markdown, text))
+    if os.environ.get("GITHUB_STEP_SUMMARY") and os.environ["GITHUB_STEP_SUMMARY"] != args.markdown:
+        errors.append(write(os.environ["GITHUB_STEP_SUMMARY"], text, append=True))
+    if args.junit:
+        errors.append(write(args.junit, junit(result["run"], verdict)))
+    errors = [e for e in errors if e]
+    for error in errors:
+        print("gate: %s" % error, file=sys.stderr)
+    return UNTRUSTWORTHY if errors else verdict["code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""Synthetic run folders and source trees for the report's host tests (standard library only): env.json,
+GoogleTest XML and observation files shaped like the suite writes them."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+HERE = Path(__file__).resolve().parent
+REPORTS = HERE.parent
+SCRIPT = REPORTS / "streamcheck_report.py"
+if str(REPORTS) not in sys.path:
+    sys.path.insert(0, str(REPORTS))
+
+UUID_A = "GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
+UUID_B = "GPU-ffffffff-4f50-6172-8394-a5b6c7d8e9f0"
+SCRIPT_TEXT = "<script>alert('x')</script>"
+
+
+def env_doc(run_id, uuid=UUID_A, driver=13000, runtime=13000, commit="c9f25ae7e95e168af0e38dd402fd67bef72247ab",
+            gpu=True):
+    doc = {
+        "schema": "streamcheck.env",
+        "schema_version": "1.0.0",
+        "run": {"id": run_id, "started_utc": "2026-01-01T00:00:00Z", "finished_utc": "2026-01-01T00:01:00Z"},
+        "streamcheck": {"version": "0.1.0", "commit": commit, "dirty": False, "source_dir": "/src"},
+        "build": {"build_type": "RelWithDebInfo", "cuda_architectures": "90", "generator": "Ninja"},
+        "host": {"hostname": "runner", "machine": "x86_64", "os": "Linux"},
+        "cuda": {"driver_version": driver, "runtime_version": runtime},
+        "environment": {"CUDA_LAUNCH_BLOCKING": None, "STREAMCHECK_DEVICE": "0"},
+        "tracing": {"enabled": False, "reason": "CUPTI tracing is not part of this build yet"},
+        "instruments": {"INST-01": {"id": "INST-01", "test": "instruments.Instruments.TickIsMeasured",
+                                    "figures": {"tick_ns": 32, "reads": 4096}}},
+    }
+    if gpu:
+        doc["gpu"] = {"name": "NVIDIA H200", "uuid": uuid, "compute_capability": "9.0", "arch": "sm_90",
+                      "sm_count": 132, "async_engine_count": 3, "concurrent_kernels": 1,
+                      "priority_range": {"least": 0, "greatest": -5}, "timer_tick_ns": 32}
+    else:
+        doc["gpu"] = None
+        doc["gpu_unavailable_reason"] = "no usable CUDA device: cudaGetDeviceCount -> cudaErrorInsufficientDriver"
+    return doc
+
+
+def gtest_xml(suite, name, failures=(), skip=None, properties=None, seconds="0.012", notrun=False):
+    """One GoogleTest 1.12-shaped XML document with one <testcase>."""
+    children = []
+    if properties:
+        children.append("<properties>" + "".join(
+            "<property name=%s value=%s/>" % (quoteattr(k), quoteattr(str(v))) for k, v in properties.items())
+            + "</properties>")
+    for text in failures:
+        children.append('<failure message=%s type=""><![CDATA[%s]]></failure>' % (quoteattr(text), text))
+    if skip is not None:
+        children.append("<skipped message=%s><![CDATA[%s]]></skipped>" % (quoteattr(skip), skip))
+    status = "notrun" if notrun else "run"
+    result = "skipped" if skip is not None else "suppressed" if notrun else "completed"
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites tests="1" name="AllTests">\n'
+            '  <testsuite name=%s tests="1">\n'
+            '    <testcase name=%s file="/src/tests/x_test.cpp" line="10" status="%s" result="%s" time=%s '
+            'classname=%s>%s</testcase>\n  </testsuite>\n</testsuites>\n'
+            % (quoteattr(suite), quoteattr(name), status, result, quoteattr(seconds), quoteattr(suite),
+               "".join(children)))
+
+
+def observation(ctest, test, claims, observations=None, baseline=None, outcome="passed", mutation=None):
+    doc = {"schema": "streamcheck.observation", "schema_version": "1.0.0", "test": test, "ctest_name": ctest,
+           "claims": [{"id": i, "kind": k, "source": s} for i, k, s in claims],
+           "observations": observations or {}, "baseline": baseline or [],
+           "device": {"index": 0, "name": "NVIDIA H200", "compute_capability": 90}, "outcome": outcome,
+           "duration_ms": 3.25, "setup_ms": 1.5}
+    if mutation:
+        doc["mutation"] = mutation
+    return doc
+
+
+PLAN = """# priority_flags: test plan
+
+The plan lists every catalog ID of the family. (This line | has a bar but is not a table.)
+
+| ID | Claim | Kind | Source | Tests | Skip rule |
+|----|-------|------|--------|-------|-----------|
+| PRIO-01 | Range is ordered | documented | RT `cudaDeviceGetStreamPriorityRange` | `PriorityFlags.RangeIsOrdered` | no GPU |
+| PRIO-02 | Driver range equals runtime range | documented | DRV `cuCtxGetStreamPriorityRange` | `PriorityFlags.DriverRangeMatches` | no GPU |
+| PRIO-03 | Clamping | documented | RT `cudaStreamCreateWithPriority` | `PriorityFlags.ClampsOutOfRange` | no GPU |
+| PRIO-04 | Driver clamping | documented | DRV `cuStreamCreateWithPriority` | \u2014 | |
+| PRIO-05 | In-range values read back | documented | RT `cudaStreamGetPriority` | `PriorityFlags.NeverRan` | |
+| PRIO-07 | Special handles | observed | not stated in docs | `PriorityFlags.SpecialHandles` | |
+| PRIO-08 *(retired)* | Old claim | documented | RT | \u2014 | |
+
+Text after the table.
+"""
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def make_source(root):
+    """A source tree with one plan (priority_flags) and one family folder without a plan (unit)."""
+    write(root / "tests" / "priority_flags" / "README.md", PLAN)
+    write(root / "tests" / "priority_flags" / "CMakeLists.txt", "# family\n")
+    write(root / "tests" / "unit" / "CMakeLists.txt", "# family\n")
+    return root
+
+
+def make_run(root, run_id="20260101T000000Z-1", **env_args):
+    """A run with a pass, a failure, a skip, a ptds pair, a differing baseline and a host test."""
+    run = root / run_id
+    write(run / "env.json", json.dumps(env_doc(run_id, **env_args), indent=2))
+    g = run / "gtest"
+    write(g / "priority_flags.PriorityFlags.RangeIsOrdered.xml", gtest_xml(
+        "PriorityFlags", "RangeIsOrdered",
+        properties={"catalog_id": "PRIO-01", "verdict_kind": "documented", "doc_source": "RT range",
+                    "least": 0, "greatest": -5, "baseline.PRIO-01.least": "match"}))
+    write(g / "priority_flags.PriorityFlags.DriverRangeMatches.xml", gtest_xml(
+        "PriorityFlags", "DriverRangeMatches",
+        failures=["/src/tests/priority_test.cpp:61\nExpected equality of these values:\n  least_\n    Which is: 0\n"
+                  "  seen " + SCRIPT_TEXT,
+                  "/src/tests/priority_test.cpp:62\nsecond failure </pre> here"],
+        properties={"catalog_id": "PRIO-02", "verdict_kind": "documented", "doc_source": "DRV range"}))
+    write(g / "priority_flags.PriorityFlags.ClampsOutOfRange.xml", gtest_xml(
+        "PriorityFlags", "ClampsOutOfRange",
+        skip="/src/fixtures/src/gpu_test.cpp:22\nstream priorities are not supported on this device"))
+    special = {"catalog_id": "PRIO-07", "verdict_kind": "observed", "doc_source": "not stated in docs"}
+    write(g / "priority_flags.PriorityFlags.SpecialHandles.xml", gtest_xml("PriorityFlags", "SpecialHandles",
+                                                                          properties=special))
+    write(g / "priority_flags.ptds.PriorityFlags.SpecialHandles.xml", gtest_xml("PriorityFlags", "SpecialHandles",
+                                                                               properties=special))
+    write(g / "unit.Handle.OwnedHandleIsReleasedOnce.xml", gtest_xml("Handle", "OwnedHandleIsReleasedOnce"))
+
+    o = run / "observations"
+    baseline = [{"id": "PRIO-07", "key": "legacy.priority", "observed": 0, "expected": 0, "gating": True,
+                 "status": "match"},
+                {"id": "PRIO-07", "key": "per_thread.flags", "observed": 1, "expected": 0, "gating": False,
+                 "status": "differs", "detail": "first sm_90 value to confirm"}]
+    for prefix in ("priority_flags.", "priority_flags.ptds."):
+        ctest = prefix + "PriorityFlags.SpecialHandles"
+        write(o / (ctest + ".json"), json.dumps(observation(
+            ctest, "PriorityFlags.SpecialHandles", [("PRIO-07", "observed", "not stated in docs")],
+            {"legacy.priority": 0, "per_thread.flags": 1, "note": "</script><b>bold</b>"}, baseline)))
+    write(o / "priority_flags.PriorityFlags.RangeIsOrdered.json", json.dumps(observation(
+        "priority_flags.PriorityFlags.RangeIsOrdered", "PriorityFlags.RangeIsOrdered",
+        [("PRIO-01", "documented", "RT range")], {"least": 0, "greatest": -5, "levels": 6},
+        [{"id": "PRIO-01", "key": "least", "observed": 0, "expected": 0, "gating": True, "status": "match"}],
+        mutation="PRIO-01")))
+    write(run / "instruments" / "INST-01.json", json.dumps(
+        {"id": "INST-01", "test": "instruments.Instruments.TickIsMeasured",
+         "figures": {"tick_ns": 32, "max_step_ns": 64, "cupti_active": False}}))
+    return run
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, str(SCRIPT)] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def embedded_data(page):
+    match = re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)
+    assert match, "no embedded data block"
+    return match.group(1), json.loads(match.group(1))
+
+
+def make_heavy_run(root, run_id="20260102T000000Z-9"):
+    """A run shaped like a full H100 run, heavier than most: 79 tests with timelines (10 to 60 items, NVTX ranges,
+    host events); 16 scheduling tests with 1100-block kernels and 4224-block charts; 7 instrument tests with
+    264-block kernels. For the page's size budget."""
+    run = Path(root) / run_id
+    write(run / "env.json", json.dumps(env_doc(run_id)))
+    T0 = 1795317993000000000
+    def timeline(n_items, blocks_per_kernel):
+        items = []
+        t = T0 + 5000000
+        for i in range(n_items):
+            kind = ["kernel", "memcpy", "memset"][i % 3] if i % 4 else "kernel"
+            it = {"kind": kind, "label": "k%d" % i if i % 5 else "", "stream": "s%d" % (i % 4), "stream_id": 10 + i % 4,
+                  "start_ns": t, "end_ns": t + 200000, "correlation_id": i, "name": "_Z11spin_kernelPvm" if kind == "kernel" else "",
+                  "channel_id": i % 8, "channel_type": "compute"}
+            if kind != "kernel":
+                it.update(bytes=8 << 20, copy_kind="HtoD", src_kind="pinned", dst_kind="device")
+            elif blocks_per_kernel:
+                it["blocks"] = [{"t0_ns": t + 1000 * (b // 132), "t1_ns": t + 1000 * (b // 132) + 50000 + b, "max_gap_ns": 64,
+                                 "sm_begin": b % 132, "sm_end": b % 132} for b in range(blocks_per_kernel)]
+            items.append(it)
+            t += 150000
+        ranges = [{"name": "Suite.Test", "domain": "streamcheck", "start_ns": T0, "end_ns": t + 100000}]
+        ranges += [{"name": "enqueue %d" % i, "domain": "streamcheck", "start_ns": T0 + 5000000 + i * 300000, "end_ns": T0 + 5000000 + i * 300000 + 20000} for i in range(20)]
+        host = [{"kind": "host", "label": "h%d" % i, "start_ns": T0 + 5000000 + i * 100000, "end_ns": T0 + 5000000 + i * 100000} for i in range(10)]
+        return {"tracing": {"enabled": True, "cupti_library": "libcupti.so.13", "cupti_api_version": 130001, "nvtx_routed": True, "nvtx_detail": "x"},
+                "clock": "cupti", "clock_map": {"valid": True, "globaltimer_to_cupti_offset_ns": -98000, "residual_ns": 1300, "samples": 16},
+                "items": items, "ranges": ranges, "host_events": host, "unlabelled_records": 3, "dropped_records_in_process": 0}
+    families = [("priority_sched", 16, 40, 1100), ("default_streams", 25, 30, 0), ("copy_overlap", 16, 60, 0), ("host_funcs", 15, 20, 0), ("instruments", 7, 10, 264)]
+    n = 0
+    for fam, count, n_items, blocks in families:
+        for i in range(count):
+            suite = "".join(p.capitalize() for p in fam.split("_"))
+            name = "BehaviorNumber%dHoldsUnderLoad" % i
+            ctest = "%s.%s.%s" % (fam, suite, name)
+            cid = "%s-%02d" % (fam[:4].upper(), i + 1)
+            props = {"catalog_id": cid, "verdict_kind": "observed" if i % 2 else "documented", "doc_source": "PG 4.3"}
+            write(run / "gtest" / (ctest + ".xml"), gtest_xml(suite, name, properties=props))
+            doc = observation(ctest, suite + "." + name, [(cid, props["verdict_kind"], "PG 4.3")],
+                              {"k%d" % j: j * 1.5 for j in range(8)},
+                              [{"id": cid, "key": "k%d" % j, "observed": j * 1.5, "expected": j * 1.5, "gating": True, "status": "match"} for j in range(4)])
+            doc["schema_version"] = "1.5.0"
+            doc["timeline"] = timeline(n_items, blocks)
+            if fam == "priority_sched":
+                recs = []
+                for g in range(2):
+                    recs.append({"label": "g%d" % g, "stream": "s%d" % g, "process": "", "priority": -g * 5, "threads": 256,
+                                 "fields": ["t0", "t1", "sm0", "sm1", "max_gap"],
+                                 "records": [[(b // 132) * 20000 + g * 1000, (b // 132) * 20000 + 19000 + g * 1000, b % 132, b % 132, 64] for b in range(132 * 16)]})
+                doc["block_chart"] = {"clock": "globaltimer", "base_ns": 0, "sms": 132, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+                                      "priority_least": 0, "priority_greatest": -5, "grids": recs}
+            write(run / "observations" / (ctest + ".json"), json.dumps(doc))
+            n += 1
+    return run

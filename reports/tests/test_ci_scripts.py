@@ -1,0 +1,70 @@
+"""ci/mutation_check.py and ci/family_time.py read runs through the report's results reader."""
+
+import json
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from synthetic import env_doc, make_run, write
+
+CI = Path(__file__).resolve().parents[2] / "ci"
+
+
+def ci(script, *args):
+    return subprocess.run([sys.executable, str(CI / script)] + [str(a) for a in args], capture_output=True,
+                          text=True, timeout=60)
+
+
+class CiScripts(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="streamcheck-ci-test-")
+        self.root = Path(self._tmp.name)
+        self.run_dir = make_run(self.root / "results")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def mutate(self, catalog_id):
+        doc = env_doc(self.run_dir.name)
+        doc["environment"]["STREAMCHECK_MUTATE"] = catalog_id
+        write(self.run_dir / "env.json", json.dumps(doc))
+
+    def test_mutation_killed_by_exactly_its_own_test(self):
+        self.mutate("PRIO-02")
+        result = ci("mutation_check.py", self.run_dir, "PRIO-02")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("mutation PRIO-02: killed", result.stdout)
+
+    def test_surviving_mutation_and_collateral_failure(self):
+        self.mutate("PRIO-01")
+        result = ci("mutation_check.py", self.run_dir, "PRIO-01")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("NOT KILLED", result.stdout)
+        self.assertIn("survived: priority_flags.PriorityFlags.RangeIsOrdered", result.stdout)
+        self.assertIn("other failures: priority_flags.PriorityFlags.DriverRangeMatches", result.stdout)
+
+    def test_unreadable_file_makes_the_mutation_run_prove_nothing(self):
+        self.mutate("PRIO-02")
+        write(self.run_dir / "observations" / "harness.Harness.Cut.json", "{")
+        result = ci("mutation_check.py", self.run_dir, "PRIO-02")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("could not be read", result.stdout)
+        self.assertNotIn("Traceback", result.stderr)
+
+    def test_family_time_uses_the_fixture_times_of_the_observation_files(self):
+        junit = self.root / "junit.xml"
+        write(junit, '<testsuite><testcase name="priority_flags.PriorityFlags.RangeIsOrdered" time="0.5"/>'
+                     '<testcase name="unit.Handle.OwnedHandleIsReleasedOnce" time="0.1"/>'
+                     '<testcase name="streamcheck.run.begin" time="1"/></testsuite>')
+        result = ci("family_time.py", junit, self.run_dir)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        line = next(l for l in result.stdout.splitlines() if l.startswith("priority_flags"))
+        # 0.5 s of ctest time, 3.25 ms in the fixture of which 1.5 ms set-up.
+        self.assertEqual(line.split()[:6], ["priority_flags", "1", "0.50", "0.50", "0.00", "0.00"])
+        self.assertIn("(no observation files: host tests)", result.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,182 @@
+"""The gate (reports/streamcheck/gate.py, reports/streamcheck_gate.py) on synthetic run folders that provoke
+each exit code: 0 as expected, 1 a behavior regressed, 2 the run is not trustworthy."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from synthetic import REPORTS, SCRIPT_TEXT, env_doc, gtest_xml, observation, write
+from streamcheck.gate import gate
+
+GATE = REPORTS / "streamcheck_gate.py"
+
+
+def good_run(root, run_id="20260101T000000Z-1"):
+    """A run on a GPU with tracing on: a documented pass, an observed pass matching its baseline, a skip."""
+    run = Path(root) / run_id
+    env = env_doc(run_id)
+    env["tracing"] = {"enabled": True, "cupti_library": "libcupti.so.13"}
+    env["run"]["gtest_xml_files"] = 3
+    write(run / "env.json", json.dumps(env))
+    write(run / "gtest" / "priority_flags.PriorityFlags.RangeIsOrdered.xml", gtest_xml(
+        "PriorityFlags", "RangeIsOrdered", properties={"catalog_id": "PRIO-01", "verdict_kind": "documented"}))
+    write(run / "observations" / "priority_flags.PriorityFlags.RangeIsOrdered.json", json.dumps(observation(
+        "priority_flags.PriorityFlags.RangeIsOrdered", "PriorityFlags.RangeIsOrdered",
+        [("PRIO-01", "documented", "RT")], {"least": 0},
+        [{"id": "PRIO-01", "key": "least", "observed": 0, "expected": 0, "gating": True, "status": "match"}])))
+    write(run / "gtest" / "priority_flags.PriorityFlags.SpecialHandles.xml", gtest_xml(
+        "PriorityFlags", "SpecialHandles", properties={"catalog_id": "PRIO-07", "verdict_kind": "observed"}))
+    write(run / "observations" / "priority_flags.PriorityFlags.SpecialHandles.json", json.dumps(observation(
+        "priority_flags.PriorityFlags.SpecialHandles", "PriorityFlags.SpecialHandles",
+        [("PRIO-07", "observed", "none")], {"legacy.priority": 0},
+        [{"id": "PRIO-07", "key": "legacy.priority", "observed": 0, "expected": 0, "gating": True,
+          "status": "match"}])))
+    write(run / "gtest" / "unit.Handle.Skips.xml", gtest_xml("Handle", "Skips", skip="h.cpp:1\nno reason " + SCRIPT_TEXT))
+    return run
+
+
+def cli(*args, env=None):
+    return subprocess.run([sys.executable, str(GATE)] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+class Gate(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="streamcheck-gate-test-")
+        self.root = Path(self._tmp.name)
+        self.run = good_run(self.root)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def code(self, **kwargs):
+        return gate(self.run, **kwargs)["verdict"]
+
+    def edit_env(self, change):
+        doc = json.loads((self.run / "env.json").read_text())
+        change(doc)
+        write(self.run / "env.json", json.dumps(doc))
+
+    def edit_observation(self, name, change):
+        path = self.run / "observations" / (name + ".json")
+        doc = json.loads(path.read_text())
+        change(doc)
+        write(path, json.dumps(doc))
+
+    def test_0_every_behavior_as_expected(self):
+        verdict = self.code()
+        self.assertEqual((verdict["code"], verdict["untrustworthy"], verdict["regressions"]), (0, [], []))
+
+    def test_1_a_documented_test_failed(self):
+        write(self.run / "gtest" / "priority_flags.PriorityFlags.RangeIsOrdered.xml", gtest_xml(
+            "PriorityFlags", "RangeIsOrdered", failures=["p.cpp:9\nleast was 1"],
+            properties={"catalog_id": "PRIO-01", "verdict_kind": "documented"}))
+        verdict = self.code()
+        self.assertEqual(verdict["code"], 1, verdict)
+        self.assertIn("documented behavior PRIO-01 failed: least was 1", verdict["regressions"][0])
+
+    def test_1_a_gating_baseline_row_differs(self):
+        def differ(doc):
+            doc["baseline"][0].update(observed=1, status="differs-gating")
+        self.edit_observation("priority_flags.PriorityFlags.SpecialHandles", differ)
+        verdict = self.code()
+        self.assertEqual(verdict["code"], 1)
+        self.assertIn("baseline row PRIO-07/legacy.priority differs-gating (observed 1, expected 0)",
+                      verdict["regressions"][0])
+
+    def test_a_row_that_differs_without_gating_passes(self):
+        def differ(doc):
+            doc["baseline"][0].update(observed=1, gating=False, status="differs")
+        self.edit_observation("priority_flags.PriorityFlags.SpecialHandles", differ)
+        self.assertEqual(self.code()["code"], 0)
+
+    def test_2_untrustworthy_runs(self):
+        cases = {
+            "no GPU": lambda: self.edit_env(lambda d: d.update(gpu=None, gpu_unavailable_reason="no device")),
+            "CUPTI off": lambda: self.edit_env(lambda d: d.update(tracing={"enabled": False, "reason": "no libcupti"})),
+            "not finished": lambda: self.edit_env(lambda d: d["run"].update(finished_utc=None)),
+            "XML count": lambda: self.edit_env(lambda d: d["run"].update(gtest_xml_files=5)),
+            "mutation": lambda: self.edit_env(lambda d: d["environment"].update(STREAMCHECK_MUTATE="PRIO-01")),
+            "watchdog": lambda: self.edit_observation("priority_flags.PriorityFlags.RangeIsOrdered", lambda d: d.update(
+                watchdog=[{"gate": 0, "held": "s1", "watchdog_ms": 2000, "waited_ns": 2e9, "expected": False}])),
+            "missing observation": lambda: (self.run / "observations" /
+                                            "priority_flags.PriorityFlags.SpecialHandles.json").unlink(),
+            "missing XML": lambda: (self.run / "gtest" / "priority_flags.PriorityFlags.RangeIsOrdered.xml").unlink(),
+            "truncated file": lambda: write(self.run / "observations" /
+                                            "priority_flags.PriorityFlags.RangeIsOrdered.json", '{"schema": "stre'),
+            "no env.json": lambda: (self.run / "env.json").unlink(),
+        }
+        needles = {"no GPU": "no GPU was used: no device", "CUPTI off": "tracing (CUPTI) was off: no libcupti",
+                   "not finished": "did not finish", "XML count": "counts 5", "mutation": "STREAMCHECK_MUTATE=PRIO-01",
+                   "watchdog": "watchdog fired", "missing observation": "wrote no observation file",
+                   "missing XML": "no GoogleTest XML", "truncated file": "unreadable", "no env.json": "no env.json"}
+        for label, damage in cases.items():
+            with self.subTest(label):
+                self.run = good_run(self.root / label.replace(" ", "_"))
+                damage()
+                verdict = self.code()
+                self.assertEqual(verdict["code"], 2, verdict)
+                self.assertTrue(any(needles[label] in r for r in verdict["untrustworthy"]), verdict["untrustworthy"])
+
+    def test_2_ctest_ran_a_test_that_left_no_xml(self):
+        junit = self.root / "junit.xml"
+        write(junit, '<testsuite><testcase name="streamcheck.run.begin" status="run"/>'
+                     '<testcase name="priority_flags.PriorityFlags.RangeIsOrdered" status="run"/>'
+                     '<testcase name="priority_flags.PriorityFlags.Hangs" status="fail"/>'
+                     '<testcase name="priority_flags.conn1.EnvironmentEntry.FilterSelectsATest" status="run"/>'
+                     '<testcase name="harness.Harness.Disabled" status="notrun"/></testsuite>')
+        verdict = self.code(ctest_junit=junit)
+        self.assertEqual(verdict["code"], 2)
+        self.assertEqual(len(verdict["untrustworthy"]), 1)
+        self.assertIn("priority_flags.PriorityFlags.Hangs: ctest ran it (fail)", verdict["untrustworthy"][0])
+
+    def test_tracing_off_can_be_accepted_on_request(self):
+        self.edit_env(lambda d: d.update(tracing={"enabled": False, "reason": "compute-sanitizer"}))
+        self.assertEqual(self.code(require_tracing=False)["code"], 0)
+
+    def test_command_line_writes_markdown_and_junit_and_exits_with_the_code(self):
+        md, xml, step = self.root / "s.md", self.root / "j.xml", self.root / "step.md"
+        write(step, "earlier step\n")
+        env = dict(os.environ, GITHUB_STEP_SUMMARY=str(step))
+        result = cli(self.run, "--markdown", md, "--junit", xml, env=env)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("gate: passed: every behavior as expected (exit 0)", result.stdout)
+        self.assertIn("## streamcheck gate: passed", md.read_text())
+        self.assertTrue(step.read_text().startswith("earlier step\n## streamcheck gate"))
+        root = ET.parse(xml).getroot()
+        cases = {c.get("classname") + "." + c.get("name"): c for c in root.iter("testcase")}
+        claim = cases["priority_flags.PriorityFlags.RangeIsOrdered"].find("properties/property")
+        self.assertEqual((claim.get("name"), claim.get("value")), ("claim", "PRIO-01 (documented)"))
+        skipped = cases["unit.Handle.Skips"].find("skipped")
+        self.assertEqual(skipped.get("message"), "no reason " + SCRIPT_TEXT)
+        self.assertIsNone(cases["streamcheck.gate.RunIsTrustworthy"].find("failure"))
+
+    def test_command_line_2_with_summary_naming_the_reason(self):
+        self.edit_env(lambda d: d.update(gpu=None, gpu_unavailable_reason="cudaErrorNoDevice"))
+        md, xml = self.root / "s.md", self.root / "j.xml"
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+        result = cli(self.run, "--markdown", md, "--junit", xml, env=env)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("no GPU was used: cudaErrorNoDevice", md.read_text())
+        failure = [c for c in ET.parse(xml).getroot().iter("testcase") if c.get("name") == "RunIsTrustworthy"][0]
+        self.assertIn("no GPU was used", failure.find("failure").get("message"))
+        missing = cli(self.root / "nowhere", env=env)
+        self.assertEqual(missing.returncode, 2)
+        self.assertNotIn("Traceback", missing.stderr)
+
+    def test_gate_sh_calls_the_gate_and_refuses_a_stale_run(self):
+        text = (REPORTS.parent / "ci" / "gate.sh").read_text()
+        self.assertIn("reports/streamcheck_gate.py", text)
+        self.assertIn('-nt "$stamp"', text)
+        for template in ("github-actions-gpu.yml", "gitlab-ci-gpu.yml"):
+            self.assertIn("ci/gate.sh", (REPORTS.parent / "ci" / template).read_text())
+        self.assertIn("junit: build-gate/gate-junit.xml", (REPORTS.parent / "ci" / "gitlab-ci-gpu.yml").read_text())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,96 @@
+"""The one results reader (reports/streamcheck/results.py): what it reads, and how it survives files it
+cannot read."""
+
+import json
+import tempfile
+import unittest
+from pathlib import Path
+
+from synthetic import env_doc, gtest_xml, make_run, observation, write
+from streamcheck.common import InputError
+from streamcheck.results import MAX_FILE_BYTES, gpu_facts, load_run, tests_claiming, unexpected_watchdogs
+
+
+class ResultsReader(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="streamcheck-results-test-")
+        self.run_dir = make_run(Path(self._tmp.name) / "results")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def test_reads_every_test_with_its_claims_and_outcome(self):
+        run = load_run(self.run_dir)
+        self.assertEqual(run["problems"], [])
+        self.assertEqual((run["xml_files"], run["observation_files"]), (6, 3))
+        status = {name: t["status"] for name, t in run["tests"].items()}
+        self.assertEqual(status["priority_flags.PriorityFlags.DriverRangeMatches"], "failed")
+        self.assertEqual(status["priority_flags.PriorityFlags.ClampsOutOfRange"], "skipped")
+        self.assertEqual(sorted(tests_claiming(run, "PRIO-07")),
+                         ["priority_flags.PriorityFlags.SpecialHandles", "priority_flags.ptds.PriorityFlags.SpecialHandles"])
+        self.assertEqual(gpu_facts(run["env"])["arch"], "sm_90")
+
+    def test_a_folder_that_is_not_a_run_is_an_input_error(self):
+        for damage in ("missing", "truncated", "schema 2"):
+            with self.subTest(damage):
+                env = self.run_dir / "env.json"
+                if damage == "missing":
+                    env.unlink()
+                elif damage == "truncated":
+                    write(env, '{"schema": "streamcheck.env", "run": {')
+                else:
+                    doc = env_doc("r")
+                    doc["schema_version"] = "2.0.0"
+                    write(env, json.dumps(doc))
+                with self.assertRaises(InputError) as caught:
+                    load_run(self.run_dir)
+                self.assertEqual(len(str(caught.exception).splitlines()), 1)
+                write(env, json.dumps(env_doc("r")))
+
+    def test_unreadable_result_files_are_problems_not_errors(self):
+        obs = self.run_dir / "observations"
+        write(obs / "priority_flags.PriorityFlags.RangeIsOrdered.json", '{"schema": "streamcheck.observation", "te')
+        doc = observation("harness.Harness.Future", "Harness.Future", [])
+        doc["schema_version"] = "9.0.0"
+        write(obs / "harness.Harness.Future.json", json.dumps(doc))
+        bad_shape = observation("harness.Harness.Shape", "Harness.Shape", [])
+        bad_shape["watchdog"] = "fired"
+        write(obs / "harness.Harness.Shape.json", json.dumps(bad_shape))
+        write(self.run_dir / "gtest" / "harness.Harness.Cut.xml", "<testsuites><testsuite><testcase name='x'")
+        write(self.run_dir / "instruments" / "INST-02.json", "[1, 2")
+        run = load_run(self.run_dir)
+        self.assertEqual(len(run["problems"]), 5, run["problems"])
+        text = "\n".join(run["problems"])
+        for needle in ("RangeIsOrdered.json: invalid JSON", "schema version 9.0.0", '"watchdog"', "invalid XML",
+                       "INST-02.json"):
+            self.assertIn(needle, text)
+        # The test keeps what its XML says; the unreadable XML's test is listed, not run.
+        ranged = run["tests"]["priority_flags.PriorityFlags.RangeIsOrdered"]
+        self.assertEqual(ranged["status"], "passed")
+        self.assertTrue(ranged["observation_unreadable"])
+        self.assertEqual(run["tests"]["harness.Harness.Cut"]["status"], "notrun")
+        self.assertTrue(run["tests"]["harness.Harness.Cut"]["unreadable"])
+
+    def test_a_file_too_large_is_a_problem(self):
+        path = self.run_dir / "observations" / "harness.Harness.Huge.json"
+        with open(path, "wb") as f:
+            f.truncate(MAX_FILE_BYTES + 1)
+        run = load_run(self.run_dir)
+        self.assertEqual(len(run["problems"]), 1)
+        self.assertIn("more than the", run["problems"][0])
+
+    def test_deep_nesting_is_a_problem(self):
+        write(self.run_dir / "observations" / "harness.Harness.Deep.json", "[" * 100000 + "]" * 100000)
+        run = load_run(self.run_dir)
+        self.assertEqual(len(run["problems"]), 1)
+
+    def test_watchdog_from_the_xml_alone_counts_as_unexpected(self):
+        write(self.run_dir / "gtest" / "harness.Harness.Dog.xml",
+              gtest_xml("Harness", "Dog", failures=["x:1\nfired"], properties={"watchdog": "1 gate(s) fired"}))
+        run = load_run(self.run_dir)
+        self.assertEqual(len(unexpected_watchdogs(run["tests"]["harness.Harness.Dog"])), 1)
+        self.assertEqual(unexpected_watchdogs(run["tests"]["priority_flags.PriorityFlags.RangeIsOrdered"]), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
