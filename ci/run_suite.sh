@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
 # Configure, build, run the whole suite on the default GPU, and write the HTML report.
 #
-#   ci/run_suite.sh [BUILD_DIR] [-- extra ctest arguments]
+#   ci/run_suite.sh [--every-gpu] [BUILD_DIR] [-- extra ctest arguments]
+#
+# --every-gpu: one run per GPU that nvidia-smi lists (CUDA_VISIBLE_DEVICES=<index>, so each run folder holds
+# one GPU's results and its env.json names that GPU), then, with two or more GPUs, one run of the tests that
+# need two GPUs (suites *AcrossDevices) with every GPU visible; each run folder gets its report, and each
+# GPU after the first a comparison page against the first GPU's run (compare-<run id>.html in its folder),
+# so the GPUs' differences (environment, statuses, observed values) are side by side. Exit status: the
+# worst of the runs'.
 #
 # Environment: CUDA_ARCHITECTURES (e.g. 90; default: the project's default), STREAMCHECK_DEVICE.
 # Exit status: ctest's (0 = every test passed or skipped with a reason).
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+every_gpu=0
+if [ "${1:-}" = "--every-gpu" ]; then
+  every_gpu=1
+  shift
+fi
 build=${1:-$src/build}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
@@ -22,17 +34,70 @@ elif [ ${#arch[@]} -gt 0 ]; then
 fi
 cmake --build "$build" --parallel
 
+report() {  # report RUN_FOLDER [OLD_RUN_FOLDER]: the run's page, and a comparison with OLD when given
+  local run=$1
+  if ! command -v python3 >/dev/null 2>&1; then
+    echo "run_suite: python3 not found; no HTML report. Results are in $run" >&2
+    return
+  fi
+  python3 "$src/reports/streamcheck_report.py" "$run" --source "$src" -o "$run/report.html" ||
+    echo "run_suite: the report is missing or lists result files it could not read (see above); results are in $run" >&2
+  if [ $# -gt 1 ]; then
+    python3 "$src/reports/streamcheck_report.py" "$2" "$run" --source "$src" \
+      -o "$run/compare-$(basename "$2").html" --text "$run/compare-$(basename "$2").txt" >/dev/null ||
+      echo "run_suite: the comparison of $2 and $run could not be written (see above)" >&2
+  fi
+  echo "run_suite: results folder $run"
+}
+
+if [ $every_gpu -eq 1 ]; then
+  gpus=()
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    mapfile -t gpus < <(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr -d ' ')
+  fi
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+    echo "run_suite: --every-gpu sets CUDA_VISIBLE_DEVICES itself; unset it (it is '$CUDA_VISIBLE_DEVICES')" >&2
+    exit 2
+  fi
+  if [ ${#gpus[@]} -eq 0 ]; then
+    echo "run_suite: --every-gpu: nvidia-smi lists no GPU; one run on whatever CUDA sees" >&2
+    gpus=("")
+  fi
+  worst=0
+  first=""
+  for g in "${gpus[@]}"; do
+    echo "run_suite: GPU ${g:-?}"
+    set +e
+    (cd "$build" && CUDA_VISIBLE_DEVICES=$g ctest --output-on-failure --timeout 300 \
+      --output-junit "junit-gpu${g}.xml" "$@")
+    rc=$?
+    set -e
+    [ $rc -gt $worst ] && worst=$rc
+    run=$(readlink -f "$build/results/latest")
+    if [ -z "$first" ]; then
+      first=$run
+      report "$run"
+    else
+      report "$run" "$first"
+    fi
+  done
+  if [ ${#gpus[@]} -ge 2 ]; then
+    echo "run_suite: the tests that need two GPUs, every GPU visible"
+    set +e
+    (cd "$build" && ctest --output-on-failure --timeout 300 --output-junit junit-multi-gpu.xml \
+      -R 'AcrossDevices\.' --no-tests=error)
+    rc=$?
+    set -e
+    [ $rc -gt $worst ] && worst=$rc
+    report "$(readlink -f "$build/results/latest")"
+  fi
+  exit $worst
+fi
+
 set +e
 (cd "$build" && ctest --output-on-failure --timeout 300 --output-junit junit.xml "$@")
 rc=$?
 set -e
 
-run=$(readlink -f "$build/results/latest")
-if command -v python3 >/dev/null 2>&1; then
-  python3 "$src/reports/streamcheck_report.py" "$run" --source "$src" -o "$run/report.html" ||
-    echo "run_suite: the report is missing or lists result files it could not read (see above); results are in $run" >&2
-else
-  echo "run_suite: python3 not found; no HTML report. Results are in $run" >&2
-fi
-echo "run_suite: results folder $run"
+report "$(readlink -f "$build/results/latest")"
 exit $rc
