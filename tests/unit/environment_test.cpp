@@ -1,5 +1,7 @@
 // Host tests of the environment decisions (environment.hpp): which requirement of an arrangement cannot
 // hold for given variables, entry and device facts, and that every refusal says why.
+#include "sc/fixtures/environment.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -7,8 +9,6 @@
 #include <set>
 #include <stdexcept>
 #include <string>
-
-#include "sc/fixtures/environment.hpp"
 
 namespace {
 
@@ -32,7 +32,8 @@ TEST(Requirements, LaunchBlockingRefusesAsyncLaunchesOnlyWhenItIsOne) {
   env.launch_blocking = "1";
   const std::string why = sc::why_not(requirement::async_launches, env);
   EXPECT_TRUE(says(why, "CUDA_LAUNCH_BLOCKING=1 (set in the calling environment)")) << why;
-  EXPECT_TRUE(says(why, "LaunchReturnsOnlyAfterTheKernelWithLaunchBlocking")) << "names the test that still runs: " << why;
+  EXPECT_TRUE(says(why, "LaunchReturnsOnlyAfterTheKernelWithLaunchBlocking"))
+      << "names the test that still runs: " << why;
   // The entry that sets it is named as its source, and the requirement still fails there.
   env.entry = "launch_blocking";
   env.entry_sets = {"CUDA_LAUNCH_BLOCKING"};
