@@ -40,14 +40,15 @@ function(_sc_add_family_executable exe variant)
   endif()
 endfunction()
 
-# `variant`: the environment entry's name ("" for the default entries); the tests learn it from
-# --streamcheck-variant and so tell a variable their entry set from one inherited from the caller.
-function(_sc_discover exe prefix filter props variant)
+# `variant`: the environment entry's name ("" for the default entries) and `sets`, the variable it sets;
+# the tests learn both (--streamcheck-variant, --streamcheck-variant-sets) and so tell a variable their
+# entry set from one inherited from the caller (an entry exempts only its own variable).
+function(_sc_discover exe prefix filter props variant sets)
   set(results "${SC_RESULTS_ROOT}/latest")
   set(args "--streamcheck-results=${results}" "--streamcheck-source=${PROJECT_SOURCE_DIR}"
            "--streamcheck-prefix=${prefix}")
   if(variant)
-    list(APPEND args "--streamcheck-variant=${variant}")
+    list(APPEND args "--streamcheck-variant=${variant}" "--streamcheck-variant-sets=${sets}")
   endif()
   gtest_discover_tests(${exe}
     TEST_PREFIX "${prefix}"
@@ -120,14 +121,15 @@ function(sc_behavior_family)
       else()
         list(APPEND excluded "${vfilter}")
       endif()
-      _sc_discover(${target} "${prefix}${vname}." "${vfilter}" "${props}" "${vname}" ENVIRONMENT "${venv}")
+      string(REGEX REPLACE "=.*$" "" vvar "${venv}")
+      _sc_discover(${target} "${prefix}${vname}." "${vfilter}" "${props}" "${vname}" "${vvar}" ENVIRONMENT "${venv}")
     endwhile()
     set(rest "*")
     if(excluded)
       list(JOIN excluded ":" joined)
       set(rest "-${joined}")
     endif()
-    _sc_discover(${target} "${prefix}" "${rest}" "${props}" "")
+    _sc_discover(${target} "${prefix}" "${rest}" "${props}" "" "")
   endforeach()
 
   # Every environment entry's filter must select at least one test of the family (in any of its

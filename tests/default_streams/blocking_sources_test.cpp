@@ -207,6 +207,7 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
 TEST_F(DefaultStreams, BlockingSourcesWithABlockingStreamBusy) {
   sc::claim("DFLT-18", sc::verdict_kind::observed, "PG 2.3.8; old guide Implicit Synchronization");
   sc::claim("DFLT-19", sc::verdict_kind::observed, "ECRTS18 Table 3; EXAM test_blocking_sources.py");
+  SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s1 = make(stream_flags::blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
   const sc::stream other = make(stream_flags::non_blocking, "other");
@@ -217,6 +218,7 @@ TEST_F(DefaultStreams, BlockingSourcesWithABlockingStreamBusy) {
 TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
   sc::claim("DFLT-18", sc::verdict_kind::observed, "PG 2.3.8; old guide Implicit Synchronization");
   sc::claim("DFLT-19", sc::verdict_kind::observed, "ECRTS18 Table 3; EXAM test_blocking_sources.py");
+  SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
   const sc::stream other = make(stream_flags::non_blocking, "other");
@@ -232,6 +234,7 @@ TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
 TEST_F(DefaultStreams, SynchronousMemsetAndDeviceCopyAreLegacyStreamWork) {
   sc::claim("DFLT-18", sc::verdict_kind::documented,
             "SYNC (Memset; Memcpy device to device: no host-side synchronization); SSB legacy stream");
+  SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the mark meant for s2 goes into the gated s1.
   const bool into_gated = sc::mutation_active("DFLT-18", sc::mutation_kind::arrangement);
   sc::device_buffer<char> memory(2 * kBytes);

@@ -69,6 +69,7 @@ void independent_work_held_back(sc::testing::DefaultStreams& t, const std::strin
 // later, independent kernel in B (a false dependency).
 TEST_F(DefaultStreams, WithOneConnectionAPendingKernelHoldsBackAnotherStream) {
   sc::claim("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2; Megatron-LM #533, #5105; ColossalAI #5891");
+  SC_REQUIRE(sc::requirement::async_launches);
   if (!variable_is("CUDA_DEVICE_MAX_CONNECTIONS", "1"))
     GTEST_SKIP() << "needs CUDA_DEVICE_MAX_CONNECTIONS=1 before CUDA starts (ctest entry default_streams.conn1.*)";
   held_back_arrangement how;
@@ -80,8 +81,8 @@ TEST_F(DefaultStreams, WithOneConnectionAPendingKernelHoldsBackAnotherStream) {
 // DFLT-15 negative control (default connections): the same arrangement does not hold B back.
 TEST_F(DefaultStreams, WithDefaultConnectionsAPendingKernelDoesNotHoldBackAnotherStream) {
   sc::claim("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2 (negative control: default connections)");
-  if (std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") != nullptr)
-    GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS is set; this control needs the default";
+  SC_REQUIRE(sc::requirement::async_launches);
+  SC_REQUIRE(sc::requirement::default_connections);
   held_back_arrangement how;
   // Mutation (arrangement): B's mark goes behind the gate in A.
   how.b_behind_gate = sc::mutation_active("DFLT-15", sc::mutation_kind::arrangement);
@@ -92,7 +93,7 @@ TEST_F(DefaultStreams, WithDefaultConnectionsAPendingKernelDoesNotHoldBackAnothe
 // while its kernel still runs.
 TEST_F(DefaultStreams, LaunchReturnsBeforeTheKernelEnds) {
   sc::claim("DFLT-22", sc::verdict_kind::documented, "PG environment variables (CUDA_LAUNCH_BLOCKING unset)");
-  if (variable_is("CUDA_LAUNCH_BLOCKING", "1")) GTEST_SKIP() << "CUDA_LAUNCH_BLOCKING=1 is set";
+  SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the call also synchronizes the gate's stream.
   const bool then_sync = sc::mutation_active("DFLT-22", sc::mutation_kind::arrangement);
   EXPECT_TRUE(gate_launch_while_gated(*this, then_sync).returned) << "the launch waited for its kernel";
@@ -104,6 +105,9 @@ TEST_F(DefaultStreams, LaunchReturnsOnlyAfterTheKernelWithLaunchBlocking) {
   sc::claim("DFLT-22", sc::verdict_kind::documented, "PG environment variables (CUDA_LAUNCH_BLOCKING=1)");
   if (!variable_is("CUDA_LAUNCH_BLOCKING", "1"))
     GTEST_SKIP() << "needs CUDA_LAUNCH_BLOCKING=1 before CUDA starts (ctest entry default_streams.launch_blocking.*)";
+  // The one test that holds a stream under synchronous launches on purpose: the gate's own launch is the
+  // call under test (every other hold refuses at once here).
+  sc::expect_blocking_launches();
   const sc::return_observation seen = gate_launch_while_gated(*this, false);
   // Mutation (expectation only): under CUDA_LAUNCH_BLOCKING=1 every launch is synchronous, so no
   // arrangement can make one return while its kernel runs; the entry without the variable is the

@@ -63,12 +63,14 @@ class DriverDefaultStreams : public DefaultStreams {
 // stream waits for earlier work in a blocking stream made with cuStreamCreate(CU_STREAM_DEFAULT).
 TEST_F(DriverDefaultStreams, NullStreamLaunchWaitsForEarlierBlockingStreamWork) {
   sc::claim("DFLT-02", sc::verdict_kind::documented, "DRV cuLaunchKernel on the NULL stream; SSB");
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::legacy_waits_for_earlier_blocking_work(*this, driver_path());
 }
 
 // DFLT-03 · DRV cuLaunchKernel; SSB example k1(s); k2(0); k3(s), the marks launched with the driver API.
 TEST_F(DriverDefaultStreams, BlockingStreamLaunchWaitsForEarlierNullStreamWork) {
   sc::claim("DFLT-03", sc::verdict_kind::documented, "DRV cuLaunchKernel; SSB example k1<<<s>>>, k2<<<0>>>, k3<<<s>>>");
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::blocking_waits_for_earlier_legacy_work(*this, driver_path());
 }
 
@@ -77,6 +79,7 @@ TEST_F(DriverDefaultStreams, BlockingStreamLaunchWaitsForEarlierNullStreamWork) 
 // directions.
 TEST_F(DriverDefaultStreams, NonBlockingStreamAndNullStreamDoNotWaitForEachOther) {
   sc::claim("DFLT-04", sc::verdict_kind::documented, "DRV cuStreamCreate (CU_STREAM_NON_BLOCKING)");
+  SC_REQUIRE(sc::requirement::async_launches);
   const sc::testing::enqueue_path path = driver_path();
   sc::testing::non_blocking_does_not_wait_for_legacy_work(*this, path);
   sc::testing::legacy_does_not_wait_for_non_blocking_work(*this, path);
@@ -86,6 +89,8 @@ TEST_F(DriverDefaultStreams, NonBlockingStreamAndNullStreamDoNotWaitForEachOther
 // cudaStreamWaitEvent()"): the wait is a NULL-stream action, so later blocking work waits for it.
 TEST_F(DriverDefaultStreams, NullStreamWaitEventHoldsLaterBlockingWorkOnly) {
   sc::claim("DFLT-05", sc::verdict_kind::documented, "DRV cuStreamWaitEvent on the NULL stream; SSB");
+  SC_REQUIRE(sc::requirement::async_launches);
+  SC_REQUIRE(sc::requirement::default_connections);
   sc::testing::wait_on_legacy_holds_later_blocking_work_only(*this, driver_path());
 }
 

@@ -21,6 +21,7 @@ __global__ void first_launched_while_gated(unsigned* flag) {
 // Measured in the default entry (lazy) and in default_streams.eager.* (CUDA_MODULE_LOADING=EAGER).
 TEST_F(DefaultStreams, FirstLaunchOfAnUnloadedKernelWhileAGateRuns) {
   sc::claim("DFLT-20", sc::verdict_kind::observed, "old guide Lazy Loading (possible issues)");
+  SC_REQUIRE(sc::requirement::async_launches);
   const char* loading = std::getenv("CUDA_MODULE_LOADING");
   const std::string mode = loading == nullptr ? "default" : loading;
   // Mutation (arrangement), per entry: under lazy loading the kernel is loaded before the gate closes

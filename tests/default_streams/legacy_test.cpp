@@ -19,6 +19,7 @@ using DefaultStreams = sc::testing::DefaultStreams;
 // in blocking streams. (Arrangements of DFLT-02..05: legacy_rules.hpp, shared with the driver-API tests.)
 TEST_F(DefaultStreams, LegacyStreamWaitsForEarlierBlockingStreamWork) {
   sc::claim("DFLT-02", sc::verdict_kind::documented, "SSB: the legacy stream first waits on all blocking streams");
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::legacy_waits_for_earlier_blocking_work(*this, sc::testing::runtime_path(*this));
 }
 
@@ -26,6 +27,7 @@ TEST_F(DefaultStreams, LegacyStreamWaitsForEarlierBlockingStreamWork) {
 // legacy stream — here the legacy stream does not wait for it. (Mirror and negative control of DFLT-02.)
 TEST_F(DefaultStreams, LegacyStreamDoesNotWaitForNonBlockingStreamWork) {
   sc::claim("DFLT-04", sc::verdict_kind::documented, "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::legacy_does_not_wait_for_non_blocking_work(*this, sc::testing::runtime_path(*this));
 }
 
@@ -33,6 +35,7 @@ TEST_F(DefaultStreams, LegacyStreamDoesNotWaitForNonBlockingStreamWork) {
 // action waits for it.
 TEST_F(DefaultStreams, BlockingStreamWaitsForEarlierLegacyWork) {
   sc::claim("DFLT-03", sc::verdict_kind::documented, "SSB example k1<<<s>>>, k2<<<0>>>, k3<<<s>>>");
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::blocking_waits_for_earlier_legacy_work(*this, sc::testing::runtime_path(*this));
 }
 
@@ -40,6 +43,7 @@ TEST_F(DefaultStreams, BlockingStreamWaitsForEarlierLegacyWork) {
 // (Mirror and negative control of DFLT-03.)
 TEST_F(DefaultStreams, NonBlockingStreamDoesNotWaitForLegacyWork) {
   sc::claim("DFLT-04", sc::verdict_kind::documented, "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::non_blocking_does_not_wait_for_legacy_work(*this, sc::testing::runtime_path(*this));
 }
 
@@ -47,12 +51,15 @@ TEST_F(DefaultStreams, NonBlockingStreamDoesNotWaitForLegacyWork) {
 // stream holds later blocking-stream work, not non-blocking work.
 TEST_F(DefaultStreams, WaitEventOnTheLegacyStreamHoldsLaterBlockingWorkOnly) {
   sc::claim("DFLT-05", sc::verdict_kind::documented, "SSB: cudaStreamWaitEvent on the legacy stream");
+  SC_REQUIRE(sc::requirement::async_launches);
+  SC_REQUIRE(sc::requirement::default_connections);
   sc::testing::wait_on_legacy_holds_later_blocking_work_only(*this, sc::testing::runtime_path(*this));
 }
 
 // DFLT-01 · PG §2.3 (observed): kernels in two non-blocking streams may run concurrently.
 TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
   sc::claim("DFLT-01", sc::verdict_kind::observed, "PG 2.3: concurrent kernel execution");
+  SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
@@ -73,6 +80,7 @@ TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
 // busy; the same query while only a non-blocking stream is busy is the contrast.
 TEST_F(DefaultStreams, QueryOfTheLegacyStreamWhileABlockingStreamIsBusy) {
   sc::claim("DFLT-10", sc::verdict_kind::observed, "undocumented; hip-tests _SubmitWorkOnStreamAndQueryNullStream");
+  SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the busy streams swap kinds.
   const bool swapped = sc::mutation_active("DFLT-10", sc::mutation_kind::arrangement);
   for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
@@ -98,6 +106,7 @@ TEST_F(DefaultStreams, QueryOfTheLegacyStreamWhileABlockingStreamIsBusy) {
 // does it wait for that work?
 TEST_F(DefaultStreams, SynchronizeOfAnEmptyBlockingStreamAfterLegacyWork) {
   sc::claim("DFLT-11", sc::verdict_kind::observed, "contested: ROCm/hip PR #639, #1105; chipStar #1103");
+  SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): s1 is not empty: a mark waits in it behind the legacy gate.
   const bool pending = sc::mutation_active("DFLT-11", sc::mutation_kind::arrangement);
   sc::marks m;
@@ -116,6 +125,7 @@ TEST_F(DefaultStreams, SynchronizeOfAnEmptyBlockingStreamAfterLegacyWork) {
 // for a busy blocking stream but not for a busy non-blocking one.
 TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) {
   sc::claim("DFLT-12", sc::verdict_kind::observed, "hip-tests _NullStreamSynchronization (AMD-only)");
+  SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the gated streams swap kinds.
   const bool swapped = sc::mutation_active("DFLT-12", sc::mutation_kind::arrangement);
   for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
@@ -144,6 +154,7 @@ constexpr auto kIdleSyncWindow = sc::kAbsenceWindow;
 // idle stream returns while the gate is closed.
 TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
   sc::claim("DFLT-23", sc::verdict_kind::documented, "RT cudaDeviceSynchronize");
+  SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream blocking = make(stream_flags::blocking, "blocking");
   const sc::stream non_blocking = make(stream_flags::non_blocking, "non_blocking");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");

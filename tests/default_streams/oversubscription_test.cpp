@@ -29,6 +29,7 @@ std::string connections() {
 // 16 fresh streams get one mark each. How many fresh marks land while the gates are closed?
 TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   sc::claim("DFLT-16", sc::verdict_kind::observed, "RTAS24 R2, Fig. 5, Corollaries 1-2");
+  SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
   constexpr unsigned kBusy = 8;
   constexpr unsigned kFresh = 16;

@@ -59,6 +59,7 @@ class PerThreadStreams : public DefaultStreams {
 // streams; the explicit cudaStreamPerThread handle behaves so in every build mode.
 TEST_F(PerThreadStreams, PerThreadStreamDoesNotWaitForBlockingStreams) {
   sc::claim("DFLT-06", sc::verdict_kind::documented, "SSB (per-thread default stream); PG 2.3.6");
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream s1 = make(stream_flags::blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
@@ -76,6 +77,7 @@ TEST_F(PerThreadStreams, PerThreadStreamDoesNotWaitForBlockingStreams) {
 // stream, in both directions.
 TEST_F(PerThreadStreams, PerThreadStreamSynchronizesWithTheLegacyStream) {
   sc::claim("DFLT-07", sc::verdict_kind::documented, "SSB (per-thread stream and the legacy stream)");
+  SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream nb = make(stream_flags::non_blocking, "nb");
   const sc::stream& subject = sc::mutation_active("DFLT-07", sc::mutation_kind::arrangement) ? nb : per_thread_;
   {
@@ -106,6 +108,7 @@ TEST_F(PerThreadStreams, PerThreadStreamSynchronizesWithTheLegacyStream) {
 // (cudaStreamGetId differs) and independent (one's gate does not hold the other's work).
 TEST_F(PerThreadStreams, PerThreadStreamsOfTwoThreadsAreDistinctAndIndependent) {
   sc::claim("DFLT-08", sc::verdict_kind::documented, "SSB; PG 2.3.6.2");
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::gate g;
   unsigned long long id_a = 0;
@@ -135,6 +138,7 @@ TEST_F(PerThreadStreams, PerThreadStreamsOfTwoThreadsAreDistinctAndIndependent) 
 // build stream 0 is the one legacy stream, so the same code must NOT get there (negative control).
 TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
   sc::claim("DFLT-08", sc::verdict_kind::documented, "PG 2.3.6.2 (8 host threads, <<<>>> without a stream)");
+  SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
   constexpr int kThreads = 8;
   std::vector<std::unique_ptr<sc::gate>> gates;
@@ -191,6 +195,7 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
 // legacy mode, still sends handle 0 to the legacy stream in every build: each unit keeps its own mode.
 TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
   sc::claim("DFLT-09", sc::verdict_kind::documented, "SSB; PG 2.3.6.2 (--default-stream per-thread, -DCUDA_API_PER_THREAD_DEFAULT_STREAM)");
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream s1 = make(stream_flags::blocking, "s1");
   sc::gate g;

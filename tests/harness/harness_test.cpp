@@ -65,6 +65,7 @@ TEST_F(Harness, MovedBuffersKeepTheirMemory) {
 }
 
 TEST_F(Harness, GateHoldsItsStreamUntilOpened) {
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
   sc::gate g;
@@ -81,6 +82,7 @@ TEST_F(Harness, GateHoldsItsStreamUntilOpened) {
 
 // Negative control of the gate: another non-blocking stream is not held.
 TEST_F(Harness, GateDoesNotHoldAnotherNonBlockingStream) {
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream held = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
   sc::stream free = sc::stream::create(sc::stream_flags::non_blocking, 0, "free");
@@ -91,6 +93,7 @@ TEST_F(Harness, GateDoesNotHoldAnotherNonBlockingStream) {
 }
 
 TEST_F(Harness, AbsencePredicateFailsWhenTheMarkLands) {
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream held = sc::stream::create(sc::stream_flags::non_blocking);
   sc::stream free = sc::stream::create(sc::stream_flags::non_blocking);
@@ -101,6 +104,7 @@ TEST_F(Harness, AbsencePredicateFailsWhenTheMarkLands) {
 }
 
 TEST_F(Harness, PresencePredicateFailsWhenTheMarkIsHeld) {
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
   sc::gate g;
@@ -113,6 +117,7 @@ TEST_F(Harness, PresencePredicateFailsWhenTheMarkIsHeld) {
 // there or not, and whether the call returned or not; the ledger reports the firing after the device is
 // idle (here expected: the watchdog is silent, so the fixture records it without failing the test).
 TEST_F(Harness, ChecksOnAGateEndedByItsWatchdogAreInvalid) {
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
   sc::stream free = sc::stream::create(sc::stream_flags::non_blocking, 0, "free");
@@ -136,6 +141,7 @@ TEST_F(Harness, ChecksOnAGateEndedByItsWatchdogAreInvalid) {
 
 // An opened gate holds nothing either: a check that starts after the release is invalid.
 TEST_F(Harness, ChecksOnAnOpenedGateAreInvalid) {
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
   sc::gate g;
@@ -151,8 +157,9 @@ TEST_F(Harness, ChecksOnAnOpenedGateAreInvalid) {
 // The host-side twin of the gate: a host function waiting on a host flag holds its stream the same way,
 // and the same predicates judge it.
 TEST_F(Harness, HostLatchHoldsItsStreamUntilOpened) {
+  SC_REQUIRE(sc::requirement::async_launches);
   // With one connection the waiting host function blocks the shared queue, free stream included.
-  if (const std::string why = sc::inherited_connection_count(); !why.empty()) GTEST_SKIP() << why;
+  SC_REQUIRE(sc::requirement::own_connection_count);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
   sc::stream free = sc::stream::create(sc::stream_flags::non_blocking, 0, "free");
@@ -172,6 +179,7 @@ TEST_F(Harness, HostLatchHoldsItsStreamUntilOpened) {
 // A latch nobody opens returns at its deadline; checks on it are then invalid, and the firing is recorded
 // (expected here: the latch is silent, as the gate's watchdog test is).
 TEST_F(Harness, ChecksOnAHostLatchPastItsDeadlineAreInvalid) {
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
   const std::size_t mark = sc::detail::latch_mark();
@@ -188,6 +196,7 @@ TEST_F(Harness, ChecksOnAHostLatchPastItsDeadlineAreInvalid) {
 }
 
 TEST_F(Harness, WatchdogEndsAGateNobodyOpens) {
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
   sc::gate g(std::chrono::milliseconds{50}, sc::watchdog_report::silent);
   g.hold(s);

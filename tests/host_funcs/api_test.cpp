@@ -44,6 +44,7 @@ TEST_F(HostFuncs, UserDataStreamAndStatusArriveUnchanged) {
 // even behind unfinished work: both calls return while a gate holds their stream.
 TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
   sc::claim("HOST-09", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (enqueue does not wait)");
+  SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   // Mutation (arrangement): each call is followed by a synchronize of its stream.
   const bool then_sync = sc::mutation_active("HOST-09", sc::mutation_kind::arrangement);

@@ -24,6 +24,7 @@ constexpr std::chrono::milliseconds kChildReadyDeadline{20000};
 // NVIDIA/nccl #1742 (observed): while a host function in A waits, does a host function in B run?
 TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
   sc::claim("HOST-06", sc::verdict_kind::observed, "RT cudaLaunchHostFunc; NVIDIA/nccl #1742");
+  SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   // Mutation (arrangement): A is held by a kernel gate instead, so no host function is waiting (on this
@@ -46,6 +47,7 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
 // kernel in B run? (Field reports on Hopper say it is delayed.)
 TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
   sc::claim("HOST-07", sc::verdict_kind::observed, "sii-research/VCCL #3; NVIDIA/nccl #1742");
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
@@ -67,6 +69,8 @@ TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
 // thread_probe, the process a child_probe: the same held window judges both.
 TEST_F(HostFuncs, OtherThreadsCallsWhileACallbackWaits) {
   sc::claim("HOST-08", sc::verdict_kind::observed, "pytorch/FBGEMM PR #5462 (a driver mutex held during callbacks?)");
+  SC_REQUIRE(sc::requirement::async_launches);
+  SC_REQUIRE(sc::requirement::several_contexts);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);

@@ -80,6 +80,7 @@ TEST_F(HostFuncs, AfterADeviceFaultCallbacksGetTheErrorAndHostFunctionsAreSkippe
   sc::claim(
       "HOST-11", sc::verdict_kind::documented,
       "DRV cuStreamAddCallback (error status after a device error); cuLaunchHostFunc (not called after an error)");
+  SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): an empty kernel instead of the trapping one, so nothing faults.
   const bool trap = !sc::mutation_active("HOST-11", sc::mutation_kind::arrangement);
   GTEST_FLAG_SET(death_test_style, "threadsafe");

@@ -33,7 +33,7 @@ void HostFuncs::SetUp() {
   GpuTest::SetUp();
   if (IsSkipped() || HasFatalFailure()) return;
   // Orderings across streams and the two-stream negative control need independent hardware queues.
-  if (const std::string why = inherited_connection_count(); !why.empty()) GTEST_SKIP() << why;
+  SC_REQUIRE(requirement::own_connection_count);
   timeline().track(stream::legacy());
 }
 

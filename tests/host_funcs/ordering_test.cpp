@@ -25,6 +25,7 @@ constexpr std::uint32_t kElements = 4096;
 // reads the buffer in reverse order. It must not run while the gate is closed, and must see V everywhere.
 TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
   sc::claim("HOST-01", sc::verdict_kind::documented, "RT cudaLaunchHostFunc; PG 2.3.4");
+  SC_REQUIRE(sc::requirement::async_launches);
   constexpr std::uint32_t kValue = 0x5c0001u;
   sc::mapped<std::uint32_t> data(kElements);
   const sc::stream s = make(stream_flags::non_blocking, "s");
@@ -54,6 +55,7 @@ TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
 // function runs (it waits on a host latch), later work in its stream does not start.
 TEST_F(HostFuncs, HostFunctionBlocksLaterWorkInItsStream) {
   sc::claim("HOST-02", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (blocks work added after it)");
+  SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
@@ -75,6 +77,7 @@ TEST_F(HostFuncs, HostFunctionBlocksLaterWorkInItsStream) {
 // run (tickets 1..N) and see exactly i + 1 marks landed (it ran after mark i and before mark i + 1).
 TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
   sc::claim("HOST-03", sc::verdict_kind::documented, "RT stream semantics (host functions in stream order)");
+  SC_REQUIRE(sc::requirement::async_launches);
   constexpr unsigned kFunctions = 8;
   sc::marks m;
   const sc::stream s = make(stream_flags::non_blocking, "s");
@@ -113,6 +116,7 @@ TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
 // one enqueued (into a stream held by a gate) runs after the second (in a free stream).
 TEST_F(HostFuncs, NegativeControlHostFunctionsOfTwoStreamsHaveNoFixedOrder) {
   sc::claim("HOST-03", sc::verdict_kind::documented, "RT stream semantics (negative control: two streams)");
+  SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   // Mutation (arrangement): the second host function goes into the gated stream too.
@@ -135,6 +139,7 @@ TEST_F(HostFuncs, NegativeControlHostFunctionsOfTwoStreamsHaveNoFixedOrder) {
 // B waits on an event recorded in A after the gate; the host function in B must not run while A is gated.
 TEST_F(HostFuncs, HostFunctionWaitsForWorkJoinedByAnEventWait) {
   sc::claim("HOST-10", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (as if an event before it were synchronized)");
+  SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::event joined = sc::event::create(sc::event_flags::disable_timing);

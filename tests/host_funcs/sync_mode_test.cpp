@@ -40,6 +40,7 @@ void CUDART_CB note_wake(void* data) {
 // start of the host function behind it, per sync mode (median of kSamples), and the code of mode 2.
 TEST_F(HostFuncs, HostTaskSyncModesOfLaunchHostFuncV2) {
   sc::claim("HOST-15", sc::verdict_kind::observed, "cuda-python HostTaskSyncMode; DRV cuLaunchHostFunc_v2 (CUDA 13.2)");
+  SC_REQUIRE(sc::requirement::async_launches);
   int driver = 0;
   SC_CHECK_CUDA(cudaDriverGetVersion(&driver));
   sc::observe("driver_version", driver);

@@ -187,6 +187,7 @@ TEST_F(PriorityFlags, PlainlyCreatedStreamsHaveDefaultPriorityZero) {
 // same time (checked while the gate is closed) before any of it runs.
 TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
   sc::claim("PRIO-11", sc::verdict_kind::documented, "RT stream semantics (multi-threaded creation and use)");
+  SC_REQUIRE(sc::requirement::async_launches);
   constexpr unsigned kThreads = 16;
   constexpr std::uint32_t kElements = 4096;
   const int levels = least_ - greatest_ + 1;

@@ -20,11 +20,10 @@ void PrioritySched::SetUp() {
   // Every test's records are held to the device's residency limits.
   claim("SCHED-13", verdict_kind::documented,
         "RT cudaDeviceProp maxThreadsPerMultiProcessor, maxBlocksPerMultiProcessor");
-  if (const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING"); blocking != nullptr && std::string(blocking) == "1")
-    GTEST_SKIP() << "CUDA_LAUNCH_BLOCKING=1: launches are synchronous, so grids cannot be left pending behind a "
-                    "latch (the arrangement every scheduling test is built on)";
-  // Which grid is pending where depends on independent hardware queues (inherited_connection_count).
-  if (const std::string why = inherited_connection_count(); !why.empty()) GTEST_SKIP() << why;
+  // Grids are left pending behind a latch (the arrangement every scheduling test is built on), and which
+  // grid is pending where depends on independent hardware queues.
+  SC_REQUIRE(requirement::async_launches);
+  SC_REQUIRE(requirement::own_connection_count);
   threads_ = static_cast<unsigned>(std::min(1024, properties().maxThreadsPerBlock));
   int per_sm = 0;
   SC_CHECK_CUDA(kernels::sched_spin_occupancy(threads_, &per_sm));

@@ -58,6 +58,8 @@ std::string run_children(std::vector<sc::child_probe*> children) {
 // first. Within one context the high grid would take every freed slot (SCHED-01); across contexts?
 TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
   sc::claim("SCHED-10", sc::verdict_kind::observed, "RTSS17 App. A; cuda_scheduling_examiner stream_priority_process");
+  SC_REQUIRE(sc::requirement::several_contexts);
+  SC_REQUIRE(sc::requirement::separate_contexts);
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   const unsigned blocks = 4 * wave();
   const auto args = [&](int priority, const std::string& out) {
@@ -111,15 +113,14 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
 // context's turn plus the switches: the run lengths between stretches give the time slice.
 TEST_F(PrioritySched, ContextsAreTimeSliced) {
   sc::claim("SCHED-11", sc::verdict_kind::observed, "RTAS24 Fig. 6/7/9; GTRACE");
+  SC_REQUIRE(sc::requirement::several_contexts);
+  SC_REQUIRE(sc::requirement::separate_contexts);
   // Reason for 20 ms: several slices of about 2 ms each (RTAS24) per context.
   constexpr unsigned kSpinUs = 20000;
   // Reason for 20 us: far above a timer read's own gaps (a few ticks) and far below a context switch.
   constexpr unsigned kThresholdUs = 20;
-  const char* mps_pipe = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
-  const bool mps =
-      (mps_pipe != nullptr && std::filesystem::exists(mps_pipe)) || std::filesystem::exists("/tmp/nvidia-mps");
-  sc::observe("mps", mps ? std::string("an MPS pipe directory exists: the children may share one context")
-                         : std::string("no MPS control daemon found: the MPS variant is not run"));
+  // Under MPS the test has skipped above (separate_contexts); how that was decided is recorded.
+  sc::observe("mps", "not active: " + sc::current_environment().mps_evidence);
   const unsigned blocks = wave();
   const auto args = [&](const std::string& out) {
     return std::vector<std::string>{"--blocks",       std::to_string(blocks),

@@ -76,6 +76,21 @@ TEST(TestMain, StreamcheckArgumentsAreTakenOutOfArgv) {
   sc::context() = saved;
 }
 
+// The environment entry's name and the variable it sets arrive apart; the longer option is not mistaken
+// for the shorter one.
+TEST(TestMain, VariantAndTheVariableItSetsAreTakenApart) {
+  std::vector<std::string> storage{"exe", "--streamcheck-variant-sets=CUDA_LAUNCH_BLOCKING",
+                                   "--streamcheck-variant=launch_blocking"};
+  std::vector<char*> argv{storage[0].data(), storage[1].data(), storage[2].data(), nullptr};
+  int argc = 3;
+  const sc::run_context saved = sc::context();
+  EXPECT_EQ("", sc::take_streamcheck_arguments(argc, argv.data()));
+  EXPECT_EQ(1, argc);
+  EXPECT_EQ("launch_blocking", sc::context().env_variant);
+  EXPECT_EQ("CUDA_LAUNCH_BLOCKING", sc::context().env_variant_sets);
+  sc::context() = saved;
+}
+
 TEST(TestMain, UnknownStreamcheckOptionIsAnError) {
   std::vector<std::string> storage{"exe", "--streamcheck-result=/tmp/r"};
   std::vector<char*> argv{storage[0].data(), storage[1].data(), nullptr};

@@ -1,0 +1,87 @@
+"""ci/sanitizer.py: how the sanitizer job reads the tool's output, the tests' verdicts and its own lists."""
+import importlib.util
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("sanitizer", ROOT / "ci" / "sanitizer.py")
+sanitizer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sanitizer)
+
+MEMCHECK = """========= COMPUTE-SANITIZER
+========= Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on CUDA API call to cudaStreamCreateWithFlags.
+=========     Saved host backtrace up to driver entry point at error
+========= Program hit cudaErrorNotReady (error 600) due to "device not ready" on CUDA API call to cudaStreamQuery.
+========= ERROR SUMMARY: 2 errors
+"""
+RACECHECK = "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n"
+
+
+class ToolOutput(unittest.TestCase):
+    def test_api_errors_are_named_and_not_ready_is_a_status(self):
+        found = sanitizer.tool_findings(MEMCHECK)
+        self.assertEqual(1, found["errors"])
+        self.assertEqual(1, found["statuses"])
+        self.assertEqual([("cudaStreamCreateWithFlags", "cudaErrorInvalidValue")], found["api_errors"])
+
+    def test_every_process_summary_counts_and_racecheck_has_its_own(self):
+        two = "========= ERROR SUMMARY: 0 errors\n========= ERROR SUMMARY: 3 errors\n"
+        self.assertEqual(3, sanitizer.tool_findings(two)["errors"])
+        self.assertEqual(2, sanitizer.tool_findings(two)["summaries"])
+        self.assertEqual(1, sanitizer.tool_findings(RACECHECK)["errors"])
+
+    def test_no_summary_means_no_counted_error(self):
+        self.assertEqual(0, sanitizer.tool_findings("")["errors"])
+
+
+class Verdicts(unittest.TestCase):
+    def test_passed_failed_skipped_watchdog_and_early_end(self):
+        self.assertEqual("passed", sanitizer.test_outcome("[  PASSED  ] 1 test.\n")[0])
+        failed = sanitizer.test_outcome("/x/a.cpp:3: Failure\nValue of: ...\n[  FAILED  ] A.B\n")
+        self.assertEqual(("failed", "/x/a.cpp:3: Failure"), failed)
+        skipped = sanitizer.test_outcome("/x/a.cpp:3: Skipped\nCUDA_LAUNCH_BLOCKING=1 ...\n[  SKIPPED ] A.B\n")
+        self.assertEqual(("skipped", "CUDA_LAUNCH_BLOCKING=1 ..."), skipped)
+        self.assertEqual("failed", sanitizer.test_outcome("STREAMCHECK-WATCHDOG gate 1\n[  PASSED  ] 1 test.")[0])
+        self.assertEqual("failed", sanitizer.test_outcome("[ RUN      ] A.B\n")[0])
+
+
+class Lists(unittest.TestCase):
+    def test_options_follow_the_lists_and_every_entry_has_a_reason(self):
+        plain = sanitizer.tool_options("memcheck", "Harness.GateHoldsItsStreamUntilOpened")
+        self.assertEqual(["--tool", "memcheck", "--error-exitcode", "86", "--check-exit-code", "no"], plain)
+        bad_args = sanitizer.tool_options("memcheck", "PriorityFlags.UnknownFlagBitsAreRejected")
+        self.assertIn("--report-api-errors", bad_args)
+        child = sanitizer.tool_options("memcheck", "PriorityFlags.NullOutPointersReturnAnErrorCode")
+        self.assertIn("application-only", child)
+        for table in (sanitizer.EXPECTED_API_ERRORS, sanitizer.UNTRACKED_CHILDREN):
+            for name, reason in table.items():
+                self.assertRegex(name, r"^\w+\.\w+$")
+                self.assertTrue(reason.strip(), name)
+
+    def test_listed_tests_exist(self):
+        sources = "".join(p.read_text() for p in (ROOT / "tests").glob("*/*_test.c*"))
+        for table in (sanitizer.EXPECTED_API_ERRORS, sanitizer.UNTRACKED_CHILDREN):
+            for name in table:
+                suite, test = name.split(".")
+                self.assertIn("(%s, %s)" % (suite, test), sources, name)
+
+    def test_entries_come_from_the_gpu_labels_with_their_environment(self):
+        listing = {"tests": [
+            {"name": "default_streams.launch_blocking.DefaultStreams.X",
+             "command": ["exe", "--gtest_filter=DefaultStreams.X"],
+             "properties": [{"name": "LABELS", "value": ["default_streams", "gpu"]},
+                            {"name": "ENVIRONMENT", "value": ["CUDA_LAUNCH_BLOCKING=1"]},
+                            {"name": "TIMEOUT", "value": 90.0}]},
+            {"name": "unit.A.B", "command": ["u"], "properties": [{"name": "LABELS", "value": ["unit", "nogpu"]}]},
+            {"name": "harness.Harness.Y", "command": ["h", "--gtest_filter=Harness.Y"],
+             "properties": [{"name": "LABELS", "value": ["gpu", "harness"]}]},
+        ]}
+        entries = sanitizer.gpu_entries(listing, ("default_streams",))
+        self.assertEqual(["default_streams.launch_blocking.DefaultStreams.X"], [e["name"] for e in entries])
+        self.assertEqual("DefaultStreams.X", entries[0]["gtest"])
+        self.assertEqual(["CUDA_LAUNCH_BLOCKING=1"], entries[0]["environment"])
+        self.assertEqual(90.0, entries[0]["timeout"])
+
+
+if __name__ == "__main__":
+    unittest.main()
