@@ -82,6 +82,15 @@ class Lists(unittest.TestCase):
         self.assertEqual(["CUDA_LAUNCH_BLOCKING=1"], entries[0]["environment"])
         self.assertEqual(90.0, entries[0]["timeout"])
 
+    def test_discovered_entries_without_a_filter_take_suite_and_test_from_the_ctest_name(self):
+        # PRE_TEST discovery runs the test through a wrapper whose command has no --gtest_filter (seen on the
+        # H100: the lists did not apply and PRIO-10 hung under memcheck).
+        self.assertEqual("PriorityFlags.NullOutPointersReturnAnErrorCode",
+                         sanitizer.gtest_name("priority_flags.PriorityFlags.NullOutPointersReturnAnErrorCode",
+                                              ["cmake", "-P", "wrapper.cmake"]))
+        self.assertEqual("LazyLoadingAcrossDevices.X",
+                         sanitizer.gtest_name("events.eager.LazyLoadingAcrossDevices.X", ["cmake"]))
+
 
 if __name__ == "__main__":
     unittest.main()
