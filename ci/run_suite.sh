@@ -63,17 +63,26 @@ if [ $every_gpu -eq 1 ]; then
     echo "run_suite: --every-gpu: nvidia-smi lists no GPU; one run on whatever CUDA sees" >&2
     gpus=("")
   fi
+  # nvidia-smi numbers GPUs by PCI bus; CUDA numbers them fastest first unless told otherwise.
+  export CUDA_DEVICE_ORDER=PCI_BUS_ID
   worst=0
   first=""
   for g in "${gpus[@]}"; do
-    echo "run_suite: GPU ${g:-?}"
+    echo "run_suite: GPU ${g:-(as CUDA sees them)}"
+    before=$(readlink -f "$build/results/latest" 2>/dev/null || true)
     set +e
-    (cd "$build" && CUDA_VISIBLE_DEVICES=$g ctest --output-on-failure --timeout 300 \
+    # An empty CUDA_VISIBLE_DEVICES would hide every GPU: set it only with an index.
+    (cd "$build" && env ${g:+CUDA_VISIBLE_DEVICES=$g} ctest --output-on-failure --timeout 300 \
       --output-junit "junit-gpu${g}.xml" "$@")
     rc=$?
     set -e
     [ $rc -gt $worst ] && worst=$rc
-    run=$(readlink -f "$build/results/latest")
+    run=$(readlink -f "$build/results/latest" 2>/dev/null || true)
+    if [ -z "$run" ] || [ "$run" = "$before" ]; then
+      echo "run_suite: GPU ${g:-?}: ctest made no new results folder (status $rc)" >&2
+      [ $worst -eq 0 ] && worst=1
+      continue
+    fi
     if [ -z "$first" ]; then
       first=$run
       report "$run"
@@ -85,7 +94,7 @@ if [ $every_gpu -eq 1 ]; then
     echo "run_suite: the tests that need two GPUs, every GPU visible"
     set +e
     (cd "$build" && ctest --output-on-failure --timeout 300 --output-junit junit-multi-gpu.xml \
-      -R 'AcrossDevices\.' --no-tests=error)
+      -R 'AcrossDevices\.' --no-tests=error "$@")
     rc=$?
     set -e
     [ $rc -gt $worst ] && worst=$rc

@@ -119,12 +119,30 @@ TEST_F(EventsAndWaits, TwentyThreadsKeepEveryDependency) {
   sc::gate g;
   const int dev = device();
   std::vector<std::thread> threads;
+  // Ends the threads on every path out of the test (a failed assertion or an exception included): no thread
+  // is left joinable, and one still waiting for its predecessor is released without enqueueing anything.
+  struct joiner {
+    std::mutex& mu;
+    std::condition_variable& cv;
+    bool& finish;
+    std::vector<std::thread>& threads;
+    ~joiner() {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        finish = true;
+      }
+      cv.notify_all();
+      for (std::thread& th : threads)
+        if (th.joinable()) th.join();
+    }
+  } end_threads{mu, cv, finish, threads};
   for (unsigned t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       cudaError_t code = cudaSetDevice(dev);
       {
         std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return enqueued >= t; });
+        cv.wait(lock, [&] { return enqueued >= t || finish; });
+        if (finish) return;
       }
       const sc::stream mine = sc::stream::per_thread();
       try {
@@ -133,7 +151,7 @@ TEST_F(EventsAndWaits, TwentyThreadsKeepEveryDependency) {
           code = cudaStreamWaitEvent(cudaStreamPerThread, events[t - 1].get(), 0);
         if (code == cudaSuccess) m.drop(mine, t);
         if (code == cudaSuccess) code = cudaEventRecord(events[t].get(), cudaStreamPerThread);
-      } catch (const sc::cuda_error&) {
+      } catch (...) {
         code = cudaErrorUnknown;
       }
       {
@@ -146,10 +164,13 @@ TEST_F(EventsAndWaits, TwentyThreadsKeepEveryDependency) {
       }
     });
   }
+  bool all_enqueued = false;
   {
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, sc::kWorkDeadline, [&] { return enqueued == kThreads; });
+    all_enqueued = cv.wait_for(lock, sc::kWorkDeadline, [&] { return enqueued == kThreads; });
   }
+  ASSERT_TRUE(all_enqueued) << "the threads did not all enqueue their part of the chain within "
+                            << sc::kWorkDeadline.count() << " ms";
   const auto any_landed = sc::probe("any thread's mark landed", [&] {
     for (unsigned t = 0; t < kThreads; ++t)
       if (m.ticket_of(t) != 0) return true;

@@ -56,6 +56,8 @@ TEST_F(EventsAndWaits, WaitHoldsLaterWorkForEveryPairOfStreamKinds) {
       }
       record(e, a, "e");
       sc::held_window w(g);
+      sc::observe(std::string(to_string(ka)) + "_to_" + to_string(kb) + ".negative_control",
+                  !sc::testing::implicitly_ordered(ka, kb));
       if (!sc::testing::implicitly_ordered(ka, kb)) {
         drop(m, b, control_mark);
         EXPECT_TRUE(w.present(sc::probe::mark(m, control_mark))) << pair << ": B is not free without the wait";
@@ -213,10 +215,12 @@ TEST_F(EventsAndWaits, WaitOnANeverRecordedEventIsANoOp) {
   const sc::gated_result landed = w.present(sc::probe::mark(m, 1));
   EXPECT_TRUE(landed) << "a wait on a never-recorded event held later work";
   if (landed.outcome() == sc::gated_outcome::holds) {
-    // B's work is done, so synchronizing it cannot wait for the gate: it must succeed.
-    const cudaError_t synced = cudaStreamSynchronize(b.get());
-    sc::observe("sync_of_waiting_stream", sc::error_name(synced));
-    EXPECT_EQ(cudaSuccess, synced) << "synchronizing the stream that waited on a never-recorded event";
+    // B's work is done, so synchronizing it must return while the gate is still closed, with cudaSuccess
+    // (on a helper thread, so a synchronize that wrongly waits ends with the window, not on the watchdog).
+    const sc::return_observation synced = sc::call_while_gated([&] { return cudaStreamSynchronize(b.get()); }, g);
+    sc::observe("sync_of_waiting_stream", sc::error_name(synced.code));
+    EXPECT_TRUE(synced.returned) << "synchronizing the stream that waited on a never-recorded event waited";
+    EXPECT_CUDA_EQ(cudaSuccess, synced.code);
   }
   w.release();
   drain();
