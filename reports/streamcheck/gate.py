@@ -5,7 +5,8 @@
        gates differs (differs-gating; no-baseline-dir, a wrong source tree, fails the same way)
     2  the run is not trustworthy, whatever its tests say: no GPU was used, tracing (CUPTI) was off where it is
        required, the results folder is incomplete (no env.json, a result file unreadable, a test ctest ran
-       without its GoogleTest XML, a test with a claim without its observation file, the run not finished,
+       without its GoogleTest XML, or in fast mode a test its entry's manifest lists without its XML, a test
+       with a claim without its observation file, the run not finished,
        env.json's XML count not matching), a gate watchdog fired unexpectedly, or a mutation was active
 
 Also the run as a Markdown summary (GitHub step summary, GitLab note) and as JUnit XML whose test cases carry
