@@ -3,6 +3,7 @@
 # folder, and tallies failures per test. Exit status 0 only when every run passed.
 #
 #   ci/flake_check.sh BUILD_DIR LABEL [N=20]
+#   STREAMCHECK_MODE=fast ci/flake_check.sh BUILD_DIR LABEL [N]   (the same in fast mode: ci/mode.sh)
 #
 # Prints one line per run (ctest's summary and wall time), then the tests that failed and how often, then
 # the wall time's minimum, median and maximum. Logs of failed runs are kept in BUILD_DIR/flake/.
@@ -22,9 +23,13 @@ if [ ! -f "$build/CTestTestfile.cmake" ]; then
   echo "flake_check: $build is not a configured build directory" >&2
   exit 2
 fi
+src_reports=$(cd "$(dirname "${BASH_SOURCE[0]}")/../reports" && pwd)
+# shellcheck source=ci/mode.sh
+. "$(dirname "${BASH_SOURCE[0]}")/mode.sh"
+sc_use_mode "$build" || exit 2
 logs="$build/flake"
 mkdir -p "$logs"
-rm -f "$logs"/*.log
+rm -f "$logs"/*.log "$logs"/failed-*.txt
 failed_runs=0
 walls=()
 for i in $(seq 1 "$n"); do
@@ -43,6 +48,11 @@ for i in $(seq 1 "$n"); do
   fi
   if [ "$rc" -ne 0 ]; then
     failed_runs=$((failed_runs + 1))
+    # The tests that failed, from the run folder (in fast mode ctest names only the family's entries).
+    python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); from streamcheck.results import load_run
+for n, t in sorted(load_run(sys.argv[2])["tests"].items()):
+    if t["status"] == "failed": print(n)' "$src_reports" "$(readlink -f "$build/results/latest")" \
+      >"$logs/failed-$i.txt" 2>/dev/null || true
   else
     rm -f "$log"
   fi
@@ -53,6 +63,11 @@ if [ "$failed_runs" -gt 0 ]; then
   # add the test's labels after it.
   tally=$(cat "$logs"/run-*.log | tr -d '\r' |
     sed -n 's/^[[:space:]]*[0-9]\{1,\} - \([^ ]*\) (\([A-Za-z ]*\)).*/\1 (\2)/p' | sort | uniq -c | sort -rn)
+  per_test=$(cat "$logs"/failed-*.txt 2>/dev/null | sort | uniq -c | sort -rn)
+  if [ -n "$per_test" ]; then
+    echo "flake_check: tests that failed, from the run folders (count of runs):"
+    echo "$per_test"
+  fi
   if [ -n "$tally" ]; then
     echo "$tally"
   else

@@ -3,6 +3,7 @@
 # that ID's edge or expectation) and require that exactly the tests claiming that ID fail.
 #
 #   ci/mutation.sh BUILD_DIR LABEL ID [ID ...]
+#   STREAMCHECK_MODE=fast ci/mutation.sh BUILD_DIR LABEL ID ...   (the same in fast mode: ci/mode.sh)
 #
 # Prints one line per ID (with the kind of mutation its tests applied: arrangement or expectation) and a
 # summary that counts both kinds; exits 1 if any mutation survived or hit other tests.
@@ -10,6 +11,9 @@ set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(cd "$1" && pwd) label=$2
 shift 2
+# shellcheck source=ci/mode.sh
+. "$src/ci/mode.sh"
+sc_use_mode "$build" || exit 2
 failed=0
 lines=()
 for id in "$@"; do

@@ -3,7 +3,8 @@
 # sc_behavior_family(FAMILY <label> SOURCES <file>...
 #                    [NOGPU] [EXCLUSIVE] [TIMEOUT <seconds>]
 #                    [PER_THREAD_SOURCES <file>...] [NVCC_PER_THREAD_SOURCES <file.cu>...]
-#                    [ENV_VARIANT <name> <gtest-filter> <VAR=value> [<name> <filter> <VAR=value>]...])
+#                    [ENV_VARIANT <name> <gtest-filter> <VAR=value> [<name> <filter> <VAR=value>]...]
+#                    [ISOLATED <gtest-pattern>...])
 #
 # - Every test of the family runs in its own process (gtest_discover_tests, DISCOVERY_MODE PRE_TEST, so
 #   discovery happens on the machine that runs the tests) and writes its own GoogleTest XML into the run's
@@ -23,10 +24,28 @@
 #   Each entry also gets a host test, <family>.<name>.EnvironmentEntry.FilterSelectsATest (labels: the
 #   family and nogpu), that fails when its filter selects no test of the family.
 #
+# - STREAMCHECK_MODE (cache option, README "Choosing the mode"): `isolated` (default) gives every test its
+#   own entry as described above; `fast` gives each executable one entry per environment entry and one for
+#   its default entries, `<prefix>fast` (label `fast` besides the family's), running all their tests in
+#   one process (--streamcheck-mode=fast; results per test as in isolated mode: fast_mode.hpp). ISOLATED
+#   patterns name the tests that must own their process (why: in the family's CMakeLists.txt); in fast mode
+#   they keep their own entries, named as in isolated mode. An environment entry whose filter lists a
+#   pattern that ISOLATED lists too keeps that pattern's tests in their own entries; the ISOLATED patterns
+#   are left out of every fast entry. Fast mode also adds a host test per family,
+#   <family>.FastMode.CoversEveryTest, that fails unless the fast and isolated entries together select
+#   exactly the tests isolated mode selects, once each. ISOLATED changes nothing in isolated mode.
+#
 # Property values are given one key at a time (LABELS a LABELS b): a list value inside PROPERTIES shifts
 # the key/value pairs and later properties are silently lost (CMake issue 17812).
 set(SC_WATCHDOG_BANNER "STREAMCHECK-WATCHDOG" CACHE INTERNAL "Printed by a kernel whose watchdog fired")
 set(SC_RUN_FIXTURE streamcheck_run)
+set(STREAMCHECK_MODE isolated CACHE STRING
+    "isolated: one process per test (default); fast: one process per family executable and environment entry")
+set_property(CACHE STREAMCHECK_MODE PROPERTY STRINGS isolated fast)
+if(NOT STREAMCHECK_MODE MATCHES "^(isolated|fast)$")
+  message(FATAL_ERROR "STREAMCHECK_MODE must be isolated or fast, not '${STREAMCHECK_MODE}'")
+endif()
+set(STREAMCHECK_FAST_TIMEOUT 900 CACHE STRING "Fast mode: TIMEOUT of an entry that runs a whole family (seconds)")
 
 function(_sc_add_family_executable exe variant)
   add_executable(${exe} ${ARGN})
@@ -60,9 +79,120 @@ function(_sc_discover exe prefix filter props variant sets)
     PROPERTIES ${props} ${ARGN})
 endfunction()
 
+# Fast mode: one entry running `filter` of `exe` in one process, with the properties of the family's entries.
+function(_sc_add_fast_entry exe prefix filter variant sets env)
+  set(results "${SC_RESULTS_ROOT}/latest")
+  set(name "${prefix}fast")
+  set(args "--gtest_filter=${filter}" "--streamcheck-results=${results}" "--streamcheck-source=${PROJECT_SOURCE_DIR}"
+           "--streamcheck-prefix=${prefix}" "--streamcheck-mode=fast")
+  if(variant)
+    list(APPEND args "--streamcheck-variant=${variant}" "--streamcheck-variant-sets=${sets}")
+  endif()
+  add_test(NAME ${name} COMMAND ${exe} ${args})
+  # One property per call: a list value (LABELS) must not shift the others (CMake issue 17812).
+  set_property(TEST ${name} PROPERTY LABELS ${_sc_family} fast)
+  set_property(TEST ${name} PROPERTY TIMEOUT ${STREAMCHECK_FAST_TIMEOUT})
+  set_property(TEST ${name} PROPERTY FIXTURES_REQUIRED ${SC_RUN_FIXTURE})
+  set_property(TEST ${name} PROPERTY SKIP_RETURN_CODE 77)  # every test skipped (fast_mode.hpp)
+  if(_sc_nogpu)
+    set_property(TEST ${name} APPEND PROPERTY LABELS nogpu)
+  else()
+    set_property(TEST ${name} APPEND PROPERTY LABELS gpu)
+    set_property(TEST ${name} PROPERTY FAIL_REGULAR_EXPRESSION "${SC_WATCHDOG_BANNER}")
+    set_property(TEST ${name} PROPERTY RESOURCE_GROUPS "gpus:1")
+  endif()
+  if(_sc_exclusive)
+    set_property(TEST ${name} PROPERTY RUN_SERIAL ON)
+  endif()
+  if(env)
+    set_property(TEST ${name} PROPERTY ENVIRONMENT "${env}")
+  endif()
+endfunction()
+
+# Fast mode's entries of a family (a macro: it reads sc_behavior_family's variables). Per executable: for each
+# environment entry, its tests not ISOLATED in one process and its ISOLATED ones in entries of their own;
+# then the default entries the same way. The filters of every entry go to the family's coverage check.
+macro(_sc_family_fast_entries)
+  list(JOIN arg_ISOLATED ":" _sc_iso)
+  set(_sc_checks "")
+  foreach(target prefix IN ZIP_LISTS targets prefixes)
+    set(excluded "")
+    set(remaining ${arg_ENV_VARIANT})
+    while(remaining)
+      list(POP_FRONT remaining vname vfilter venv)
+      if(vfilter MATCHES "^\\+")
+        string(SUBSTRING "${vfilter}" 1 -1 vfilter)
+      else()
+        list(APPEND excluded "${vfilter}")
+      endif()
+      if(vfilter MATCHES "-")
+        message(FATAL_ERROR "sc_behavior_family(${arg_FAMILY}): fast mode needs positive environment filters "
+                            "(no '-'): ${vname} has '${vfilter}'")
+      endif()
+      string(REGEX REPLACE "=.*$" "" vvar "${venv}")
+      string(REPLACE ":" ";" patterns "${vfilter}")
+      set(fast_patterns "")
+      set(own_patterns "")
+      foreach(pattern IN LISTS patterns)
+        if(pattern IN_LIST arg_ISOLATED)
+          list(APPEND own_patterns "${pattern}")
+        else()
+          list(APPEND fast_patterns "${pattern}")
+        endif()
+      endforeach()
+      if(fast_patterns)
+        list(JOIN fast_patterns ":" joined)
+        if(_sc_iso)
+          string(APPEND joined "-${_sc_iso}")
+        endif()
+        _sc_add_fast_entry(${target} "${prefix}${vname}." "${joined}" "${vname}" "${vvar}" "${venv}")
+        list(APPEND _sc_checks "$<TARGET_FILE:${target}>|${vname}|fast|${joined}")
+      endif()
+      if(own_patterns)
+        list(JOIN own_patterns ":" joined)
+        _sc_discover(${target} "${prefix}${vname}." "${joined}" "${props}" "${vname}" "${vvar}" ENVIRONMENT "${venv}")
+        list(APPEND _sc_checks "$<TARGET_FILE:${target}>|${vname}|fast|${joined}")
+      endif()
+      list(APPEND _sc_checks "$<TARGET_FILE:${target}>|${vname}|isolated|${vfilter}")
+    endwhile()
+    set(rest "*")
+    set(fast_rest "*")
+    list(JOIN excluded ":" joined)
+    if(excluded)
+      set(rest "-${joined}")
+    endif()
+    if(excluded OR _sc_iso)
+      set(fast_rest "*-${joined}")
+      if(excluded AND _sc_iso)
+        string(APPEND fast_rest ":")
+      endif()
+      string(APPEND fast_rest "${_sc_iso}")
+    endif()
+    _sc_add_fast_entry(${target} "${prefix}" "${fast_rest}" "" "" "")
+    list(APPEND _sc_checks "$<TARGET_FILE:${target}>|-|isolated|${rest}" "$<TARGET_FILE:${target}>|-|fast|${fast_rest}")
+    if(_sc_iso)
+      set(own "${_sc_iso}")
+      if(excluded)
+        string(APPEND own "-${joined}")
+      endif()
+      _sc_discover(${target} "${prefix}" "${own}" "${props}" "" "")
+      list(APPEND _sc_checks "$<TARGET_FILE:${target}>|-|fast|${own}")
+    endif()
+  endforeach()
+  # Per executable and entry (environment entry name, - for the default ones), the fast entries' filters
+  # together must select what the isolated filter selects, each test once: lines exe|entry|mode|filter.
+  set(_sc_check "${arg_FAMILY}.FastMode.CoversEveryTest")
+  list(JOIN _sc_checks "@@" _sc_checks_arg)
+  add_test(NAME ${_sc_check}
+           COMMAND ${CMAKE_COMMAND} "-DCHECKS=${_sc_checks_arg}" -P "${PROJECT_SOURCE_DIR}/cmake/CheckFastCoverage.cmake")
+  set_tests_properties(${_sc_check} PROPERTIES LABELS ${arg_FAMILY} TIMEOUT 120)
+  set_property(TEST ${_sc_check} APPEND PROPERTY LABELS nogpu)
+  set_property(TEST ${_sc_check} APPEND PROPERTY LABELS fast)
+endmacro()
+
 function(sc_behavior_family)
   cmake_parse_arguments(PARSE_ARGV 0 arg "NOGPU;EXCLUSIVE" "FAMILY;TIMEOUT"
-                        "SOURCES;PER_THREAD_SOURCES;NVCC_PER_THREAD_SOURCES;ENV_VARIANT")
+                        "SOURCES;PER_THREAD_SOURCES;NVCC_PER_THREAD_SOURCES;ENV_VARIANT;ISOLATED")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "sc_behavior_family: unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -111,6 +241,12 @@ function(sc_behavior_family)
     list(APPEND prefixes "${arg_FAMILY}.ptds_nvcc.")
   endif()
 
+  set(_sc_family ${arg_FAMILY})
+  set(_sc_nogpu ${arg_NOGPU})
+  set(_sc_exclusive ${arg_EXCLUSIVE})
+  if(STREAMCHECK_MODE STREQUAL "fast")
+    _sc_family_fast_entries()
+  else()
   foreach(target prefix IN ZIP_LISTS targets prefixes)
     set(excluded "")
     set(remaining ${arg_ENV_VARIANT})
@@ -131,6 +267,7 @@ function(sc_behavior_family)
     endif()
     _sc_discover(${target} "${prefix}" "${rest}" "${props}" "" "")
   endforeach()
+  endif()
 
   # Every environment entry's filter must select at least one test of the family (in any of its
   # executables): a host test per entry, so a renamed test fails the run instead of losing its entry.

@@ -23,7 +23,7 @@ ENV_FIELDS = (
     ("uncommitted changes", ("streamcheck", "dirty")), ("CUDA architectures built", ("build", "cuda_architectures")),
     ("tracing", ("tracing", "enabled")), ("timer tick (ns)", ("gpu", "timer_tick_ns")),
     ("priority least", ("gpu", "priority_range", "least")), ("priority greatest", ("gpu", "priority_range", "greatest")),
-    ("host", ("host", "hostname")),
+    ("host", ("host", "hostname")), ("mode", ("run", "mode")),
 )
 
 

@@ -5,7 +5,8 @@
        gates differs (differs-gating; no-baseline-dir, a wrong source tree, fails the same way)
     2  the run is not trustworthy, whatever its tests say: no GPU was used, tracing (CUPTI) was off where it is
        required, the results folder is incomplete (no env.json, a result file unreadable, a test ctest ran
-       without its GoogleTest XML, a test with a claim without its observation file, the run not finished,
+       without its GoogleTest XML, or in fast mode a test its entry's manifest lists without its XML, a test
+       with a claim without its observation file, the run not finished,
        env.json's XML count not matching), a gate watchdog fired unexpectedly, or a mutation was active
 
 Also the run as a Markdown summary (GitHub step summary, GitLab note) and as JUnit XML whose test cases carry
@@ -45,8 +46,9 @@ def ctest_entries(path: Path) -> Dict[str, str]:
 
 def writes_gtest_xml(name: str) -> bool:
     """Whether a ctest entry is a GoogleTest test (one XML file in gtest/): not the run's own steps, the
-    report's unit tests or an environment entry's filter check."""
-    return not (name.startswith("streamcheck.run.") or name.startswith("reports.") or ".EnvironmentEntry." in name)
+    report's unit tests, an environment entry's filter check or a fast-mode host check."""
+    return not (name.startswith("streamcheck.run.") or name.startswith("reports.") or ".EnvironmentEntry." in name
+                or ".FastMode." in name)
 
 
 def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_tracing: bool = True) -> Dict[str, Any]:
@@ -72,7 +74,17 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
     if not tests:
         untrustworthy.append("the run holds no test result")
     if ctest is not None:
+        fast = run.get("fast_entries") or {}
         for name, status in sorted(ctest.items()):
+            if name in fast:
+                # A fast-mode entry: one process for many tests, each of which must have left its XML.
+                if status == "notrun":
+                    continue
+                for test_name in fast[name]:
+                    if test_name not in tests:
+                        untrustworthy.append("%s: ctest ran it (in %s, %s) but it left no GoogleTest XML "
+                                             "(crashed or timed out?)" % (test_name, name, status))
+                continue
             if writes_gtest_xml(name) and status != "notrun" and name not in tests:
                 untrustworthy.append("%s: ctest ran it (%s) but it left no GoogleTest XML (crashed or timed out?)"
                                      % (name, status))

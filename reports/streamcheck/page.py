@@ -17,6 +17,7 @@ from .common import (BASELINE_LABEL, COVERAGE_LABEL, COVERAGE_ORDER, GENERATOR, 
                      MAX_EVIDENCE_LINES, MUTATION_KIND_TITLE, TEST_LABEL, TEST_ORDER, as_ns, breakable,
                      cuda_version, dig, flatten, fmt_duration, fmt_ns, fmt_value, h, inline_md, plural, slug)
 from .model import is_unjudged, same_value
+from .results import run_mode as results_run_mode
 from .templates import fill, fill_page, template_text
 from .timeline import (block_chart_html, chart_digest, timeline_anchor, timeline_html, timeline_model,
                        timeline_note, timeline_state, timeline_summary, timeline_without_blocks)
@@ -137,8 +138,8 @@ def commit_fact(env: Dict[str, Any]) -> str:
 def run_fact(run: Dict[str, Any]) -> str:
     started = dig(run["env"], "run", "started_utc")
     finished = dig(run["env"], "run", "finished_utc")
-    return '<span class="mono">%s</span> <span class="muted small">%s \u2192 %s</span>' % (
-        h(run["id"]), h(started or "?"), h(finished or "not finished"))
+    return '<span class="mono">%s</span> <span class="muted small">%s \u2192 %s</span> %s mode' % (
+        h(run["id"]), h(started or "?"), h(finished or "not finished"), h(results_run_mode(run["env"])))
 
 
 def environment_facts(env: Dict[str, Any]) -> List[Tuple[str, str]]:

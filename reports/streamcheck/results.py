@@ -313,6 +313,31 @@ def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> 
         test["notes"].append("the observation file says %s, the XML says %s" % (outcome, test["status"]))
 
 
+def run_mode(env: Dict[str, Any]) -> str:
+    """How the run's tests were run (env.json 1.2 run.mode): "isolated" (one process per test; also every run
+    before 1.2) or "fast" (one process per family executable and environment entry)."""
+    mode = dig(env, "run", "mode")
+    return mode if isinstance(mode, str) and mode else "isolated"
+
+
+def load_fast_entries(run_dir: Path, problems: List[str]) -> Dict[str, List[str]]:
+    """Fast mode's manifests (<run>/fast/<entry>.json): ctest entry -> the ctest names of the tests its
+    process was asked to run. A test of a manifest without its XML was asked for but left no result."""
+    entries: Dict[str, List[str]] = {}
+    for path in result_files(run_dir / "fast", "*.json"):
+        try:
+            doc = read_json(path, "fast-mode manifest")
+            if not isinstance(doc, dict):
+                raise InputError("%s: a fast-mode manifest must be a JSON object" % path)
+            tests = checked_list(doc, "tests", str, "a string", path)
+            entry = doc.get("entry") if isinstance(doc.get("entry"), str) and doc.get("entry") else path.stem
+        except InputError as e:
+            problems.append(str(e))
+            continue
+        entries[entry] = list(tests)
+    return entries
+
+
 def load_env(run_dir: Path) -> Dict[str, Any]:
     """env.json of a run folder, checked; an InputError when the folder is not a usable run folder."""
     if not run_dir.exists():
@@ -351,8 +376,10 @@ def load_run(run_dir: Path) -> Dict[str, Any]:
     run_id = dig(env, "run", "id")
     run_id = str(run_id) if run_id else run_dir.resolve().name
     run: Dict[str, Any] = {"dir": str(run_dir), "id": run_id, "env": env, "tests": {}, "instruments": {},
-                           "notes": [], "problems": [], "xml_files": 0, "observation_files": 0}
+                           "notes": [], "problems": [], "xml_files": 0, "observation_files": 0,
+                           "mode": run_mode(env), "fast_entries": {}}
     problems: List[str] = run["problems"]
+    run["fast_entries"] = load_fast_entries(run_dir, problems)
 
     tests: Dict[str, Dict[str, Any]] = run["tests"]
     gtest_dir = run_dir / "gtest"

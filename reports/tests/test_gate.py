@@ -12,6 +12,7 @@ from pathlib import Path
 
 from synthetic import REPORTS, SCRIPT_TEXT, env_doc, gtest_xml, observation, write
 from streamcheck.gate import gate
+from streamcheck.results import load_run
 
 GATE = REPORTS / "streamcheck_gate.py"
 
@@ -134,6 +135,37 @@ class Gate(unittest.TestCase):
         self.assertEqual(verdict["code"], 2)
         self.assertEqual(len(verdict["untrustworthy"]), 1)
         self.assertIn("priority_flags.PriorityFlags.Hangs: ctest ran it (fail)", verdict["untrustworthy"][0])
+
+    def test_fast_mode_entries_are_judged_by_their_tests(self):
+        # A fast-mode run: ctest knows one entry per executable; its manifest lists the tests it ran.
+        self.edit_env(lambda d: d["run"].update(mode="fast"))
+        write(self.run / "fast" / "priority_flags.fast.json", json.dumps({
+            "entry": "priority_flags.fast",
+            "tests": ["priority_flags.PriorityFlags.RangeIsOrdered", "priority_flags.PriorityFlags.SpecialHandles"]}))
+        junit = self.root / "junit.xml"
+        write(junit, '<testsuite><testcase name="streamcheck.run.begin" status="run"/>'
+                     '<testcase name="priority_flags.fast" status="run"/>'
+                     '<testcase name="priority_flags.FastMode.CoversEveryTest" status="run"/></testsuite>')
+        self.assertEqual(load_run(self.run)["mode"], "fast")
+        self.assertEqual(self.code(ctest_junit=junit)["code"], 0)
+        # The process ended before a listed test wrote its XML: the run is not trustworthy, naming that test.
+        write(self.run / "fast" / "priority_flags.fast.json", json.dumps({
+            "entry": "priority_flags.fast", "tests": ["priority_flags.PriorityFlags.RangeIsOrdered",
+                                                      "priority_flags.PriorityFlags.Crashes"]}))
+        verdict = self.code(ctest_junit=junit)
+        self.assertEqual(verdict["code"], 2)
+        self.assertEqual(len(verdict["untrustworthy"]), 1, verdict["untrustworthy"])
+        self.assertIn("priority_flags.PriorityFlags.Crashes: ctest ran it (in priority_flags.fast, run)",
+                      verdict["untrustworthy"][0])
+        # A fast entry that left no manifest at all (it ended before its first test) is a missing result too.
+        (self.run / "fast" / "priority_flags.fast.json").unlink()
+        verdict = self.code(ctest_junit=junit)
+        self.assertEqual(verdict["code"], 2)
+        self.assertIn("priority_flags.fast: ctest ran it (run)", verdict["untrustworthy"][0])
+
+    def test_runs_before_env_1_2_read_as_isolated(self):
+        self.edit_env(lambda d: d["run"].pop("mode", None))
+        self.assertEqual(load_run(self.run)["mode"], "isolated")
 
     def test_tracing_off_can_be_accepted_on_request(self):
         self.edit_env(lambda d: d.update(tracing={"enabled": False, "reason": "compute-sanitizer"}))
