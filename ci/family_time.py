@@ -74,8 +74,8 @@ def main() -> int:
         r[0] += 1
         r[1] += seconds
         # Fast mode: one entry ran many tests in one process (its manifest lists them); its set-up and
-        # bodies are the sums of its tests'.
-        inside = [t for t in run["fast_entries"].get(name, []) if t in fixture]
+        # bodies are the sums of its tests'. An isolated entry is its one test.
+        inside = [t for t in run["fast_entries"].get(name, [name]) if t in fixture]
         if inside:
             r[2] += 1
             r[3] += seconds
@@ -86,15 +86,6 @@ def main() -> int:
                 if body > r[6]:
                     r[6] = body
                     longest[family] = t
-        elif name in fixture:
-            r[2] += 1
-            r[3] += seconds
-            r[4] += fixture[name]
-            r[5] += setup.get(name, 0.0)
-            body = fixture[name] - setup.get(name, 0.0)
-            if body > r[6]:
-                r[6] = body
-                longest[family] = name
     if not rows:
         print("family_time: no test entries matched", file=sys.stderr)
         return 1

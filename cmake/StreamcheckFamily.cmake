@@ -109,6 +109,19 @@ function(_sc_add_fast_entry exe prefix filter variant sets env)
   endif()
 endfunction()
 
+# One environment entry, after list(POP_FRONT remaining vname vfilter venv) (a macro: it sets the caller's
+# variables): a filter starting with '+' keeps its tests in the default entries too, and loses the '+'; any
+# other filter is added to `excluded` (the default entries leave its tests out); `vvar` becomes the name of
+# the variable the entry sets.
+macro(_sc_variant_filter)
+  if(vfilter MATCHES "^\\+")
+    string(SUBSTRING "${vfilter}" 1 -1 vfilter)
+  else()
+    list(APPEND excluded "${vfilter}")
+  endif()
+  string(REGEX REPLACE "=.*$" "" vvar "${venv}")
+endmacro()
+
 # Fast mode's entries of a family (a macro: it reads sc_behavior_family's variables). Per executable: for each
 # environment entry, its tests not ISOLATED in one process and its ISOLATED ones in entries of their own;
 # then the default entries the same way. The filters of every entry go to the family's coverage check.
@@ -120,16 +133,11 @@ macro(_sc_family_fast_entries)
     set(remaining ${arg_ENV_VARIANT})
     while(remaining)
       list(POP_FRONT remaining vname vfilter venv)
-      if(vfilter MATCHES "^\\+")
-        string(SUBSTRING "${vfilter}" 1 -1 vfilter)
-      else()
-        list(APPEND excluded "${vfilter}")
-      endif()
+      _sc_variant_filter()
       if(vfilter MATCHES "-")
         message(FATAL_ERROR "sc_behavior_family(${arg_FAMILY}): fast mode needs positive environment filters "
                             "(no '-'): ${vname} has '${vfilter}'")
       endif()
-      string(REGEX REPLACE "=.*$" "" vvar "${venv}")
       string(REPLACE ":" ";" patterns "${vfilter}")
       set(fast_patterns "")
       set(own_patterns "")
@@ -252,12 +260,7 @@ function(sc_behavior_family)
     set(remaining ${arg_ENV_VARIANT})
     while(remaining)
       list(POP_FRONT remaining vname vfilter venv)
-      if(vfilter MATCHES "^\\+")
-        string(SUBSTRING "${vfilter}" 1 -1 vfilter)
-      else()
-        list(APPEND excluded "${vfilter}")
-      endif()
-      string(REGEX REPLACE "=.*$" "" vvar "${venv}")
+      _sc_variant_filter()
       _sc_discover(${target} "${prefix}${vname}." "${vfilter}" "${props}" "${vname}" "${vvar}" ENVIRONMENT "${venv}")
     endwhile()
     set(rest "*")

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,16 +30,19 @@ TEST_F(EventsAndWaits, NeverRecordedEventQueriesAndSynchronizesAsDone) {
   hold(g, s);
   if (recorded) record(e, s, "e");
   sc::held_window w(g);
-  const cudaError_t query = cudaEventQuery(e.get());
-  const bool query_gated = w.started() && sc::closed(g.state());
-  // Then the synchronize, on a helper thread while the gate is still closed (it is opened afterwards).
-  const sc::return_observation sync = sc::call_while_gated([&] { return cudaEventSynchronize(e.get()); }, g);
+  // The synchronize on a helper thread while the gate is closed; once it has returned, and with the gate
+  // still closed, the query.
+  std::optional<cudaError_t> query;
+  sc::while_gated_steps steps;
+  steps.after_return = [&] { query = cudaEventQuery(e.get()); };
+  const sc::return_observation sync =
+      sc::call_while_gated([&] { return cudaEventSynchronize(e.get()); }, g, sc::kReturnWindow, steps);
   drain();
-  EXPECT_TRUE(query_gated) << "invalid: the gate was not closed around the query (" << w.why_not() << ")";
-  EXPECT_CUDA_EQ(cudaSuccess, query);
   EXPECT_CUDA_EQ(cudaSuccess, sync.code);
   EXPECT_TRUE(sync.returned) << "cudaEventSynchronize on a never-recorded event waited for unrelated work";
-  sc::observe("query", sc::error_name(query));
+  ASSERT_TRUE(query.has_value()) << "no query made: the synchronize did not return while the gate was closed";
+  EXPECT_CUDA_EQ(cudaSuccess, *query);
+  sc::observe("query", sc::error_name(*query));
   sc::observe("synchronize", sc::error_name(sync.code));
   sc::observe("synchronize_took_us", static_cast<long long>(sync.took.count()));
 }
@@ -73,18 +77,20 @@ TEST_F(EventsAndWaits, EventQueryAndSynchronizeFollowTheCapturedWork) {
   hold(g, s);
   if (!early) record(e, s, "e");
   sc::held_window w(g);
-  const cudaError_t query = cudaEventQuery(e.get());
-  const bool query_gated = w.started() && sc::closed(g.state());
-  // The synchronize must still be waiting when its window ends (call_while_gated then opens the gate, so it
-  // can return).
-  const sc::return_observation sync = sc::call_while_gated([&] { return cudaEventSynchronize(e.get()); }, g);
+  // The synchronize on a helper thread must still be waiting when its window ends (call_while_gated then
+  // opens the gate, so it can return); while it waits, with the gate closed, the query.
+  std::optional<cudaError_t> query;
+  sc::while_gated_steps steps;
+  steps.while_pending = [&] { query = cudaEventQuery(e.get()); };
+  const sc::return_observation sync =
+      sc::call_while_gated([&] { return cudaEventSynchronize(e.get()); }, g, sc::kReturnWindow, steps);
   drain();
-  EXPECT_TRUE(query_gated) << "invalid: the gate was not closed around the query (" << w.why_not() << ")";
-  EXPECT_CUDA_EQ(cudaErrorNotReady, query) << "the event's captured work was still held";
   EXPECT_TRUE(sc::does_not_hold(sync.returned)) << "cudaEventSynchronize returned before the captured work ran";
   EXPECT_CUDA_EQ(cudaSuccess, sync.code) << "cudaEventSynchronize once the gate opened";
+  ASSERT_TRUE(query.has_value()) << "no query made: the synchronize returned at once";
+  EXPECT_CUDA_EQ(cudaErrorNotReady, *query) << "the event's captured work was still held";
   EXPECT_CUDA_EQ(cudaSuccess, cudaEventQuery(e.get())) << "after the captured work completed";
-  sc::observe("query_while_gated", sc::error_name(query));
+  sc::observe("query_while_gated", sc::error_name(*query));
 }
 
 // EVT-07 · RT cudaEventElapsedTime: cudaErrorNotReady while an event is pending; cudaErrorInvalidResourceHandle

@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <string>
 
 #include "events.hpp"
+#include "sc/fixtures/fast_mode.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/kernels/launch.hpp"
 
@@ -150,10 +150,7 @@ TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
       if (code == cudaErrorNotReady) {
         ADD_FAILURE() << "the circular record/wait chain stopped: " << s->name() << " did not finish iteration " << i
                       << " within " << sc::kWorkDeadline.count() << " ms (a wait bound to a later record?)";
-        std::fprintf(stderr, "streamcheck: the circular chain is stuck; ending the process\n");
-        std::fflush(nullptr);
-        sc::detail::end_record("failed", 0.0, -1.0);
-        std::_Exit(3);
+        sc::end_test_process("the circular record/wait chain is stuck");
       }
       SC_CHECK_CUDA(code);
     }

@@ -1,9 +1,6 @@
 #include "host_funcs.hpp"
 
-#include <cstdio>
-#include <cstdlib>
-
-#include "sc/fixtures/observe.hpp"
+#include "sc/fixtures/fast_mode.hpp"
 #include "sc/fixtures/trace.hpp"
 
 namespace sc::testing {
@@ -44,11 +41,7 @@ void HostFuncs::TearDown() {
     std::string names;
     for (const std::string& n : stuck) names += " " + n;
     ADD_FAILURE() << "host function(s) did not return within " << kWorkDeadline.count() << " ms:" << names;
-    std::fprintf(stderr, "streamcheck: host function(s) of this test did not return:%s; ending the process\n",
-                 names.c_str());
-    std::fflush(nullptr);
-    detail::end_record("failed", 0.0, -1.0);
-    std::_Exit(3);
+    end_test_process("host function(s) of this test did not return:" + names);
   }
   for (const host_record& r : records_)
     timeline().host_interval("host:" + r.label, r.start_ns.load(), r.end_ns.load());

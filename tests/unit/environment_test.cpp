@@ -97,6 +97,14 @@ TEST(Requirements, MpsRefusesSeparateContextsWithItsEvidence) {
   EXPECT_TRUE(says(why, "time-sliced")) << why;
 }
 
+TEST(Requirements, ASanitizerToolRefusesUninterceptedCallsAndNamesTheTool) {
+  environment_facts env;
+  EXPECT_EQ("", sc::why_not(requirement::unintercepted_calls, env));
+  env.sanitizer = "memcheck";
+  const std::string why = sc::why_not(requirement::unintercepted_calls, env);
+  EXPECT_TRUE(says(why, "compute-sanitizer --tool memcheck")) << why;
+}
+
 TEST(Requirements, EveryRequirementHasADistinctName) {
   std::set<std::string> names;
   for (const requirement r : sc::all_requirements()) EXPECT_TRUE(names.insert(sc::to_string(r)).second);
