@@ -7,8 +7,9 @@ Reads the run through the report's results reader (reports/streamcheck/results.p
 that cannot be read proves nothing. The line it prints says how the claiming tests were mutated:
 "arrangement" (what the test set up changed, so the observation had to tell the difference), "expectation"
 (only the expected value changed; the plan says why no arrangement change exists), or both when the tests
-differ. A claiming test
-that failed only because a gate's watchdog fired is counted as killed, and named.
+differ. A claiming test that failed only because a gate's watchdog fired is counted as killed, and named. In
+fast mode such a test also ends its process, and the tests after it are "not run": the line counts them, and
+they are never taken for failures of the mutation.
 """
 import sys
 from pathlib import Path
@@ -48,15 +49,19 @@ def main():
     own = set(docs)
     failed = {n for n, o in seen.items() if o == "failed"}
     skipped_own = {n for n in own if seen.get(n) == "skipped"}
+    # Fast mode: a claiming test that ended its process (a gate's watchdog, a sticky error) leaves the tests
+    # after it not run. They are not failures of the mutation, but they were not judged either: named.
+    not_run = {n for n, o in seen.items() if o == "notrun" and run["tests"][n].get("not_run_reason")}
+    not_run_own = own & not_run
     if not own:
         print(f"mutation {catalog_id}: NO TEST claims this ID in {run_dir}")
         return 1
-    survived = sorted(own - failed - skipped_own)
+    survived = sorted(own - failed - skipped_own - not_run_own)
     collateral = sorted(failed - own)
-    if skipped_own == own:
-        print(f"mutation {catalog_id}: every claiming test skipped; nothing judged")
+    if skipped_own | not_run_own == own:
+        print(f"mutation {catalog_id}: every claiming test skipped or did not run; nothing judged")
         return 1
-    judged = own - skipped_own
+    judged = own - skipped_own - not_run_own
     kinds = kinds_used(docs[n] for n in judged)
     unused = sorted(n for n in judged if not docs[n]["mutation"])
     by_watchdog = sorted(n for n in own & failed if unexpected_watchdogs(docs[n]))
@@ -67,6 +72,9 @@ def main():
           + (f"; never applied the mutation: {', '.join(unused)}" if unused else "")
           + (f"; failed on a gate watchdog: {', '.join(by_watchdog)}" if by_watchdog else "")
           + (f"; skipped: {', '.join(sorted(skipped_own))}" if skipped_own else "")
+          + (f"; claiming test(s) not run: {', '.join(sorted(not_run_own))}" if not_run_own else "")
+          + (f"; {len(not_run - own)} other test(s) not run after a claiming test ended the process"
+             if not_run - own else "")
           + (f"; other failures: {', '.join(collateral)}" if collateral else "") + ")")
     return 0 if ok else 1
 

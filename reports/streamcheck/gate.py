@@ -98,6 +98,15 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
                 name, fired.get("summary") or "gate %s holding %s" % (fmt_value(fired.get("gate")),
                                                                       fmt_value(fired.get("held")))))
 
+    # Fast mode: tests after one that left its process unusable never ran; their results are missing.
+    not_run: Dict[str, List[str]] = {}
+    for name, t in sorted(tests.items()):
+        if t["status"] == "notrun" and t.get("not_run_reason"):
+            not_run.setdefault(t["not_run_reason"], []).append(name)
+    for reason, names in sorted(not_run.items()):
+        untrustworthy.append("%d test(s) not run (%s): %s" % (len(names), ", ".join(names[:3]) +
+                                                              (", ..." if len(names) > 3 else ""), reason))
+
     regressions: List[str] = []
     failed = sorted(n for n, t in tests.items() if t["status"] == "failed")
     for name in failed:

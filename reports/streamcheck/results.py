@@ -85,6 +85,10 @@ def check_member(doc: Dict[str, Any], key: str, kind: type, path: Path, what: st
     return value
 
 
+# How the fast-mode listener words the failure of a test that never ran (fixtures/src/fast_mode.cpp).
+NOT_RUN_PREFIX = "not run: "
+
+
 def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
     family, variant, gname = split_ctest_name(ctest_name, gtest_name)
     return {
@@ -97,6 +101,7 @@ def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
         "skip_reason": None,
         "skip_location": None,
         "failures": [],
+        "not_run_reason": None,
         "claims": [],
         "observations": {},
         "baseline": [],
@@ -192,7 +197,14 @@ def parse_gtest_xml(path: Path, stem: str) -> List[Dict[str, Any]]:
                 text = body if len(body.strip()) >= len(message.strip()) else message
                 failures.append(text.strip("\n") or "(%s without a message)" % child.tag)
         skipped = case.find("skipped")
-        if failures:
+        if failures and case.get("status") == "notrun" and all(f.startswith(NOT_RUN_PREFIX) for f in failures):
+            # Fast mode: an earlier test of the same process left it unusable, so this one never ran. Its
+            # XML carries a <failure> for tools that read only GoogleTest's format; here it is "not run".
+            test["status"] = "notrun"
+            test["not_run_reason"] = failures[0][len(NOT_RUN_PREFIX):]
+            test["notes"].append(failures[0])
+            failures = []
+        elif failures:
             test["status"] = "failed"
         elif skipped is not None or case.get("result") == "skipped":
             test["status"] = "skipped"

@@ -7,7 +7,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from synthetic import env_doc, make_run, write
+from synthetic import env_doc, gtest_xml, make_run, write
 
 CI = Path(__file__).resolve().parents[2] / "ci"
 
@@ -44,6 +44,24 @@ class CiScripts(unittest.TestCase):
         self.assertIn("NOT KILLED", result.stdout)
         self.assertIn("survived: priority_flags.PriorityFlags.RangeIsOrdered", result.stdout)
         self.assertIn("other failures: priority_flags.PriorityFlags.DriverRangeMatches", result.stdout)
+
+    def test_tests_not_run_after_a_claiming_test_ended_the_process_are_no_collateral(self):
+        # Fast mode: the claiming test failed on a watchdog and ended its process; the test after it never ran.
+        self.mutate("PRIO-02")
+        reason = "priority_flags.PriorityFlags.DriverRangeMatches left the process unusable: a watchdog fired"
+        write(self.run_dir / "gtest" / "priority_flags.PriorityFlags.After.xml",
+              gtest_xml("PriorityFlags", "After", failures=["not run: " + reason], notrun=True))
+        result = ci("mutation_check.py", self.run_dir, "PRIO-02")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("mutation PRIO-02: killed", result.stdout)
+        self.assertIn("1 other test(s) not run after a claiming test ended the process", result.stdout)
+        # A claiming test that never ran is not judged; with no other claiming test, nothing is.
+        write(self.run_dir / "gtest" / "priority_flags.PriorityFlags.DriverRangeMatches.xml",
+              gtest_xml("PriorityFlags", "DriverRangeMatches", failures=["not run: an earlier test broke it"],
+                        properties={"catalog_id": "PRIO-02"}, notrun=True))
+        result = ci("mutation_check.py", self.run_dir, "PRIO-02")
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("did not run; nothing judged", result.stdout)
 
     def test_unreadable_file_makes_the_mutation_run_prove_nothing(self):
         self.mutate("PRIO-02")

@@ -163,6 +163,22 @@ class Gate(unittest.TestCase):
         self.assertEqual(verdict["code"], 2)
         self.assertIn("priority_flags.fast: ctest ran it (run)", verdict["untrustworthy"][0])
 
+    def test_fast_mode_tests_not_run_after_a_broken_process_make_the_run_untrustworthy(self):
+        # The fast-mode listener's XML for a test that never ran: notrun, with a failure saying why.
+        reason = "priority_flags.PriorityFlags.RangeIsOrdered left the process unusable: a watchdog fired"
+        for name in ("Later", "Last"):
+            write(self.run / "gtest" / ("priority_flags.PriorityFlags.%s.xml" % name),
+                  gtest_xml("PriorityFlags", name, failures=["not run: " + reason], notrun=True))
+        self.edit_env(lambda d: d["run"].update(gtest_xml_files=5))
+        verdict = self.code()
+        self.assertEqual(verdict["code"], 2, verdict)
+        self.assertEqual(verdict["counts"]["notrun"], 2)
+        self.assertEqual(verdict["failed"], [])
+        self.assertEqual(len(verdict["untrustworthy"]), 1, verdict["untrustworthy"])
+        self.assertIn("2 test(s) not run (priority_flags.PriorityFlags.Last, priority_flags.PriorityFlags.Later)",
+                      verdict["untrustworthy"][0])
+        self.assertIn(reason, verdict["untrustworthy"][0])
+
     def test_runs_before_env_1_2_read_as_isolated(self):
         self.edit_env(lambda d: d["run"].pop("mode", None))
         self.assertEqual(load_run(self.run)["mode"], "isolated")
