@@ -8,7 +8,12 @@
 # differs); 2 the run is not trustworthy (no GPU used, CUPTI off, results incomplete, a watchdog fired, or no
 # new run at all). Writes BUILD_DIR/gate-summary.md (also appended to $GITHUB_STEP_SUMMARY when set) and
 # BUILD_DIR/gate-junit.xml (claim IDs, skip reasons).
+#
+# Mode: fast unless STREAMCHECK_MODE says otherwise (README "Choosing the mode": a runner gating many machines
+# pays the suite's time on each; the gate reads both modes alike, and a test that breaks its fast process
+# leaves the rest of its entry not run, which the gate calls not trustworthy).
 set -uo pipefail
+export STREAMCHECK_MODE=${STREAMCHECK_MODE:-fast}
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$src/build-gate}
 [ $# -gt 0 ] && shift

@@ -10,7 +10,9 @@
 # so the GPUs' differences (environment, statuses, observed values) are side by side. Exit status: the
 # worst of the runs'.
 #
-# Environment: CUDA_ARCHITECTURES (e.g. 90; default: the project's default), STREAMCHECK_DEVICE.
+# Environment: CUDA_ARCHITECTURES (e.g. 90; default: the project's default), STREAMCHECK_DEVICE,
+# STREAMCHECK_MODE (isolated or fast: configures the build directory for that mode, which then stays; unset:
+# the build directory's mode, isolated for a new one).
 # Exit status: ctest's (0 = every test passed or skipped with a reason).
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,6 +29,14 @@ generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 arch=()
 [ -n "${CUDA_ARCHITECTURES:-}" ] && arch=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHITECTURES")
+case "${STREAMCHECK_MODE:-}" in
+  "" | isolated | fast) ;;
+  *)
+    echo "run_suite: STREAMCHECK_MODE must be isolated or fast, not '$STREAMCHECK_MODE'" >&2
+    exit 2
+    ;;
+esac
+[ -n "${STREAMCHECK_MODE:-}" ] && arch+=(-DSTREAMCHECK_MODE="$STREAMCHECK_MODE")
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$src" -B "$build" "${generator[@]}" "${arch[@]}"
 elif [ ${#arch[@]} -gt 0 ]; then
