@@ -36,35 +36,67 @@ class TemplateError(InputError):
 
 
 class Fragment:
-    """One named piece of markup: its string.Template, the names of its placeholders, and where it is from."""
+    """One named piece of markup: its string.Template, the names of its placeholders, those of them that stand
+    inside a tag but outside quotes (tag_slots: <span$attrs>), and where it is from."""
 
-    def __init__(self, name: str, origin: Path, text: str):
+    def __init__(self, name: str, origin: Path, text: str, what: str = ""):
         self.name = name
+        self.what = what or "fragment %r" % name
         self.origin = origin
         self.template = string.Template(text)
-        self.names = placeholders(self.template)
+        self.names = placeholders(self.template, "%s: %s" % (origin, self.what))
+        self.tag_slots = tag_slots(self.template)
 
     def fill(self, values: Dict[str, Any]) -> Markup:
         missing = sorted(self.names - set(values))
         unused = sorted(set(values) - self.names)
         if missing or unused:
-            raise TemplateError("%s: fragment %r filled %s" % (self.origin, self.name, "; ".join(
+            raise TemplateError("%s: %s filled %s" % (self.origin, self.what, "; ".join(
                 ["without a value for $%s" % ", $".join(missing)] * bool(missing) +
                 ["with a value it has no placeholder for: %s" % ", ".join(unused)] * bool(unused))))
+        # Escaping keeps text from closing a quoted attribute, but unquoted inside a tag, escaped text such as
+        # onclick=alert(1) would still be an attribute: there only markup (attrs()) is taken.
+        plain = sorted(k for k in self.tag_slots if not isinstance(values[k], Markup))
+        if plain:
+            raise TemplateError("%s: %s: $%s stands inside a tag and takes attrs(), not text"
+                                % (self.origin, self.what, ", $".join(plain)))
         return Markup(self.template.substitute({k: h(v) for k, v in values.items()}))
 
 
-def placeholders(template: string.Template) -> FrozenSet[str]:
+def placeholders(template: string.Template, where: str) -> FrozenSet[str]:
     """The names a template substitutes ($name or ${name}; $$ is a dollar sign). string.Template gained
     get_identifiers() only in Python 3.11."""
     names = set()
     for match in template.pattern.finditer(template.template):
         if match.group("invalid") is not None:
-            raise TemplateError("%r: a $ that is neither $name, ${name} nor $$" % template.template[:60])
+            raise TemplateError("%s: a $ that is neither $name, ${name} nor $$, in %r"
+                                % (where, template.template[max(match.start() - 20, 0):match.start() + 20]))
         name = match.group("named") or match.group("braced")
         if name:
             names.add(name)
     return frozenset(names)
+
+
+def tag_slots(template: string.Template) -> FrozenSet[str]:
+    """The placeholders that stand inside a tag (after "<" and before ">") but not inside a quoted value."""
+    slots = set()
+    text = template.template
+    quote = None
+    in_tag = False
+    position = 0
+    for match in template.pattern.finditer(text):
+        for char in text[position:match.start()]:
+            if quote:
+                quote = None if char == quote else quote
+            elif in_tag and char in "\"'":
+                quote = char
+            elif char in "<>":
+                in_tag = char == "<"
+        position = match.end()
+        name = match.group("named") or match.group("braced")
+        if name and in_tag and not quote:
+            slots.add(name)
+    return frozenset(slots)
 
 
 def template_text(name: str) -> str:
@@ -123,4 +155,4 @@ def attrs(**values: Any) -> Markup:
 
 def fill_page(name: str, **values: Any) -> str:
     """A page skeleton (report.html, diff.html) with its placeholders filled, by the same rules as fill()."""
-    return str(Fragment(name, TEMPLATE_DIR / name, template_text(name)).fill(values))
+    return str(Fragment(name, TEMPLATE_DIR / name, template_text(name), "the page").fill(values))
