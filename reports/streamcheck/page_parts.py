@@ -61,9 +61,10 @@ def gpu_fact(env: Dict[str, Any]) -> Markup:
     parts = [gpu.get("name") or "unnamed GPU"]
     for key, form in (("compute_capability", "CC %s"), ("arch", "%s"), ("sm_count", "%s SMs"),
                       ("async_engine_count", "%s copy engines"), ("concurrent_kernels", "concurrent kernels %s")):
-        present = gpu.get(key) if key == "arch" else gpu.get(key) is not None
-        if present:
-            parts.append(form % fmt_value(gpu.get(key)))
+        value = gpu.get(key)
+        # The architecture is shown when it is a non-empty value, the numbers whenever present (0 included).
+        if (value if key == "arch" else value is not None):
+            parts.append(form % fmt_value(value))
     uuid = fill("gpu_uuid", uuid=gpu.get("uuid")) if gpu.get("uuid") else EMPTY
     return join([join(parts, " \u00b7 "), uuid])
 
