@@ -51,6 +51,19 @@ class InputError(Exception):
     """Bad input: reported as one line on stderr, exit status 2."""
 
 
+class Markup(str):
+    """Text that is already HTML. The templates (templates.py) escape every value they are given except these,
+    so text from a result file cannot become markup by being forgotten: only the escaping helpers below and
+    the templates themselves make Markup, and a caller that builds markup some other way must say so."""
+
+    __slots__ = ()
+
+    def __add__(self, other: str) -> str:
+        """Markup and markup make markup; markup and plain text make plain text, which a template escapes."""
+        joined = str.__add__(self, other)
+        return Markup(joined) if isinstance(other, Markup) else joined
+
+
 # ------------------------------------------------------------------------------------------------
 # Small helpers
 # ------------------------------------------------------------------------------------------------
@@ -96,12 +109,15 @@ def fmt_value(value: Any) -> str:
         return str(value)
 
 
-def h(value: Any) -> str:
-    """HTML-escaped text of any value (strings as they are, other values as compact JSON)."""
-    return html.escape(value if isinstance(value, str) else fmt_value(value), quote=True)
+def h(value: Any) -> Markup:
+    """HTML-escaped text of any value (strings as they are, other values as compact JSON); markup stays as it is,
+    so escaping twice is harmless."""
+    if isinstance(value, Markup):
+        return value
+    return Markup(html.escape(value if isinstance(value, str) else fmt_value(value), quote=True))
 
 
-def inline_md(text: str) -> str:
+def inline_md(text: str) -> Markup:
     """Escape a plan cell, then show `code` spans as <code>; nothing else of markdown is interpreted."""
     out = []
     position = 0
@@ -110,7 +126,7 @@ def inline_md(text: str) -> str:
         out.append("<code>%s</code>" % breakable(match.group(1)))
         position = match.end()
     out.append(html.escape(text[position:], quote=True))
-    return "".join(out)
+    return Markup("".join(out))
 
 
 def cuda_version(value: Any) -> str:
@@ -134,11 +150,11 @@ def fmt_duration(ms: Any) -> str:
     return "%.2f s" % (ms / 1000.0)
 
 
-def breakable(text: str) -> str:
+def breakable(text: str) -> Markup:
     """Escaped text with optional line breaks (<wbr>) after dots, slashes and underscores and inside CamelCase,
     so long test and API names wrap at word joints in narrow columns."""
     pieces = re.split(r"(?<=[./_,])|(?<=[a-z0-9])(?=[A-Z])", text)
-    return "<wbr>".join(html.escape(p, quote=True) for p in pieces)
+    return Markup("<wbr>".join(html.escape(p, quote=True) for p in pieces))
 
 
 def slug(text: str) -> str:

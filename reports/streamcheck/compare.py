@@ -10,10 +10,11 @@ import datetime
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from .common import GENERATOR, GENERATOR_VERSION, TEST_LABEL, cuda_version, dig, flatten, fmt_value, h, plural
+from .common import GENERATOR, GENERATOR_VERSION, TEST_LABEL, Markup, cuda_version, dig, flatten, fmt_value, plural
 from .model import same_value
-from .page import embed_json, environment_facts, environment_tables, facts_markup, run_fact
-from .templates import fill, fill_page, template_text
+from .page import embed_json
+from .page_parts import environment_facts, environment_tables, facts_markup, run_fact
+from .templates import EMPTY, fill, fill_page, join, template_text
 
 # The environment facts compared first, as (label, path in env.json); then every environment variable.
 ENV_FIELDS = (
@@ -110,25 +111,26 @@ def diff_text(diff: Dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def table(head: List[str], rows: List[List[str]], empty: str) -> str:
+def table(head: List[str], rows: List[List[Any]], empty: str) -> Markup:
+    """A plain table (each cell escaped unless it is markup), or a line saying why it would be empty."""
     if not rows:
-        return '<p class="muted">%s</p>' % h(empty)
-    return "<table><tr>%s</tr>%s</table>" % ("".join("<th>%s</th>" % h(c) for c in head), "".join(
-        "<tr>%s</tr>" % "".join("<td>%s</td>" % c for c in row) for row in rows))
+        return fill("muted_p", text=empty)
+    return fill("table", head=join(fill("th", text=c) for c in head),
+                rows=join(fill("tr", cells=join(fill("td", text=c) for c in row)) for row in rows))
 
 
-def mono(value: Any) -> str:
-    return '<span class="mono">%s</span>' % h(value)
+def mono(value: Any) -> Markup:
+    return fill("mono", text=value)
 
 
-def status_badge(status: Optional[str]) -> str:
+def status_badge(status: Optional[str]) -> Markup:
     if status is None:
-        return '<span class="muted">\u2014</span>'
-    return '<span class="st st-%s">%s</span>' % (h(status), h(TEST_LABEL.get(status, status)))
+        return fill("dash")
+    return fill("badge", status=status, attrs=EMPTY, text=TEST_LABEL.get(status, status))
 
 
-def section(anchor: str, title: str, body: str) -> str:
-    return '<section id="%s"><h2>%s</h2>%s</section>' % (anchor, h(title), body)
+def section(anchor: str, title: str, body: Markup) -> Markup:
+    return fill("section", anchor=anchor, title=title, body=body)
 
 
 def render_diff(diff: Dict[str, Any], source: Path) -> str:
@@ -139,31 +141,31 @@ def render_diff(diff: Dict[str, Any], source: Path) -> str:
                          [("New: " + term, value) for term, value in environment_facts(new["env"])[:3]])
     banners = []
     if diff["problems"]:
-        banners.append(fill("problems", count=h(plural(len(diff["problems"]), "file")),
-                            items="".join("<li>%s</li>" % h(p) for p in diff["problems"][:20])))
+        banners.append(fill("problems", count=plural(len(diff["problems"]), "file"),
+                            items=join(fill("li", text=p) for p in diff["problems"][:20])))
     if not diff["same_gpu"]:
         banners.append(fill("banner", kind="warn", text="The runs are on different GPUs: differences may come from "
                                                         "the hardware, not from a change."))
     worse = [c for c in diff["status"] if c["new"] == "failed"]
     if worse:
-        banners.append(fill("banner", kind="fail", text=h("%s now failing" % plural(len(worse), "test"))))
+        banners.append(fill("banner", kind="fail", text="%s now failing" % plural(len(worse), "test")))
     sections = [
         section("environment", "Environment differences", table(
-            ["What", "Old", "New"], [[h(e["what"]), mono(fmt_value(e["old"])), mono(fmt_value(e["new"]))]
+            ["What", "Old", "New"], [[e["what"], mono(fmt_value(e["old"])), mono(fmt_value(e["new"]))]
                                      for e in diff["environment"]], "The environments do not differ.") +
-            '<details><summary>Both environments</summary><div class="env-grid">%s</div></details>'
-            % environment_tables([old, new])),
+            fill("both_environments", tables=environment_tables([old, new]))),
         section("status", "Status changes", table(
             ["Test", "Old", "New", "Why (new run)"],
-            [[mono(c["test"]), status_badge(c["old"]), status_badge(c["new"]), h(c["why"])] for c in diff["status"]],
+            [[mono(c["test"]), status_badge(c["old"]), status_badge(c["new"]), c["why"]] for c in diff["status"]],
             "No test changed its status.")),
         section("baseline", "Observed values and baselines", table(
             ["Test", "ID/key", "Old", "New", "Expected"],
             [[mono(c["test"]), mono("%s/%s" % (c["id"], c["key"])),
-              "%s %s" % (h(c["old_status"] or "\u2014"), mono(fmt_value(c["old"]))),
-              "%s %s" % (h(c["new_status"] or "\u2014"), mono(fmt_value(c["new"]))),
-              mono(fmt_value(c["expected"])) + (" gating" if c["gating"] is True else "")] for c in diff["baselines"]],
-            "No baseline row changed.") + "<h3>Observed values</h3>" + table(
+              join([c["old_status"] or "\u2014", mono(fmt_value(c["old"]))], " "),
+              join([c["new_status"] or "\u2014", mono(fmt_value(c["new"]))], " "),
+              join([mono(fmt_value(c["expected"])), " gating" if c["gating"] is True else ""])]
+             for c in diff["baselines"]],
+            "No baseline row changed.") + fill("h3", text="Observed values") + table(
             ["Test", "Key", "Old", "New"],
             [[mono(c["test"]), mono(c["key"]), mono(fmt_value(c["old"])), mono(fmt_value(c["new"]))]
              for c in diff["values"]], "No observed value changed.")),
@@ -176,9 +178,11 @@ def render_diff(diff: Dict[str, Any], source: Path) -> str:
             "environment": diff["environment"], "status": diff["status"], "baselines": diff["baselines"],
             "values": diff["values"], "added": diff["added"], "removed": diff["removed"], "problems": diff["problems"]}
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return fill_page("diff.html", title=h("streamcheck comparison \u2014 %s \u2192 %s" % (old["id"], new["id"])),
-                     css=template_text("report.css"), heading="streamcheck comparison", facts=facts,
-                     banners="\n".join(banners), sections="\n".join(sections),
+    # The style sheet is a file of the installation and the data block JSON made safe to embed (embed_json):
+    # markup as they are, where anything else is escaped.
+    return fill_page("diff.html", title="streamcheck comparison \u2014 %s \u2192 %s" % (old["id"], new["id"]),
+                     css=Markup(template_text("report.css")), heading="streamcheck comparison", facts=facts,
+                     banners=join(banners, "\n"), sections=join(sections, "\n"),
                      footer="Generated by %s %s at %s from %s and %s (plans: %s)." % (
-                         GENERATOR, GENERATOR_VERSION, now, h(old["dir"]), h(new["dir"]), h(str(source / "tests"))),
-                     data=embed_json(data))
+                         GENERATOR, GENERATOR_VERSION, now, old["dir"], new["dir"], source / "tests"),
+                     data=Markup(embed_json(data)))

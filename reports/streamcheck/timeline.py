@@ -13,8 +13,8 @@ import struct
 import zlib
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .common import as_ns, dig, fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_value, h, plural, slug
-from .templates import fill
+from .common import Markup, as_ns, dig, fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_value, h, plural, slug
+from .templates import EMPTY, fill, join
 
 TL_WIDTH = 900             # the drawing's width in px, labels included
 TL_LABEL_W = 112           # lane labels on the left
@@ -582,54 +582,52 @@ def fmt_size(n: int) -> str:
     return "%.0f KiB" % (n / 1024.0)
 
 
-def legend_key(label: str, fill_colour: str, stroke: str, extra: str = "") -> str:
-    return fill("legend_key", label=h(label), fill=fill_colour, stroke=stroke, extra=extra)
+def legend_key(label: str, fill_colour: str, stroke: str, extra: str = "") -> Markup:
+    return fill("legend_key", label=label, fill=fill_colour, stroke=stroke, extra=extra)
 
 
-def timeline_legend(with_copies: bool) -> str:
+def timeline_legend(with_copies: bool) -> Markup:
     keys = [legend_key(kind, f, s) for kind, (f, s) in TL_KIND_STYLE.items()]
     keys.append(legend_key("block", TL_BLOCK_FILL, TL_BLOCK_FILL, ";height:4px"))
     keys.append(legend_key("NVTX range", *TL_RANGE_STYLE))
     keys.append(legend_key("host event", TL_HOST_COLOR, TL_HOST_COLOR, ";width:3px"))
     if with_copies:
-        keys.append('<span class="muted">copies and memsets: lanes of their own under the kernel lanes, one per '
-                    'stream and direction</span>')
-    keys.append('<span class="muted">faded, dashed: unlabelled \u00b7 hover for details</span>')
-    return "".join(keys)
+        keys.append(fill("legend_copies"))
+    keys.append(fill("legend_unlabelled"))
+    return join(keys)
 
 
-def clock_line(tl: Dict[str, Any], model: Dict[str, Any]) -> str:
+def clock_line(tl: Dict[str, Any], model: Dict[str, Any]) -> Markup:
     """The clock, its map from %globaltimer, and the record counts, under the drawing."""
     clock_map = tl.get("clock_map") if isinstance(tl.get("clock_map"), dict) else {}
-    line = ["clock <span class=\"mono\">%s</span>" % h(tl.get("clock") or "not stated")]
+    line = [fill("clock", clock=tl.get("clock") or "not stated")]
     if clock_map:
         if clock_map.get("valid") is False:
-            line.append("<b>clock map not valid</b>")
+            line.append(fill("clock_map_invalid"))
         offset = clock_map.get("globaltimer_to_cupti_offset_ns")
-        line.append("offset %s ns <span class=\"muted\">(cupti = globaltimer + offset)</span>" % h(
-            offset if offset is not None else "\u2014"))
+        line.append(fill("clock_offset", offset=offset if offset is not None else "\u2014"))
         residual = clock_map.get("residual_ns")
-        line.append("residual %s ns%s" % (h(residual if residual is not None else "\u2014"),
-                                          " (%s)" % h(plural(clock_map["samples"], "sample"))
+        line.append("residual %s ns%s" % (fmt_value(residual if residual is not None else "\u2014"),
+                                          " (%s)" % plural(clock_map["samples"], "sample")
                                           if isinstance(clock_map.get("samples"), int) else ""))
     else:
         line.append("no clock map")
-    line.append(h(plural(len(model["items"]), "item")))
+    line.append(plural(len(model["items"]), "item"))
     unlabelled = tl.get("unlabelled_records")
-    line.append("%s unlabelled" % h(unlabelled if unlabelled is not None else "\u2014"))
+    line.append("%s unlabelled" % fmt_value(unlabelled if unlabelled is not None else "\u2014"))
     dropped = tl.get("dropped_records_in_process")
     if isinstance(dropped, int) and not isinstance(dropped, bool) and dropped:
-        line.append("<b>%s dropped in the process</b>" % h(plural(dropped, "CUPTI record")))
-    return " \u00b7 ".join(line)
+        line.append(fill("dropped_records", count=plural(dropped, "CUPTI record")))
+    return join(line, " \u00b7 ")
 
 
-def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
+def timeline_html(tl: Dict[str, Any], anchor: str) -> Markup:
     """The collapsed timeline of one test: legend, the drawing (and a zoom on the items when they fill
     a small part of the span), the clock line and what was left out."""
     model = timeline_model(tl)
     t0, t1 = model["t0"], max(model["t1"], model["t0"] + 1)
     svg, stats = timeline_svg(model, t0, t1, "timeline of the whole test")
-    drawings = [fill("drawing", caption="whole test: t0 = first record, %s" % h(fmt_ns(t1 - t0)), svg=svg)]
+    drawings = [fill("drawing", caption="whole test: t0 = first record, %s" % fmt_ns(t1 - t0), svg=Markup(svg))]
     drawn = model["drawn"]
     notes_first: List[str] = []
     # The test's own NVTX range usually covers its set-up, so the items fill a sliver of the span:
@@ -649,9 +647,9 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
             what = "the labelled items" if focus is not drawn else "the items"
             outside = sum(1 for it in drawn if it["e"] < z0 or it["s"] > z1)
             caption = "zoom on %s: %s \u2026 %s (%s)%s; ranges and items reaching past it are clipped" % (
-                what, h(fmt_ns(z0 - t0, signed=True)), h(fmt_ns(z1 - t0, signed=True)), h(fmt_ns(z1 - z0)),
-                h(", %s outside" % plural(outside, "item")) if outside else "")
-            drawings.append(fill("drawing", caption=caption, svg=zoom_svg))
+                what, fmt_ns(z0 - t0, signed=True), fmt_ns(z1 - t0, signed=True), fmt_ns(z1 - z0),
+                ", %s outside" % plural(outside, "item") if outside else "")
+            drawings.append(fill("drawing", caption=caption, svg=Markup(zoom_svg)))
 
     notes = notes_first
     left_out = len(model["items"]) - len(drawn)
@@ -676,10 +674,9 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> str:
                      % (plural(stats["merged"], "block record"), TL_BLOCK_TIPS))
     if model["bad"]:
         notes.append("%s without a numeric start_ns ignored" % plural(model["bad"], "entry", "entries"))
-    return fill("timeline", anchor=h(anchor), summary=h(timeline_summary(model)),
-                legend=timeline_legend(bool(model["copies"]["count"])), drawings="\n".join(drawings),
-                clock=clock_line(tl, model),
-                notes="".join('<div class="tl-note small">%s</div>' % h(note) for note in notes))
+    return fill("timeline", anchor=anchor, summary=timeline_summary(model),
+                legend=timeline_legend(bool(model["copies"]["count"])), drawings=join(drawings, "\n"),
+                clock=clock_line(tl, model), notes=join(fill("tl_note", text=note) for note in notes))
 
 
 BC_WIDTH = 960          # drawing width in px
@@ -753,7 +750,7 @@ def chart_digest(chart: Any) -> Any:
             "records_in": "the observation file"}
 
 
-def block_chart_html(chart: Dict[str, Any]) -> str:
+def block_chart_html(chart: Dict[str, Any]) -> Markup:
     """Every block of the test's grids as a bar: time across, SM (and slot within it) down, coloured by
     stream priority. Malformed rows are counted and left out."""
     grids = [g for g in chart.get("grids", []) if isinstance(g, dict)] if isinstance(chart.get("grids"), list) else []
@@ -770,8 +767,8 @@ def block_chart_html(chart: Dict[str, Any]) -> str:
             gap = r[4] if len(r) >= 5 and isinstance(r[4], (int, float)) and not isinstance(r[4], bool) else 0
             rows.append((gi, float(r[0]), float(r[1]), int(r[2]), gap))
     if not rows:
-        return '<div class="muted small">block chart: no usable block records%s</div>' % (
-            " (%s malformed)" % plural(bad, "row") if bad else "")
+        return fill("muted_small_div", text="block chart: no usable block records%s" % (
+            " (%s malformed)" % plural(bad, "row") if bad else ""))
     # Slots: within each SM, a block takes the lowest slot free at its start.
     slots_of_sm: Dict[int, List[float]] = {}
     placed = []
@@ -840,8 +837,9 @@ def block_chart_html(chart: Dict[str, Any]) -> str:
     summary = "%s of %s, %s SMs, at most %d blocks at once on one SM (limit %s)" % (
         plural(len(placed), "block"), plural(len(grids), "grid"), len(sm_ids), per_sm,
         fmt_value(chart.get("max_blocks_per_sm", "\u2014")))
-    notes = '<div class="tl-note small">%s left out</div>' % h(plural(bad, "malformed row")) if bad else ""
-    return fill("block_chart", summary=h(summary), legend="".join(legend), svg="".join(svg), notes=notes)
+    notes = fill("tl_note", text="%s left out" % plural(bad, "malformed row")) if bad else EMPTY
+    # The drawing is SVG made here with every text in it escaped (h).
+    return fill("block_chart", summary=summary, legend=join(legend), svg=Markup("".join(svg)), notes=notes)
 
 
 def timeline_note(test: Dict[str, Any]) -> Optional[str]:

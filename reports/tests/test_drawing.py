@@ -24,7 +24,7 @@ class Templates(unittest.TestCase):
             templates.fill("no_such_fragment")
 
     def test_page_templates_load_nothing_from_outside(self):
-        for name in ("report.html", "diff.html", "fragments.html", "report.css", "report.js"):
+        for name in ("report.html", "diff.html", "report.css", "report.js") + templates.FRAGMENT_FILES:
             text = templates.template_text(name)
             self.assertNotRegex(text, r"(src|href)\s*=\s*[\"']?(//|[a-z]+:)", name)
             self.assertNotIn("@import", text)

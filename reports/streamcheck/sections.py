@@ -1,0 +1,253 @@
+"""The sections of the report page, each a function of the model of a run (model.build_model()) that fills the
+fragments of reports/templates/sections.html: totals, coverage by catalog ID, results by family, timelines,
+instruments, environment. A section returns its markup, so each can be rendered and tested on its own.
+Python 3.9+ standard library only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List
+
+from .common import COVERAGE_ORDER, TEST_LABEL, TEST_ORDER, Markup, breakable, dig, fmt_ns, inline_md, plural, slug
+from .model import is_unjudged
+from .page_parts import badge, dash, environment_tables, kv_list, test_anchor, test_link, timeline_link
+from .templates import EMPTY, attrs, fill, join
+from .test_row import test_row
+from .timeline import timeline_model, timeline_state, timeline_summary
+
+Model = Dict[str, Any]
+
+
+# ------------------------------------------------------------------------------------------------
+# Totals
+# ------------------------------------------------------------------------------------------------
+def totals_banner(model: Model) -> Markup:
+    """Failed tests named and linked; or that nothing produced a result; or that nothing failed."""
+    t = model["totals"]
+    failed = sorted((x for x in model["tests"].values() if x["status"] == "failed"), key=lambda x: x["ctest_name"])
+    if failed:
+        return fill("failed_banner", count=plural(len(failed), "test"), items=join(
+            fill("link_item", anchor=test_anchor(x), text=x["ctest_name"]) for x in failed))
+    if t["tests"] == t["notrun"]:
+        return fill("nothing_ran_banner",
+                    notrun=" (%s not run)" % plural(t["notrun"], "planned test") if t["notrun"] else "")
+    extra = ""
+    if t["skipped"] or t["notrun"]:
+        extra = " (%d of %d skipped%s)" % (t["skipped"], t["tests"], ", %d not run" % t["notrun"] if t["notrun"] else "")
+    return fill("none_failed_banner", kind="warn" if t["passed"] == 0 else "ok", extra=extra)
+
+
+def skip_reasons(tests: Dict[str, Dict[str, Any]]) -> Markup:
+    """How many tests were skipped for each reason, the most frequent first."""
+    reasons: Dict[str, int] = {}
+    for x in tests.values():
+        if x["status"] == "skipped":
+            # The baseline rule's messages list the rows, so they differ from test to test: one line for all.
+            key = "not judged: no baseline (observed values recorded, no baseline file or entry)" \
+                if is_unjudged(x) else x["skip_reason"] or "(no reason given)"
+            reasons[key] = reasons.get(key, 0) + 1
+    if not reasons:
+        return EMPTY
+    return fill("skip_reasons", rows=join(fill("skip_reason_row", reason=reason, count=n) for reason, n in
+                                          sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))))
+
+
+def totals_section(model: Model) -> Markup:
+    t = model["totals"]
+    unjudged = sum(1 for x in model["tests"].values() if is_unjudged(x))
+    counters = join(fill("counter", key=key, count=t[key], label=label,
+                         unjudged=fill("unjudged_count", count=unjudged) if key == "skipped" and unjudged else EMPTY)
+                    for key, label in (("passed", "passed"), ("failed", "failed"), ("skipped", "skipped"),
+                                       ("notrun", "not run")))
+    return fill("totals", banner=totals_banner(model), tests=t["tests"], counters=counters,
+                reasons=skip_reasons(model["tests"]))
+
+
+# ------------------------------------------------------------------------------------------------
+# Coverage by catalog ID
+# ------------------------------------------------------------------------------------------------
+def planned_tests_cell(row: Dict[str, Any], tests: Dict[str, Dict[str, Any]]) -> Markup:
+    """The tests the plan names for an ID, each with a chip per result (one per variant) linked to its row."""
+    if not row["planned"]:
+        return dash()
+    lines = []
+    for name in row["planned"]:
+        found = [tests[c] for c in row["results"].get(name, []) if c in tests]
+        if not found:
+            lines.append(fill("planned_test", name=breakable(name), results=badge("no-result")))
+            continue
+        chips = []
+        for t in found:
+            if t.get("planned_only"):
+                chip = badge("no-result", "no result")
+            else:
+                label = "%s: %s" % (t["variant"], TEST_LABEL[t["status"]]) if t["variant"] else TEST_LABEL[t["status"]]
+                chip = badge(t["status"], label, t["ctest_name"])
+            chips.append(fill("anchor_link", anchor=test_anchor(t), text=chip))
+        lines.append(fill("planned_test", name=breakable(name), results=join(chips, " ")))
+    return join(lines, fill("br"))
+
+
+def coverage_rows(model: Model, with_claim: bool) -> Markup:
+    """The plan rows, grouped by family under a row naming the family and its plan."""
+    rows = []
+    family = None
+    for row in sorted(model["coverage"]["rows"], key=lambda r: r["family"]):  # stable: plan order within a family
+        if row["family"] != family:
+            family = row["family"]
+            rows.append(fill("coverage_group", columns=7 if with_claim else 6, anchor=slug(family), family=family,
+                             plan=(model["plans"].get(family) or {}).get("path") or ""))
+        rows.append(fill("coverage_row", status=row["status"], anchor=slug(row["id"]), id=row["id"],
+                         attrs=attrs(class_="row-failed" if row["status"] == "fail" else None),
+                         kind=row["kind"] or "\u2014",
+                         claim=fill("claim_cell", claim=inline_md(row["claim"])) if with_claim else EMPTY,
+                         source=inline_md(row["source"]), tests=planned_tests_cell(row, model["tests"]),
+                         badge=badge(row["status"]), detail=join(row["detail"], fill("br"))))
+    return join(rows)
+
+
+def coverage_ids(model: Model, source: Path) -> Markup:
+    """The counts of each status and the table of every planned catalog ID."""
+    cov = model["coverage"]
+    if not cov["rows"]:
+        return fill("coverage_no_plans", where=str(source / "tests"))
+    counts = join((fill("count_badge", badge=badge(s), count=cov["counts"][s]) for s in COVERAGE_ORDER
+                   if cov["counts"][s]), " ")
+    with_claim = any(row["claim"] for row in cov["rows"])
+    return fill("coverage_ids", counts=counts, claim_col=fill("claim_col") if with_claim else EMPTY,
+                source_width="16%" if with_claim else "22%", claim_head=fill("claim_head") if with_claim else EMPTY,
+                rows=coverage_rows(model, with_claim))
+
+
+def no_plan_table(cov: Dict[str, Any]) -> Markup:
+    if not cov["no_plan"]:
+        return EMPTY
+    return fill("no_plan", rows=join(
+        fill("no_plan_row", anchor=slug(entry["family"]), family=entry["family"], badge=badge("noplan", "no plan"),
+             tests=entry["tests"], note=entry["note"]) for entry in cov["no_plan"]))
+
+
+def self_tested_table(cov: Dict[str, Any]) -> Markup:
+    """Families whose plans list the suite's own tests: what is listed but has no result, and the reverse."""
+    if not cov.get("self_tested"):
+        return EMPTY
+    rows = []
+    for entry in cov["self_tested"]:
+        detail = []
+        if entry["missing"]:
+            detail.append("listed but no result: " + ", ".join(entry["missing"]))
+        if entry["unlisted"]:
+            detail.append("ran but not listed: " + ", ".join(entry["unlisted"]))
+        rows.append(fill("self_tested_row", anchor=slug(entry["family"]), family=entry["family"],
+                         planned=entry["planned"], tests=entry["tests"], failed=entry["failed"],
+                         detail="; ".join(detail) or "\u2014"))
+    return fill("self_tested", rows=join(rows))
+
+
+def unplanned_table(model: Model) -> Markup:
+    """IDs that tests claim but no plan lists."""
+    if not model["coverage"]["unplanned"]:
+        return EMPTY
+    return fill("unplanned", rows=join(
+        fill("unplanned_row", status=row["status"], id=row["id"], family=row["family"], kind=row["kind"] or "\u2014",
+             tests=join((test_link(model["tests"][name]) for name in row["tests"]), fill("br")),
+             badge=badge(row["status"]), detail=join(row["detail"], fill("br")))
+        for row in model["coverage"]["unplanned"]))
+
+
+def coverage_section(model: Model, source: Path) -> Markup:
+    cov = model["coverage"]
+    return fill("coverage", ids=coverage_ids(model, source), no_plan=no_plan_table(cov),
+                self_tested=self_tested_table(cov), unplanned=unplanned_table(model))
+
+
+# ------------------------------------------------------------------------------------------------
+# Results by family
+# ------------------------------------------------------------------------------------------------
+def plan_note(plan: Any) -> str:
+    if plan and plan["rows"] is not None:
+        return "plan: %s" % plural(len(plan["rows"]), "ID")
+    if plan and plan.get("self_tests") is not None:
+        return "plan: %s, no catalog IDs" % plural(len(plan["self_tests"]), "listed test")
+    return "no plan"
+
+
+def family_table(model: Model, family: str, tests: List[Dict[str, Any]]) -> Markup:
+    """A family's tests, failed first, in a table that can be collapsed; its summary counts each outcome."""
+    tests = sorted(tests, key=lambda t: (TEST_ORDER[t["status"]], t["gtest_name"], t["variant"]))
+    counts = {s: sum(1 for t in tests if t["status"] == s) for s in TEST_ORDER}
+    summary = join((badge(s, "%d %s" % (counts[s], TEST_LABEL[s])) for s in TEST_ORDER if counts[s]), " ")
+    variants = sorted({t["variant"] for t in tests if t["variant"]})
+    variant_note = (" \u00b7 variants: %s" % ", ".join(variants)) if variants else ""
+    # Fixed layout; the Test column takes what the others leave, more when a family has no
+    # observed values or baseline comparisons.
+    return fill("family", anchor=slug(family), family=family, summary=summary,
+                note="%s \u00b7 %s%s" % (plural(len(tests), "test"), plan_note(model["plans"].get(family)), variant_note),
+                observed_width="12%" if any(t["observations"] for t in tests) else "100px",
+                baseline_width="16%" if any(t["baseline"] for t in tests) else "100px",
+                rows=join(test_row(t, model["baseline"]) for t in tests))
+
+
+def families_section(model: Model) -> Markup:
+    by_family: Dict[str, List[Dict[str, Any]]] = {}
+    for t in model["tests"].values():
+        by_family.setdefault(t["family"], []).append(t)
+    return fill("families", filters=fill("filters"), empty=EMPTY if by_family else fill("no_results"),
+                families=join(family_table(model, family, by_family[family]) for family in sorted(by_family)))
+
+
+# ------------------------------------------------------------------------------------------------
+# Timelines, instruments, environment
+# ------------------------------------------------------------------------------------------------
+def timelines_others(states: Dict[str, List[Dict[str, Any]]]) -> Markup:
+    """One line for the tests without a drawing: traced with nothing recorded, tracing off, no record."""
+    others = []
+    if states.get("empty"):
+        others.append("%s traced with nothing recorded" % plural(len(states["empty"]), "test"))
+    if states.get("off"):
+        reasons = sorted({str(dig(t["timeline"], "tracing", "reason") or "no reason given") for t in states["off"]})
+        others.append("%s with tracing off (%s)" % (plural(len(states["off"]), "test"), "; ".join(reasons)))
+    if states.get("none"):
+        others.append("%s without a timeline record" % plural(len(states["none"]), "test"))
+    return fill("timelines_others", text="; ".join(others)) if others else EMPTY
+
+
+def timelines_section(model: Model) -> Markup:
+    """Where the drawings are: a table of the tests with items, a line for those with NVTX ranges only."""
+    states: Dict[str, List[Dict[str, Any]]] = {}
+    for t in sorted(model["tests"].values(), key=lambda t: t["ctest_name"]):
+        states.setdefault(timeline_state(t), []).append(t)
+    drawn = states.get("drawn", [])
+    models = {t["ctest_name"]: timeline_model(t["timeline"]) for t in drawn}
+    with_items = [t for t in drawn if models[t["ctest_name"]]["items"]]
+    ranges_only = [t for t in drawn if not models[t["ctest_name"]]["items"]]
+    rows = []
+    for t in with_items:
+        items = models[t["ctest_name"]]["items"]
+        rows.append(fill("timelines_row", link=timeline_link(t), badge=badge(t["status"]),
+                         summary=timeline_summary(models[t["ctest_name"]]),
+                         extent=fmt_ns(max(it["e"] for it in items) - min(it["s"] for it in items))))
+    return fill("timelines", where=fill("timelines_where") if drawn else EMPTY,
+                table=fill("timelines_table", rows=join(rows)) if with_items else EMPTY,
+                ranges_only=fill("ranges_only", count=len(ranges_only), links=join(
+                    (timeline_link(t) for t in ranges_only), ", ")) if ranges_only else EMPTY,
+                none=EMPTY if drawn else fill("no_timelines"), others=timelines_others(states))
+
+
+def instruments_section(model: Model) -> Markup:
+    instruments = model["instruments"]
+    if not instruments:
+        return fill("instruments", body=fill("no_instruments"))
+    rows = []
+    for ident in sorted(instruments):
+        record = instruments[ident]
+        test_name = record.get("test")
+        test = model["tests"].get(test_name) if isinstance(test_name, str) else None
+        figures = record.get("figures") if isinstance(record.get("figures"), dict) else {}
+        rows.append(fill("instrument_row", id=ident, test=test_link(test) if test else test_name or "\u2014",
+                         figures=kv_list(figures)))
+    return fill("instruments", body=fill("instruments_table", rows=join(rows)))
+
+
+def environment_section(model: Model) -> Markup:
+    return fill("environment", tables=environment_tables([model["run"]]))

@@ -1,0 +1,224 @@
+"""A test's row in its family's table: status, name, the catalog IDs it claims (or its plan says), duration, the
+result (tags, skip reason, failure texts, evidence, notes), observed values and baseline comparisons; under it,
+rows of their own for its timeline and its block chart. Fills the fragments of reports/templates/test_row.html.
+Python 3.9+ standard library only."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .common import (BASELINE_LABEL, MAX_EVIDENCE_LINES, MUTATION_KIND_TITLE, Markup, as_ns, breakable, dig,
+                     fmt_duration, fmt_ns, fmt_value, inline_md, slug)
+from .model import is_unjudged, same_value
+from .page_parts import badge, dash, kv_list, test_anchor
+from .templates import EMPTY, attrs, fill, join
+from .timeline import block_chart_html, timeline_anchor, timeline_html, timeline_note, timeline_state
+
+# Failure text shown per failure at most (the XML file has all of it).
+MAX_FAILURE_CHARS = 8000
+
+Test = Dict[str, Any]
+
+
+def watchdog_text(entry: Dict[str, Any]) -> str:
+    """One fired gate: "gate 2 holding s1: watchdog 2000 ms, waited 2.000 s; unexpected: ..."."""
+    held = entry.get("held")
+    waited = as_ns(entry.get("waited_ns"))
+    text = "gate %s%s: watchdog %s ms%s" % (
+        fmt_value(entry.get("gate")), " holding %s" % fmt_value(held) if held not in (None, "") else "",
+        fmt_value(entry.get("watchdog_ms")), ", waited %s" % fmt_ns(waited) if waited is not None else "")
+    if entry.get("expected") is True:
+        return text + "; expected (a test of the watchdog itself)"
+    return text + "; unexpected: the test fails, a check made while the gate was supposed to be closed proves nothing"
+
+
+def watchdog_tags(test: Test) -> List[Markup]:
+    """Tags for the Result cell: fired watchdogs, unexpected ones (a failure) apart from expected ones."""
+    tags = []
+    fired = test["watchdog"]
+    unexpected = [w for w in fired if w.get("expected") is not True]
+    expected = [w for w in fired if w.get("expected") is True]
+    for group, kind, label, title in (
+            (unexpected, "watchdog", "watchdog fired (unexpected)",
+             "a gate was not opened before its watchdog ended it: the test fails (gates listed below)"),
+            (expected, "watchdog-expected", "watchdog fired (expected)",
+             "a test of the watchdog itself: its firing is expected (gates listed below)")):
+        if group:
+            tags.append(fill("watchdog_tag", kind=kind, title=title, label=label,
+                             times=" \u00d7%d" % len(group) if len(group) > 1 else ""))
+    if not fired and test["watchdog_summary"]:
+        # XML only: the property counts the gates but does not say whether they were expected.
+        tags.append(fill("watchdog_xml_tag", summary=test["watchdog_summary"]))
+    return tags
+
+
+def evidence_lists(test: Test) -> List[Markup]:
+    """The fired gates and the invalid gate checks of a test, one line each (at most MAX_EVIDENCE_LINES)."""
+    out = []
+    for title, lines, kind in (("watchdog fired", [watchdog_text(w) for w in test["watchdog"]], "watchdog"),
+                               ("invalid checks", list(test["invalid_checks"]), "invalid")):
+        if not lines:
+            continue
+        shown = lines[:MAX_EVIDENCE_LINES]
+        more = len(lines) - len(shown)
+        from_xml = kind == "invalid" and test["invalid_checks_from_xml"]
+        out.append(fill("evidence", kind=kind, title=title, count=len(lines),
+                        note=fill("evidence_from_xml") if from_xml else EMPTY,
+                        lines=join(fill("li", text=line) for line in shown),
+                        more=fill("evidence_more", count=more) if more else EMPTY))
+    return out
+
+
+def status_cell(t: Test) -> Markup:
+    if is_unjudged(t):
+        return badge("unjudged", "not judged", "skipped: its observed values have no baseline, "
+                                               "so they were recorded but not judged")
+    return badge(t["status"])
+
+
+def name_cell(t: Test) -> Markup:
+    return fill("test_name", ctest=t["ctest_name"], name=breakable(t["gtest_name"]),
+                variant=fill("variant", family=t["family"], variant=t["variant"]) if t["variant"] else EMPTY)
+
+
+def claim_cells(t: Test) -> Tuple[Markup, Markup, Markup]:
+    """The ID, Kind and Doc source cells: from the test's claims, or, without any, from its plan rows."""
+    br = fill("br")
+    if t["claims"]:
+        return (join((fill("id_link", anchor=slug(str(c.get("id"))), id=c.get("id"), plan=EMPTY)
+                      for c in t["claims"]), br),
+                join((c.get("kind") or "\u2014" for c in t["claims"]), br),
+                join((c.get("source") or "\u2014" for c in t["claims"]), br))
+    if t["plan_rows"]:
+        # No claim recorded (e.g. skipped before the test body ran): show what the plan says.
+        return (join((fill("id_link", anchor=slug(r["id"]), id=r["id"], plan=fill("from_plan"))
+                      for r in t["plan_rows"]), br),
+                join((r["kind"] or "\u2014" for r in t["plan_rows"]), br),
+                join((inline_md(r["source"]) or "\u2014" for r in t["plan_rows"]), br))
+    return dash(), dash(), dash()
+
+
+def duration_cell(t: Test) -> Markup:
+    setup = fill("setup", duration=fmt_duration(t["setup_ms"])) if t["setup_ms"] is not None else EMPTY
+    return fill("duration", duration=fmt_duration(t["duration_ms"]), setup=setup)
+
+
+def failure_text(failure: str) -> str:
+    if len(failure) <= MAX_FAILURE_CHARS:
+        return failure
+    return failure[:MAX_FAILURE_CHARS] + "\n... (%d more characters in the XML file)" % (len(failure) - MAX_FAILURE_CHARS)
+
+
+def result_cell(t: Test) -> Markup:
+    """Tags (watchdogs, mutation), why it was skipped or not judged, failure texts, evidence and notes."""
+    result = watchdog_tags(t)
+    if t["mutation"]:
+        kind = t["mutation_kind"]
+        title = MUTATION_KIND_TITLE.get(kind) if isinstance(kind, str) else None
+        result.append(fill("mutation_tag", attrs=attrs(title=title), mutation=t["mutation"],
+                           kind=" (%s)" % fmt_value(kind) if kind else ""))
+    if is_unjudged(t) or t["status"] == "skipped":
+        result.append(fill("unjudged", reason=t["skip_reason"]) if is_unjudged(t) else
+                      fill("skipped", reason=t["skip_reason"] or "(no reason given)"))
+        if t["skip_location"]:
+            result.append(fill("muted_small_mono_div", text=t["skip_location"]))
+    result.extend(fill("failure", text=failure_text(failure)) for failure in t["failures"])
+    result.extend(evidence_lists(t))
+    tl_note = timeline_note(t)
+    result.extend(fill("muted_small_div", text=note) for note in list(t["notes"]) + ([tl_note] if tl_note else []))
+    return join(result) or dash()
+
+
+def test_row(t: Test, known: Optional[Dict[str, Any]] = None) -> Markup:
+    """The test's row, and under it, rows of their own for its timeline and its block chart. known: the source
+    tree's baseline file (model["baseline"]), for what a baseline comparison does not carry."""
+    ids, kinds, sources = claim_cells(t)
+    claim_ids = sorted({str(c.get("id")) for c in t["claims"]})
+    rows = [fill("test_row", anchor=test_anchor(t), status=t["status"],
+                 attrs=attrs(class_="row-failed" if t["status"] == "failed" else None), badge=status_cell(t),
+                 name=name_cell(t), ids=ids, kinds=kinds, sources=sources, duration=duration_cell(t),
+                 result=result_cell(t), observed=kv_list(t["observations"]),
+                 baseline=baseline_list(t["baseline"], claim_ids, known))]
+    if timeline_state(t) == "drawn":
+        # The drawing takes the table's whole width, in a row of its own under the test's row.
+        rows.append(fill("wide_row", content=timeline_html(t["timeline"], timeline_anchor(t))))
+    if t.get("block_chart"):
+        rows.append(fill("wide_row", content=block_chart_html(t["block_chart"])))
+    return join(rows)
+
+
+# ------------------------------------------------------------------------------------------------
+# Baseline comparisons
+# ------------------------------------------------------------------------------------------------
+def baseline_key(e: Dict[str, Any], entry: Dict[str, Any], single: bool, file_name: str) -> Markup:
+    """The row's key (ID/key when the test claims several IDs); hovering it says why the value is gating or
+    not and whether a driver may flip it, from the baseline file."""
+    about = []
+    if isinstance(entry.get("why"), str) and entry["why"]:
+        about.append("why: %s" % entry["why"])
+    if isinstance(entry.get("driver_may_flip"), bool):
+        about.append("driver may flip: %s" % ("yes" if entry["driver_may_flip"] else "no"))
+    title = "%s (%s)\n%s" % (e.get("key"), file_name, "\n".join(about)) if about else None
+    key = fmt_value(e.get("key")) if single else "%s/%s" % (fmt_value(e.get("id")), fmt_value(e.get("key")))
+    return fill("bl_key", attrs=attrs(class_="mono why" if about else "mono", title=title), key=key)
+
+
+def baseline_facts(e: Dict[str, Any], entry: Dict[str, Any]) -> Markup:
+    """"(expected X, gating, driver may flip)": what the comparison was against and what it decides."""
+    facts = []
+    if "expected" in e:
+        facts.append(fill("bl_expected", value=e["expected"]))
+    gating = e.get("gating")
+    reason = e.get("gating_reason") if isinstance(e.get("gating_reason"), str) and e.get("gating_reason") \
+        else entry.get("gating_reason") if isinstance(entry.get("gating_reason"), str) else None
+    if gating is not None:
+        word = "gating" if gating is True else "not gating" if gating is False else "gating %s" % fmt_value(gating)
+        facts.append(fill("why", title=reason, text=word) if reason else join([word]))
+    if entry.get("driver_may_flip") is True:
+        facts.append(fill("bl_driver_may_flip"))
+    return fill("bl_facts", facts=join(facts, ", ")) if facts else EMPTY
+
+
+def source_tree_note(e: Dict[str, Any], entry: Dict[str, Any], file_name: str) -> Markup:
+    """The row was compared with the file of the run's source tree; the file read now may be newer."""
+    if "expected" not in entry:
+        return EMPTY
+    status = str(e.get("status"))
+    if "expected" in e:
+        said = None if same_value(entry["expected"], e["expected"]) else "now expects"
+    elif status in ("no-baseline", "no-entry", "no-baseline-dir"):
+        said = "now has an entry: expected"
+    else:
+        said = "expects"  # a row from the XML, which records the status only
+    return fill("bl_source_tree", file=file_name, said=said, expected=entry["expected"]) if said else EMPTY
+
+
+def baseline_line(e: Dict[str, Any], entry: Dict[str, Any], single: bool, file_name: str) -> Markup:
+    status = str(e.get("status"))
+    parts = [baseline_key(e, entry, single, file_name)]
+    if "observed" in e:
+        parts.append(fill("bl_observed", value=e["observed"]))
+    parts.append(baseline_facts(e, entry))
+    if isinstance(entry.get("finding"), str) and entry["finding"]:
+        parts.append(fill("bl_finding", finding=entry["finding"]))
+    detail = e.get("detail")
+    return fill("bl", badge=badge(status, BASELINE_LABEL.get(status, status)), parts=join([p for p in parts if p], " "),
+                detail=fill("muted_small_div", text=detail) if isinstance(detail, str) and detail else EMPTY,
+                source_tree=source_tree_note(e, entry, file_name))
+
+
+def baseline_list(entries: List[Dict[str, Any]], claim_ids: Sequence[str], known: Optional[Dict[str, Any]] = None) -> Markup:
+    """One line per baseline comparison: status, key, observed, expected, gating, detail. What the row does
+    not carry comes from the source tree's baseline file (known): why the value is gating or not and where
+    it comes from (hover), whether a driver may flip it, a finding, and an expected value changed since."""
+    if not entries:
+        return dash()
+    single = len(claim_ids) == 1 and all(str(e.get("id")) in claim_ids for e in entries)
+    file_entries = (known or {}).get("entries") or {}
+    file_name = os.path.basename((known or {}).get("path") or "") or "the baseline file"
+    lines = []
+    for e in entries:
+        entry = dig(file_entries, str(e.get("id")), str(e.get("key")))
+        lines.append(baseline_line(e, entry if isinstance(entry, dict) else {}, single, file_name))
+    return join(lines)
