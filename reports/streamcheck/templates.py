@@ -21,8 +21,9 @@ from typing import Any, Dict, FrozenSet, Iterable, Tuple
 from .common import InputError, Markup, h
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
-# The files of named fragments: pieces every page shares, the report's sections, a test's row and its cells.
-FRAGMENT_FILES = ("fragments.html", "sections.html", "test_row.html")
+# The files of named fragments: pieces every page shares, the report's sections, a test's row and its cells, the
+# elements of a timeline's and a block chart's SVG.
+FRAGMENT_FILES = ("fragments.html", "sections.html", "test_row.html", "timeline.svg.html")
 # A fragment runs from its marker line to the next marker; what a file has before its first marker (a comment
 # saying what the file is for) belongs to no fragment.
 FRAGMENT_MARK = re.compile(r"^<!-- fragment (\w+) -->\n", re.M)

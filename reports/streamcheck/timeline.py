@@ -1,7 +1,9 @@
 """Timeline drawing: one inline SVG per test from the observation's "timeline" (schema 1.1+): a lane per
 stream for its kernels (with per-block bars under them), lanes for copies and memsets, an NVTX lane and a host
 lane; and the block chart of the scheduling tests (schema 1.5 "block_chart"), every block by SM and time.
-The geometry is computed here so that the page needs no script to show it. Python 3.9+ standard library only.
+The geometry is computed here so that the page needs no script to show it; the elements' markup is in
+reports/templates/timeline.svg.html, filled through templates.fill, which escapes every name and tooltip.
+Python 3.9+ standard library only.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ import struct
 import zlib
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .common import Markup, as_ns, dig, fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_value, h, plural, slug
-from .templates import EMPTY, fill, join
+from .common import Markup, as_ns, dig, fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_value, plural, slug
+from .templates import EMPTY, attrs, fill, join
 
 TL_WIDTH = 900             # the drawing's width in px, labels included
 TL_LABEL_W = 112           # lane labels on the left
@@ -114,33 +116,38 @@ def covered_ns(start: int, end: int, union: Sequence[Tuple[int, int]], union_sta
     return total
 
 
-def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
-    """Items, ranges and host events with integer times, the span, and what is drawn of them.
-    Times stay integers (CUPTI's are ~1.8e18 ns, beyond a double's exact range) until t0 is subtracted.
-    Lanes: one per stream for its kernels (and items of any other kind), then one per (stream, copy direction)
-    for its memcpy and memset items (observation schema 1.4 adds their channel), so that a copy is drawn under
-    the kernels it overlaps. Each copy and memset also gets the time a kernel of the test overlapped it."""
-    raw_items, bad_items = entries_of(tl, "items")
-    raw_ranges, bad_ranges = entries_of(tl, "ranges")
-    raw_host, bad_host = entries_of(tl, "host_events")
-
+def model_items(entries: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The items with integer times (an end before the start counts as the start), their kind, stream, label and
+    lane: (stream, "") for kernels and items of any other kind, (stream, copy direction) for copies and memsets."""
     items = []
-    for entry in raw_items:
+    for entry in entries:
         start = as_ns(entry["start_ns"])
         end = as_ns(entry.get("end_ns"))
-        items.append({"raw": entry, "s": start, "e": end if end is not None and end >= start else start,
-                      "kind": str(entry.get("kind") or "?"), "stream": fmt_value(entry.get("stream"))
-                      if entry.get("stream") not in (None, "") else "(no stream)",
-                      "label": entry.get("label") if isinstance(entry.get("label"), str) else ""})
+        item = {"raw": entry, "s": start, "e": end if end is not None and end >= start else start,
+                "kind": str(entry.get("kind") or "?"), "stream": fmt_value(entry.get("stream"))
+                if entry.get("stream") not in (None, "") else "(no stream)",
+                "label": entry.get("label") if isinstance(entry.get("label"), str) else ""}
+        item["lane"] = (item["stream"], copy_direction(item) if item["kind"] in TL_COPY_KINDS else "")
+        items.append(item)
+    return items
+
+
+def model_ranges(entries: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The NVTX ranges with integer times; a range without an end (end_ns missing or 0) is open."""
     ranges = []
-    for entry in raw_ranges:
+    for entry in entries:
         start = as_ns(entry["start_ns"])
         end = as_ns(entry.get("end_ns"))
         is_open = end is None or end == 0
         ranges.append({"raw": entry, "s": start, "e": None if is_open else max(end, start), "open": is_open,
                        "name": fmt_value(entry.get("name")) if entry.get("name") is not None else ""})
+    return ranges
+
+
+def model_host(entries: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The host events with integer times and a text label."""
     host = []
-    for e in raw_host:
+    for e in entries:
         start = as_ns(e["start_ns"])
         end = as_ns(e.get("end_ns"))
         host.append({"raw": e, "s": start,
@@ -148,27 +155,27 @@ def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
                      "e": end if end is not None and end > start else None,
                      "label": e.get("label") if isinstance(e.get("label"), str)
                      else "" if e.get("label") is None else fmt_value(e.get("label"))})
+    return host
 
-    starts = [x["s"] for x in items] + [x["s"] for x in ranges] + [x["s"] for x in host]
-    t0 = min(starts) if starts else 0
-    ends = [x["e"] for x in items] + [x["e"] for x in ranges if not x["open"]] + \
-        [x["e"] for x in host if x["e"] is not None] + starts
-    t1 = max(ends) if ends else 0
 
-    # Copies and memsets: the part of each one's interval that any kernel of the test overlapped.
+def copy_overlap(items: Sequence[Dict[str, Any]]) -> Dict[str, int]:
+    """Sets each copy's and memset's overlap_ns, the part of its interval that any kernel of the test overlapped,
+    and returns their count, summed time and summed overlap."""
     kernels = merge_intervals((it["s"], it["e"]) for it in items if it["kind"] == "kernel")
     kernel_starts = [a for a, _ in kernels]
     copies = {"count": 0, "time_ns": 0, "overlap_ns": 0}
     for item in items:
-        item["lane"] = (item["stream"], copy_direction(item) if item["kind"] in TL_COPY_KINDS else "")
         if item["kind"] in TL_COPY_KINDS:
             item["overlap_ns"] = covered_ns(item["s"], item["e"], kernels, kernel_starts)
             copies["count"] += 1
             copies["time_ns"] += item["e"] - item["s"]
             copies["overlap_ns"] += item["overlap_ns"]
+    return copies
 
-    # What is drawn: the first items by start time, in at most TL_MAX_LANES lanes.
-    items.sort(key=lambda x: (x["s"], x["e"]))
+
+def first_items(items: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[Tuple[str, str]], set]:
+    """What is drawn of items sorted by start time: the first TL_MAX_ITEMS, in at most TL_MAX_LANES lanes;
+    the lanes in the order they were opened, and the lanes refused."""
     opened: List[Tuple[str, str]] = []
     opened_set: set = set()
     refused: set = set()
@@ -183,8 +190,12 @@ def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
             opened.append(item["lane"])
             opened_set.add(item["lane"])
         drawn.append(item)
-    # Lane order: the kernel lanes by their stream's first item, then the copy lanes, by stream in the same
-    # order and, within a stream, HtoD, DtoH, DtoD, any other copy kind, memset.
+    return drawn, opened, refused
+
+
+def ordered_lanes(opened: Sequence[Tuple[str, str]]) -> List[Dict[str, Any]]:
+    """The lanes in drawing order: the kernel lanes by their stream's first item, then the copy lanes, by stream
+    in the same order and, within a stream, HtoD, DtoH, DtoD, any other copy kind, memset."""
     stream_rank: Dict[str, int] = {}
     for stream, _ in opened:
         stream_rank.setdefault(stream, len(stream_rank))
@@ -196,14 +207,35 @@ def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
         rank = TL_DIRECTION_ORDER.get(direction, 4 if direction == "memset" else 3)
         return 1, stream_rank[stream], rank, direction, opened.index(key)
 
-    lanes = []
-    for stream, direction in sorted(opened, key=lane_order):
-        lanes.append({"key": (stream, direction), "stream": stream, "direction": direction,
-                      "name": stream + TL_LANE_SEP + direction if direction else stream})
+    return [{"key": (stream, direction), "stream": stream, "direction": direction,
+             "name": stream + TL_LANE_SEP + direction if direction else stream}
+            for stream, direction in sorted(opened, key=lane_order)]
+
+
+def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
+    """Items, ranges and host events with integer times, the span, and what is drawn of them.
+    Times stay integers (CUPTI's are ~1.8e18 ns, beyond a double's exact range) until t0 is subtracted.
+    Lanes: one per stream for its kernels (and items of any other kind), then one per (stream, copy direction)
+    for its memcpy and memset items (observation schema 1.4 adds their channel), so that a copy is drawn under
+    the kernels it overlaps. Each copy and memset also gets the time a kernel of the test overlapped it."""
+    raw_items, bad_items = entries_of(tl, "items")
+    raw_ranges, bad_ranges = entries_of(tl, "ranges")
+    raw_host, bad_host = entries_of(tl, "host_events")
+    items, ranges, host = model_items(raw_items), model_ranges(raw_ranges), model_host(raw_host)
+
+    starts = [x["s"] for x in items] + [x["s"] for x in ranges] + [x["s"] for x in host]
+    t0 = min(starts) if starts else 0
+    ends = [x["e"] for x in items] + [x["e"] for x in ranges if not x["open"]] + \
+        [x["e"] for x in host if x["e"] is not None] + starts
+    t1 = max(ends) if ends else 0
+
+    copies = copy_overlap(items)
+    items.sort(key=lambda x: (x["s"], x["e"]))
+    drawn, opened, refused = first_items(items)
     drawn_streams = {stream for stream, _ in opened}
     ranges.sort(key=lambda x: (x["s"], -(x["e"] if x["e"] is not None else t1)))
     host.sort(key=lambda x: x["s"])
-    return {"t0": t0, "t1": t1, "items": items, "drawn": drawn, "lanes": lanes,
+    return {"t0": t0, "t1": t1, "items": items, "drawn": drawn, "lanes": ordered_lanes(opened),
             "lanes_refused": len(refused), "streams_refused": len({s for s, _ in refused} - drawn_streams),
             "copies": copies, "ranges": ranges, "host": host, "bad": bad_items + bad_ranges + bad_host}
 
@@ -250,10 +282,6 @@ def axis_unit(span: float) -> Tuple[float, str]:
 
 def fits(text: str, width: float) -> bool:
     return bool(text) and len(text) * TL_CHAR_W + 6 <= width
-
-
-def svg_text(x: float, y: float, text: str, extra: str = "") -> str:
-    return '<text x="%.1f" y="%.1f"%s>%s</text>' % (x, y, extra, h(text))
 
 
 def item_tooltip(item: Dict[str, Any], t0: int) -> str:
@@ -349,215 +377,298 @@ def blocks_tooltip(who: str, good: Sequence[Tuple[int, int, int, Any]], t0: int)
     return "\n".join(lines)
 
 
-def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple[str, int]:
-    """One drawing of the window [w0, w1] (ns on the test's clock); x = (t - w0) * scale.
-    Returns the SVG and {"skipped": block records not drawn, "merged": block records drawn as one shape}."""
-    t0 = model["t0"]
-    span = max(w1 - w0, 1)
-    scale = TL_PLOT_W / float(span)
-    left, right = float(TL_LABEL_W), float(TL_LABEL_W + TL_PLOT_W)
+# Optional attributes of the drawing's shapes (slots inside a tag take markup: templates.attrs).
+TL_FADED = attrs(**{"fill-opacity": "0.45", "stroke-dasharray": "2 1"})   # an unlabelled item
+TL_OPEN_DASH = attrs(**{"stroke-dasharray": "4 2"})                        # an NVTX range without an end
 
-    def x_of(t: int) -> float:
-        return left + (t - w0) * scale
 
-    body: List[str] = []
-    lanes_out: List[str] = []
-    y = float(TL_AXIS_H)
-    blocks_left = [TL_MAX_BLOCKS]
-    tips_left = [TL_MAX_BLOCK_TIPS]
-    stats = {"skipped": 0, "merged": 0}
+class Window:
+    """The stretch [w0, w1] of the test's clock (ns) that one drawing shows, and its scale: x = left + (t - w0)
+    * scale. It also holds what the drawing may still spend on block records and their tooltips, and counts
+    what it left out ("skipped") or drew as one shape ("merged"), because those limits hold for the whole
+    drawing, across its lanes."""
 
-    def lane(title: str, tooltip: str, height: float, shade: bool, suffix: str = "") -> float:
-        nonlocal y
-        top = y
-        if shade:
-            lanes_out.append('<rect x="0" y="%.1f" width="%d" height="%.1f" fill="#f6f8fa"/>' % (top, TL_WIDTH, height))
-        shown = lane_title(title, suffix)
-        lanes_out.append('<g class="lane-label"><title>%s</title>%s</g>' % (
-            h(tooltip), svg_text(4, top + min(height, TL_ROW_H + 4) / 2 + 3.5, shown,
-                                 ' font-weight="600" fill="#24292f"')))
-        lanes_out.append('<line x1="0" x2="%d" y1="%.1f" y2="%.1f" stroke="#d0d7de"/>'
-                         % (TL_WIDTH, top + height, top + height))
-        y += height
+    def __init__(self, t0: int, w0: int, w1: int):
+        self.t0, self.w0, self.w1 = t0, w0, w1
+        self.span = max(w1 - w0, 1)
+        self.scale = TL_PLOT_W / float(self.span)
+        self.left, self.right = float(TL_LABEL_W), float(TL_LABEL_W + TL_PLOT_W)
+        self.blocks_left = TL_MAX_BLOCKS
+        self.tips_left = TL_MAX_BLOCK_TIPS
+        self.stats = {"skipped": 0, "merged": 0}
+
+    def x_of(self, t: float) -> float:
+        return self.left + (t - self.w0) * self.scale
+
+    def shows(self, start: int, end: int) -> bool:
+        """Whether [start, end] reaches into the window (a zoomed drawing leaves out what lies outside)."""
+        return not (end < self.w0 or start > self.w1)
+
+
+class Lanes:
+    """The lanes of one drawing, top to bottom under the axis: each one's label, background (every other lane
+    shaded) and the line under it, and where the next one starts."""
+
+    def __init__(self) -> None:
+        self.y = float(TL_AXIS_H)
+        self.shade = False
+        self.labels: List[Markup] = []
+
+    def add(self, title: str, tooltip: str, height: float, suffix: str = "") -> float:
+        """Opens a lane of the height below the last one; returns its top."""
+        top = self.y
+        self.labels.append(draw_lane(top, title, tooltip, height, self.shade, suffix))
+        self.shade = not self.shade
+        self.y += height
         return top
 
-    # Lanes: a stream's kernels (item rows, then block rows under them); after all of those, the copy lanes,
-    # one per stream and direction, on the same time axis.
-    shade = False
-    for entry in model["lanes"]:
-        name, direction = entry["stream"], entry["direction"]
-        mine = [it for it in model["drawn"] if it["lane"] == entry["key"]]
-        rows = pack_rows([(it["s"], it["e"]) for it in mine], 1000)
-        n_rows = max(r for r in rows if r is not None) + 1 if mine else 1
-        block_plan = []
-        n_block_rows = 0
-        for it in mine:
-            blocks = it["raw"].get("blocks")
-            if it["kind"] != "kernel" or not isinstance(blocks, list) or not blocks:
-                continue
-            good = []
-            for index, b in enumerate(blocks):
-                bs, be = as_ns(b.get("t0_ns")) if isinstance(b, dict) else None, \
-                    as_ns(b.get("t1_ns")) if isinstance(b, dict) else None
-                if bs is None:
-                    stats["skipped"] += 1
-                    continue
-                good.append((bs, be if be is not None and be >= bs else bs, index, b))
-            good.sort(key=lambda g: (g[0], g[1]))
-            block_rows = pack_rows([(g[0], g[1]) for g in good], TL_MAX_BLOCK_ROWS)
-            block_plan.append((it, good, block_rows, len(blocks)))
-            used = [r for r in block_rows if r is not None]
-            n_block_rows = max(n_block_rows, max(used) + 1 if used else 0)
-        height = n_rows * TL_ROW_H + n_block_rows * (TL_BLOCK_H + 1) + (4 if n_block_rows else 0) + 4
-        ids = sorted({fmt_value(it["raw"].get("stream_id")) for it in mine if it["raw"].get("stream_id") is not None})
-        what = ""
-        if direction:
-            what = ", memsets" if direction == "memset" else ", copies" if direction == "memcpy" else \
-                ", %s copies" % direction
-        tooltip = "stream %s%s%s: %s drawn" % (name, " (CUPTI stream %s)" % ", ".join(ids) if ids else "", what,
-                                              plural(len(mine), "item"))
-        top = lane(name, tooltip, height, shade, TL_LANE_SEP + direction if direction else "")
-        shade = not shade
-        for it, row in zip(mine, rows):
-            fill, stroke = TL_KIND_STYLE.get(it["kind"], TL_OTHER_STYLE)
-            if it["e"] < w0 or it["s"] > w1:
-                continue  # outside a zoomed window
-            xs, xe = max(x_of(it["s"]), left), min(x_of(it["e"]), right)
-            width = max(xe - xs, 1.0)
-            ry = top + 2 + (row or 0) * TL_ROW_H
-            faded = '' if it["label"] else ' fill-opacity="0.45" stroke-dasharray="2 1"'
-            shape = '<rect x="%.2f" y="%.1f" width="%.2f" height="%d" fill="%s" stroke="%s" stroke-width="%s"%s/>' % (
-                xs, ry, width, TL_ROW_H - 3, fill, stroke, "1" if width >= 3 else "0.5", faded)
-            text = ""
-            if fits(it["label"], width):
-                text = svg_text(xs + 3, ry + TL_ROW_H - 6, it["label"], ' fill="#0b1f33"')
-            body.append('<g class="item %s"><title>%s</title>%s%s</g>' % (
-                h(slug(it["kind"])), h(item_tooltip(it, t0)), shape, text))
-        blocks_top = top + 2 + n_rows * TL_ROW_H + 2
-        for it, good, block_rows, total in block_plan:
-            who = it["label"] or "kernel"
-            # A kernel's blocks get a tooltip each while they are few; otherwise they are drawn as one shape
-            # (bars touching within half a pixel joined), and the shape's tooltip sums them up.
-            one_by_one = total <= TL_BLOCK_TIPS and tips_left[0] >= total
-            bars = []
-            for (bs, be, index, b), row in zip(good, block_rows):
-                if row is None or blocks_left[0] <= 0:
-                    stats["skipped"] += 1
-                    continue
-                if be < w0 or bs > w1:
-                    continue
-                blocks_left[0] -= 1
-                xs, xe = max(x_of(bs), left), min(x_of(be), right)
-                y_bar = blocks_top + row * (TL_BLOCK_H + 1)
-                if not one_by_one:
-                    bars.append((y_bar, xs, max(xe, xs + 1.0)))
-                    continue
-                tips_left[0] -= 1
-                sm = "SM %s" % fmt_value(b.get("sm_begin"))
-                if b.get("sm_end") != b.get("sm_begin"):
-                    sm += " at start, SM %s at end" % fmt_value(b.get("sm_end"))
-                tip = "%s \u2014 block %d of %d\n%s\nstart %s, duration %s" % (
-                    who, index + 1, total, sm, fmt_ns(bs - t0, signed=True, exact=True), fmt_ns(be - bs))
-                if b.get("max_gap_ns") is not None:
-                    tip += "\nlargest gap between stamps %s ns" % fmt_value(b.get("max_gap_ns"))
-                body.append('<rect class="block" x="%.2f" y="%.1f" width="%.2f" height="%d" fill="%s"><title>%s'
-                            '</title></rect>' % (xs, y_bar, max(xe - xs, 1.0), TL_BLOCK_H, TL_BLOCK_FILL, h(tip)))
-            if bars:
-                stats["merged"] += len(bars)
-                body.append('<path class="blocks" fill="%s" d="%s"><title>%s</title></path>' % (
-                    TL_BLOCK_FILL, bar_path(bars, TL_BLOCK_H), h(blocks_tooltip(who, good, t0))))
 
-    # NVTX lane: nested or overlapping ranges in sub-rows; an open range runs to the end of the span.
-    ranges = model["ranges"][:TL_MAX_RANGES]
-    if ranges:
-        ends = [r["e"] if r["e"] is not None else max(model["t1"], r["s"]) for r in ranges]
-        rows = pack_rows([(r["s"], e) for r, e in zip(ranges, ends)], TL_MAX_RANGE_ROWS)
-        used = [r for r in rows if r is not None]
-        n_rows = max(used) + 1 if used else 1
-        top = lane("NVTX", "NVTX ranges (CUPTI marker records)", n_rows * TL_ROW_H + 4, shade)
-        shade = not shade
-        for r, end, row in zip(ranges, ends, rows):
-            if row is None:
-                continue
-            xs, xe = x_of(r["s"]), x_of(end)
-            if xe < left or xs > right:
-                continue
-            clipped_left, clipped_right = xs < left, xe > right
-            xs, xe = max(xs, left), min(xe, right)
-            width = max(xe - xs, 1.0)
-            ry = top + 2 + row * TL_ROW_H
-            fill, stroke = TL_RANGE_STYLE
-            dash = ' stroke-dasharray="4 2"' if r["open"] else ""
-            shape = '<rect x="%.2f" y="%.1f" width="%.2f" height="%d" fill="%s" stroke="%s"%s/>' % (
-                xs, ry, width, TL_ROW_H - 3, fill, stroke, dash)
-            label = r["name"] + (" (open)" if r["open"] else "")
-            label = ("\u25c2 " if clipped_left else "") + label + (" \u25b8" if clipped_right else "")
-            if not fits(label, width):
-                label = r["name"] if fits(r["name"], width) else ""
-            text = svg_text(xs + 3, ry + TL_ROW_H - 6, label, ' fill="#3b1d7a"') if label else ""
-            domain = r["raw"].get("domain")
-            tip = "NVTX range %s%s\nstart %s, %s" % (
-                r["name"] or "(unnamed)", " (domain %s)" % fmt_value(domain) if domain else "",
-                fmt_ns(r["s"] - t0, signed=True, exact=True),
-                "open: no end when collected (end_ns 0); drawn to the end of the span" if r["open"]
-                else "duration %s" % fmt_ns(r["e"] - r["s"]))
-            body.append('<g class="range%s"><title>%s</title>%s%s</g>' % (" open" if r["open"] else "", h(tip),
-                                                                          shape, text))
+def draw_lane(top: float, title: str, tooltip: str, height: float, shade: bool, suffix: str = "") -> Markup:
+    """A lane's title left of the plot (shortened: lane_title; the tooltip has all of it), its background when
+    shaded, and the line under it across the whole drawing."""
+    background = fill("tl_lane_shade", y="%.1f" % top, width=TL_WIDTH, height="%.1f" % height) if shade else EMPTY
+    return fill("tl_lane", shade=background, tooltip=tooltip, title=lane_title(title, suffix),
+                label_y="%.1f" % (top + min(height, TL_ROW_H + 4) / 2 + 3.5), width=TL_WIDTH,
+                bottom="%.1f" % (top + height))
 
-    # Host lane: a tick for each host event, and a faint line through the lanes above; a host event with an
-    # end (a host function, a host latch's wait) is also drawn as a bar from its start to its end.
-    host = [e for e in model["host"][:TL_MAX_HOST] if w0 <= e["s"] <= w1]
-    if model["host"]:
-        top = lane("host", "host moments and host-function intervals the test recorded", TL_HOST_H, shade)
-        for e in host:
-            x = x_of(e["s"])
-            if e["e"] is not None:
-                x_end = max(x_of(min(e["e"], w1)), x + 1.0)
-                body.append('<rect class="host-interval" x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" '
-                            'fill-opacity="0.25" stroke="%s" stroke-width="1"><title>%s</title></rect>' % (
-                                x, top + 3, x_end - x, TL_HOST_H - 5, TL_HOST_COLOR, TL_HOST_COLOR,
-                                h("host: %s\nfrom %s for %s" % (e["label"] or "(no label)",
-                                                                fmt_ns(e["s"] - t0, signed=True, exact=True),
-                                                                fmt_ns(e["e"] - e["s"])))))
-            tip = "host: %s\nat %s" % (e["label"] or "(no label)", fmt_ns(e["s"] - t0, signed=True, exact=True))
-            if e["e"] is not None:
-                tip += ", for %s" % fmt_ns(e["e"] - e["s"])
-            text = svg_text(x + 4, top + TL_HOST_H - 6, e["label"], ' fill="%s"' % TL_HOST_COLOR) \
-                if e["label"] and x + 4 + len(e["label"]) * TL_CHAR_W <= TL_WIDTH else ""
-            body.append('<line x1="%.2f" x2="%.2f" y1="%d" y2="%.1f" stroke="%s" stroke-opacity="0.35" '
-                        'stroke-dasharray="3 3"/>' % (x, x, TL_AXIS_H, top, TL_HOST_COLOR))
-            body.append('<g class="host"><title>%s</title><line x1="%.2f" x2="%.2f" y1="%.1f" y2="%.1f" stroke="%s" '
-                        'stroke-width="2"/><path d="M%.2f %.1fl-4 -6h8z" fill="%s"/>%s</g>' % (
-                            h(tip), x, x, top + 3, top + TL_HOST_H - 2, TL_HOST_COLOR, x, top + 9, TL_HOST_COLOR,
-                            text))
 
-    height = int(y + 1)
-    # Axis: round ticks of the offset from the test's t0, in one unit chosen by the window.
-    divisor, unit = axis_unit(span)
-    step = tick_step(span)
+def lane_tooltip(entry: Dict[str, Any], mine: Sequence[Dict[str, Any]]) -> str:
+    """A stream lane's tooltip: the stream, its CUPTI stream IDs, what the lane holds and how many items."""
+    ids = sorted({fmt_value(it["raw"].get("stream_id")) for it in mine if it["raw"].get("stream_id") is not None})
+    direction = entry["direction"]
+    what = ""
+    if direction:
+        what = ", memsets" if direction == "memset" else ", copies" if direction == "memcpy" else \
+            ", %s copies" % direction
+    return "stream %s%s%s: %s drawn" % (entry["stream"], " (CUPTI stream %s)" % ", ".join(ids) if ids else "",
+                                        what, plural(len(mine), "item"))
+
+
+def plan_blocks(mine: Sequence[Dict[str, Any]],
+                stats: Dict[str, int]) -> Tuple[List[Tuple[Dict[str, Any], list, list, int]], int]:
+    """For each kernel of a lane that has block records: the kernel, its blocks with a numeric start as
+    (start, end, index, record) by start time, their rows (None beyond TL_MAX_BLOCK_ROWS) and how many records
+    it has; and how many block rows the lane needs. Records without a numeric start are counted as skipped."""
+    plan = []
+    n_block_rows = 0
+    for it in mine:
+        blocks = it["raw"].get("blocks")
+        if it["kind"] != "kernel" or not isinstance(blocks, list) or not blocks:
+            continue
+        good = []
+        for index, b in enumerate(blocks):
+            bs, be = (as_ns(b.get("t0_ns")), as_ns(b.get("t1_ns"))) if isinstance(b, dict) else (None, None)
+            if bs is None:
+                stats["skipped"] += 1
+                continue
+            good.append((bs, be if be is not None and be >= bs else bs, index, b))
+        good.sort(key=lambda g: (g[0], g[1]))
+        block_rows = pack_rows([(g[0], g[1]) for g in good], TL_MAX_BLOCK_ROWS)
+        plan.append((it, good, block_rows, len(blocks)))
+        used = [r for r in block_rows if r is not None]
+        n_block_rows = max(n_block_rows, max(used) + 1 if used else 0)
+    return plan, n_block_rows
+
+
+def stream_lane(lanes: Lanes, window: Window, entry: Dict[str, Any], mine: Sequence[Dict[str, Any]]) -> List[Markup]:
+    """A stream's lane (its kernels, or one of its copy directions): the items in rows where they do not overlap,
+    and the block records of its kernels in rows under them."""
+    rows = pack_rows([(it["s"], it["e"]) for it in mine], 1000)
+    n_rows = max(r for r in rows if r is not None) + 1 if mine else 1
+    plan, n_block_rows = plan_blocks(mine, window.stats)
+    height = n_rows * TL_ROW_H + n_block_rows * (TL_BLOCK_H + 1) + (4 if n_block_rows else 0) + 4
+    direction = entry["direction"]
+    top = lanes.add(entry["stream"], lane_tooltip(entry, mine), height, TL_LANE_SEP + direction if direction else "")
+    out = [draw_item(it, top + 2 + (row or 0) * TL_ROW_H, window)
+           for it, row in zip(mine, rows) if window.shows(it["s"], it["e"])]
+    blocks_top = top + 2 + n_rows * TL_ROW_H + 2
+    for it, good, block_rows, total in plan:
+        out.extend(draw_blocks(it, good, block_rows, total, blocks_top, window))
+    return out
+
+
+def draw_item(it: Dict[str, Any], y: float, window: Window) -> Markup:
+    """A kernel, copy or memset as a box from its start to its end (at least 1 px, clipped to the plot), faded
+    and dashed when unlabelled, with its label inside where it fits and its details as the tooltip."""
+    fill_colour, stroke = TL_KIND_STYLE.get(it["kind"], TL_OTHER_STYLE)
+    xs, xe = max(window.x_of(it["s"]), window.left), min(window.x_of(it["e"]), window.right)
+    width = max(xe - xs, 1.0)
+    label = fill("tl_item_label", x="%.1f" % (xs + 3), y="%.1f" % (y + TL_ROW_H - 6), text=it["label"]) \
+        if fits(it["label"], width) else EMPTY
+    return fill("tl_item", kind=slug(it["kind"]), tooltip=item_tooltip(it, window.t0), x="%.2f" % xs,
+                y="%.1f" % y, width="%.2f" % width, height=TL_ROW_H - 3, fill=fill_colour, stroke=stroke,
+                stroke_width="1" if width >= 3 else "0.5", faded=EMPTY if it["label"] else TL_FADED, label=label)
+
+
+def block_tooltip(who: str, index: int, total: int, b: Dict[str, Any], start: int, end: int, t0: int) -> str:
+    """One block record's tooltip: which block of the kernel, its SM (both when it moved), when, how long."""
+    sm = "SM %s" % fmt_value(b.get("sm_begin"))
+    if b.get("sm_end") != b.get("sm_begin"):
+        sm += " at start, SM %s at end" % fmt_value(b.get("sm_end"))
+    tip = "%s \u2014 block %d of %d\n%s\nstart %s, duration %s" % (
+        who, index + 1, total, sm, fmt_ns(start - t0, signed=True, exact=True), fmt_ns(end - start))
+    if b.get("max_gap_ns") is not None:
+        tip += "\nlargest gap between stamps %s ns" % fmt_value(b.get("max_gap_ns"))
+    return tip
+
+
+def draw_blocks(it: Dict[str, Any], good: Sequence[Tuple[int, int, int, Any]], rows: Sequence[Optional[int]],
+                total: int, top: float, window: Window) -> List[Markup]:
+    """A kernel's block records as bars in their rows. While the kernel has few blocks (and the drawing's
+    tooltip budget lasts) each is a rect with a tooltip; otherwise they are one path (bars touching within half
+    a pixel joined) whose tooltip sums them up, which keeps a kernel of thousands of blocks small."""
+    who = it["label"] or "kernel"
+    one_by_one = total <= TL_BLOCK_TIPS and window.tips_left >= total
+    out: List[Markup] = []
+    bars = []
+    for (bs, be, index, b), row in zip(good, rows):
+        if row is None or window.blocks_left <= 0:
+            window.stats["skipped"] += 1
+            continue
+        if not window.shows(bs, be):
+            continue
+        window.blocks_left -= 1
+        xs, xe = max(window.x_of(bs), window.left), min(window.x_of(be), window.right)
+        y = top + row * (TL_BLOCK_H + 1)
+        if not one_by_one:
+            bars.append((y, xs, max(xe, xs + 1.0)))
+            continue
+        window.tips_left -= 1
+        out.append(fill("tl_block", x="%.2f" % xs, y="%.1f" % y, width="%.2f" % max(xe - xs, 1.0),
+                        height=TL_BLOCK_H, fill=TL_BLOCK_FILL,
+                        tooltip=block_tooltip(who, index, total, b, bs, be, window.t0)))
+    if bars:
+        window.stats["merged"] += len(bars)
+        out.append(fill("tl_blocks", fill=TL_BLOCK_FILL, d=bar_path(bars, TL_BLOCK_H),
+                        tooltip=blocks_tooltip(who, good, window.t0)))
+    return out
+
+
+def nvtx_lane(lanes: Lanes, window: Window, ranges: Sequence[Dict[str, Any]], t1: int) -> List[Markup]:
+    """The NVTX lane, when there are ranges: nested or overlapping ranges in sub-rows (a range beyond
+    TL_MAX_RANGE_ROWS is left out); an open range runs to the end of the span."""
+    if not ranges:
+        return []
+    ends = [r["e"] if r["e"] is not None else max(t1, r["s"]) for r in ranges]
+    rows = pack_rows([(r["s"], e) for r, e in zip(ranges, ends)], TL_MAX_RANGE_ROWS)
+    used = [r for r in rows if r is not None]
+    n_rows = max(used) + 1 if used else 1
+    top = lanes.add("NVTX", "NVTX ranges (CUPTI marker records)", n_rows * TL_ROW_H + 4)
+    return [draw_range(r, end, top + 2 + row * TL_ROW_H, window)
+            for r, end, row in zip(ranges, ends, rows) if row is not None]
+
+
+def range_tooltip(r: Dict[str, Any], t0: int) -> str:
+    domain = r["raw"].get("domain")
+    return "NVTX range %s%s\nstart %s, %s" % (
+        r["name"] or "(unnamed)", " (domain %s)" % fmt_value(domain) if domain else "",
+        fmt_ns(r["s"] - t0, signed=True, exact=True),
+        "open: no end when collected (end_ns 0); drawn to the end of the span" if r["open"]
+        else "duration %s" % fmt_ns(r["e"] - r["s"]))
+
+
+def draw_range(r: Dict[str, Any], end: int, y: float, window: Window) -> Markup:
+    """An NVTX range as a box, dashed while open, clipped to the plot with the clipped side marked in its label
+    (the label shortened to the bare name, or left out, where it does not fit); nothing outside the window."""
+    xs, xe = window.x_of(r["s"]), window.x_of(end)
+    if xe < window.left or xs > window.right:
+        return EMPTY
+    clipped_left, clipped_right = xs < window.left, xe > window.right
+    xs, xe = max(xs, window.left), min(xe, window.right)
+    width = max(xe - xs, 1.0)
+    label = r["name"] + (" (open)" if r["open"] else "")
+    label = ("\u25c2 " if clipped_left else "") + label + (" \u25b8" if clipped_right else "")
+    if not fits(label, width):
+        label = r["name"] if fits(r["name"], width) else ""
+    text = fill("tl_range_label", x="%.1f" % (xs + 3), y="%.1f" % (y + TL_ROW_H - 6), text=label) if label else EMPTY
+    fill_colour, stroke = TL_RANGE_STYLE
+    return fill("tl_range", classes="range open" if r["open"] else "range", tooltip=range_tooltip(r, window.t0),
+                x="%.2f" % xs, y="%.1f" % y, width="%.2f" % width, height=TL_ROW_H - 3, fill=fill_colour,
+                stroke=stroke, dash=TL_OPEN_DASH if r["open"] else EMPTY, label=text)
+
+
+def host_lane(lanes: Lanes, window: Window, host: Sequence[Dict[str, Any]]) -> List[Markup]:
+    """The host lane, when the test recorded host events: the first TL_MAX_HOST of them that fall in the window."""
+    if not host:
+        return []
+    top = lanes.add("host", "host moments and host-function intervals the test recorded", TL_HOST_H)
+    out: List[Markup] = []
+    for e in host[:TL_MAX_HOST]:
+        if window.w0 <= e["s"] <= window.w1:
+            out.extend(draw_host_event(e, top, window))
+    return out
+
+
+def draw_host_event(e: Dict[str, Any], top: float, window: Window) -> List[Markup]:
+    """A host event: a tick with a marker in the host lane (its label beside it where the drawing has room) and
+    a faint line up through the lanes above; one with an end (a host function, a host latch's wait) is also a
+    bar from its start to its end, drawn under the tick."""
+    x = window.x_of(e["s"])
+    label = e["label"] or "(no label)"
+    at = fmt_ns(e["s"] - window.t0, signed=True, exact=True)
+    out = []
+    tip = "host: %s\nat %s" % (label, at)
+    if e["e"] is not None:
+        x_end = max(window.x_of(min(e["e"], window.w1)), x + 1.0)
+        out.append(fill("tl_host_interval", x="%.2f" % x, y="%.1f" % (top + 3), width="%.2f" % (x_end - x),
+                        height="%.1f" % (TL_HOST_H - 5), colour=TL_HOST_COLOR,
+                        tooltip="host: %s\nfrom %s for %s" % (label, at, fmt_ns(e["e"] - e["s"]))))
+        tip += ", for %s" % fmt_ns(e["e"] - e["s"])
+    text = fill("tl_host_label", x="%.1f" % (x + 4), y="%.1f" % (top + TL_HOST_H - 6), colour=TL_HOST_COLOR,
+                text=e["label"]) if e["label"] and x + 4 + len(e["label"]) * TL_CHAR_W <= TL_WIDTH else EMPTY
+    out.append(fill("tl_host_guide", x="%.2f" % x, top=TL_AXIS_H, bottom="%.1f" % top, colour=TL_HOST_COLOR))
+    out.append(fill("tl_host", tooltip=tip, x="%.2f" % x, top="%.1f" % (top + 3),
+                    bottom="%.1f" % (top + TL_HOST_H - 2), colour=TL_HOST_COLOR, marker_y="%.1f" % (top + 9),
+                    label=text))
+    return out
+
+
+def tick_decimals(value: float) -> int:
+    """The decimals (at most 6) that show a tick step of value units exactly."""
     decimals = 0
-    while decimals < 6 and abs(round(step / divisor, decimals) - step / divisor) > 1e-9 * max(1.0, step / divisor):
+    while decimals < 6 and abs(round(value, decimals) - value) > 1e-9 * max(1.0, value):
         decimals += 1
-    axis = ['<text x="4" y="14" fill="#57606a">time (%s)</text>' % unit]
-    first = math.ceil((w0 - t0) / step)
+    return decimals
+
+
+def time_axis(window: Window, height: int) -> Markup:
+    """The time axis: round ticks of the offset from the test's t0 in one unit chosen by the window's span
+    (at most about a hundred), each with a faint line down through the lanes."""
+    divisor, unit = axis_unit(window.span)
+    step = tick_step(window.span)
+    decimals = tick_decimals(step / divisor)
+    ticks = []
+    first = math.ceil((window.w0 - window.t0) / step)
     k = first
     while True:
         offset = k * step
-        x = x_of(t0 + offset)
-        if x > right + 0.01:
+        x = window.x_of(window.t0 + offset)
+        if x > window.right + 0.01:
             break
-        if x >= left - 0.01:
-            axis.append('<line x1="%.2f" x2="%.2f" y1="%d" y2="%d" stroke="#d8dee4"/>' % (x, x, TL_AXIS_H - 4, height))
-            axis.append(svg_text(x, 14, "%.*f" % (decimals, offset / divisor), ' text-anchor="middle" fill="#57606a"'))
+        if x >= window.left - 0.01:
+            ticks.append(fill("tl_tick", x="%.2f" % x, top=TL_AXIS_H - 4, bottom=height, label_x="%.1f" % x,
+                              text="%.*f" % (decimals, offset / divisor)))
         k += 1
         if k - first > 100:
             break
-    axis.append('<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#8c959f"/>' % (left, right, TL_AXIS_H, TL_AXIS_H))
-    svg = ('<svg class="tl" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" '
-           'font-family="ui-monospace, DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="10">'
-           '%s%s%s</svg>' % (TL_WIDTH, height, TL_WIDTH, height, h(caption), "".join(lanes_out), "".join(axis),
-                            "".join(body)))
-    return svg, stats
+    return fill("tl_axis", unit=unit, ticks=join(ticks), left="%.1f" % window.left, right="%.1f" % window.right,
+                y=TL_AXIS_H)
+
+
+def timeline_svg(model: Dict[str, Any], w0: int, w1: int, caption: str) -> Tuple[Markup, Dict[str, int]]:
+    """One drawing of the window [w0, w1] (ns on the test's clock): a lane per stream for its kernels, then its
+    copy lanes, the NVTX lane and the host lane, under the time axis.
+    Returns the SVG and {"skipped": block records not drawn, "merged": block records drawn as one shape}."""
+    window = Window(model["t0"], w0, w1)
+    lanes = Lanes()
+    body: List[Markup] = []
+    for entry in model["lanes"]:
+        body.extend(stream_lane(lanes, window, entry, [it for it in model["drawn"] if it["lane"] == entry["key"]]))
+    body.extend(nvtx_lane(lanes, window, model["ranges"][:TL_MAX_RANGES], model["t1"]))
+    body.extend(host_lane(lanes, window, model["host"]))
+    height = int(lanes.y + 1)
+    return fill("tl_svg", width=TL_WIDTH, height=height, caption=caption, lanes=join(lanes.labels),
+                axis=time_axis(window, height), body=join(body)), window.stats
 
 
 def timeline_summary(model: Dict[str, Any]) -> str:
@@ -627,7 +738,7 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> Markup:
     model = timeline_model(tl)
     t0, t1 = model["t0"], max(model["t1"], model["t0"] + 1)
     svg, stats = timeline_svg(model, t0, t1, "timeline of the whole test")
-    drawings = [fill("drawing", caption="whole test: t0 = first record, %s" % fmt_ns(t1 - t0), svg=Markup(svg))]
+    drawings = [fill("drawing", caption="whole test: t0 = first record, %s" % fmt_ns(t1 - t0), svg=svg)]
     drawn = model["drawn"]
     notes_first: List[str] = []
     # The test's own NVTX range usually covers its set-up, so the items fill a sliver of the span:
@@ -649,10 +760,19 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> Markup:
             caption = "zoom on %s: %s \u2026 %s (%s)%s; ranges and items reaching past it are clipped" % (
                 what, fmt_ns(z0 - t0, signed=True), fmt_ns(z1 - t0, signed=True), fmt_ns(z1 - z0),
                 ", %s outside" % plural(outside, "item") if outside else "")
-            drawings.append(fill("drawing", caption=caption, svg=Markup(zoom_svg)))
+            drawings.append(fill("drawing", caption=caption, svg=zoom_svg))
 
-    notes = notes_first
-    left_out = len(model["items"]) - len(drawn)
+    notes = notes_first + left_out_notes(model, stats)
+    return fill("timeline", anchor=anchor, summary=timeline_summary(model),
+                legend=timeline_legend(bool(model["copies"]["count"])), drawings=join(drawings, "\n"),
+                clock=clock_line(tl, model), notes=join(fill("tl_note", text=note) for note in notes))
+
+
+def left_out_notes(model: Dict[str, Any], stats: Dict[str, int]) -> List[str]:
+    """What the whole-test drawing left out or drew as one shape, and why, under the drawing: the drawing's
+    limits keep a page of many tests small, so the reader must see where it shows less than the file holds."""
+    notes = []
+    left_out = len(model["items"]) - len(model["drawn"])
     if left_out:
         why = ["at most %d items per test, the first by start time" % TL_MAX_ITEMS]
         if model["lanes_refused"]:
@@ -674,9 +794,7 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> Markup:
                      % (plural(stats["merged"], "block record"), TL_BLOCK_TIPS))
     if model["bad"]:
         notes.append("%s without a numeric start_ns ignored" % plural(model["bad"], "entry", "entries"))
-    return fill("timeline", anchor=anchor, summary=timeline_summary(model),
-                legend=timeline_legend(bool(model["copies"]["count"])), drawings=join(drawings, "\n"),
-                clock=clock_line(tl, model), notes=join(fill("tl_note", text=note) for note in notes))
+    return notes
 
 
 BC_WIDTH = 960          # drawing width in px
@@ -750,11 +868,10 @@ def chart_digest(chart: Any) -> Any:
             "records_in": "the observation file"}
 
 
-def block_chart_html(chart: Dict[str, Any]) -> Markup:
-    """Every block of the test's grids as a bar: time across, SM (and slot within it) down, coloured by
-    stream priority. Malformed rows are counted and left out."""
-    grids = [g for g in chart.get("grids", []) if isinstance(g, dict)] if isinstance(chart.get("grids"), list) else []
-    rows = []   # (grid index, t0, t1, sm, max_gap)
+def chart_records(grids: Sequence[Dict[str, Any]]) -> Tuple[List[Tuple[int, float, float, int, Any]], int]:
+    """The usable block records of the grids as (grid index, t0, t1, sm, max_gap), and how many were malformed
+    (not a list of at least three finite numbers with t1 >= t0 >= 0)."""
+    rows = []
     bad = 0
     for gi, g in enumerate(grids):
         for r in g.get("records", []) if isinstance(g.get("records"), list) else []:
@@ -766,10 +883,12 @@ def block_chart_html(chart: Dict[str, Any]) -> Markup:
                 continue
             gap = r[4] if len(r) >= 5 and isinstance(r[4], (int, float)) and not isinstance(r[4], bool) else 0
             rows.append((gi, float(r[0]), float(r[1]), int(r[2]), gap))
-    if not rows:
-        return fill("muted_small_div", text="block chart: no usable block records%s" % (
-            " (%s malformed)" % plural(bad, "row") if bad else ""))
-    # Slots: within each SM, a block takes the lowest slot free at its start.
+    return rows, bad
+
+
+def place_blocks(rows: Sequence[Tuple[int, float, float, int, Any]]) -> Tuple[list, List[int], int]:
+    """Each block's slot: within its SM, the lowest slot free at its start. Returns the blocks as
+    (grid index, t0, t1, sm, slot, max_gap), the SMs in order, and the most slots any SM needed."""
     slots_of_sm: Dict[int, List[float]] = {}
     placed = []
     for gi, t0, t1, sm, gap in sorted(rows, key=lambda x: (x[3], x[1])):
@@ -780,9 +899,45 @@ def block_chart_html(chart: Dict[str, Any]) -> Markup:
         else:
             ends[slot] = t1
         placed.append((gi, t0, t1, sm, slot, gap))
-    sm_ids = sorted(slots_of_sm)
+    return placed, sorted(slots_of_sm), max(len(v) for v in slots_of_sm.values())
+
+
+def grid_tooltip(g: Dict[str, Any], n_blocks: int) -> str:
+    return "%s, priority %s, %s" % (fmt_value(g.get("label")), fmt_value(g.get("priority")), plural(n_blocks, "block"))
+
+
+def block_chart_plot(grids: Sequence[Dict[str, Any]], paths: Dict[int, List[Tuple[float, float, float]]],
+                     colours: Sequence[str], raster: bool, left: int, top: int, plot_h: int, bar_h: float) -> Markup:
+    """The chart's bars: one path per grid; or, for a chart of many blocks (raster), one palette image of the plot
+    (a pixel per time step and slot row), a few kB where the shapes would take a hundred; the legend names the
+    colours, the observation file has every record."""
+    if not raster:
+        return join(fill("bc_grid", fill=colours[gi], d=bar_path(bars, bar_h),
+                         tooltip=grid_tooltip(grids[gi], len(bars))) for gi, bars in paths.items())
+    plot_w = BC_WIDTH - left - 8
+    image = png_data_uri(plot_w, plot_h, colours, (
+        (gi + 1, x0 - left, y - top, x1 - left, y - top + max(bar_h, 1.0))
+        for gi, bars in paths.items() for y, x0, x1 in bars))
+    return fill("bc_image", x=left, y=top, width=plot_w, height=plot_h, href=image,
+                tooltip="; ".join(grid_tooltip(grids[gi], len(bars)) for gi, bars in paths.items()))
+
+
+def block_chart_legend(grids: Sequence[Dict[str, Any]], placed: Sequence[tuple], colours: Sequence[str]) -> Markup:
+    """A key per grid: its colour, label, priority, process (when the chart names one) and block count."""
+    keys = []
+    for gi, g in enumerate(grids):
+        keys.append(legend_key("%s (priority %s%s, %s)" % (
+            fmt_value(g.get("label")), fmt_value(g.get("priority")),
+            ", " + fmt_value(g["process"]) if g.get("process") else "",
+            plural(sum(1 for p in placed if p[0] == gi), "block")), colours[gi], colours[gi]))
+    return join(keys)
+
+
+def block_chart_svg(grids: Sequence[Dict[str, Any]], placed: Sequence[tuple], sm_ids: Sequence[int], per_sm: int,
+                    colours: Sequence[str]) -> Markup:
+    """Every placed block as a bar: time across (from the first block), SM and slot down, the SM axis squeezed
+    to BC_MAX_HEIGHT; a time axis of five ticks under it and the first and last SM named on the left."""
     sm_row = {sm: i for i, sm in enumerate(sm_ids)}
-    per_sm = max(len(v) for v in slots_of_sm.values())
     n_rows = len(sm_ids) * per_sm
     row_h = max(min(4.0, BC_MAX_HEIGHT / float(n_rows)), 0.25)
     left, top = 46, 6
@@ -796,50 +951,33 @@ def block_chart_html(chart: Dict[str, Any]) -> Markup:
         y = round(top + (sm_row[sm] * per_sm + slot) * row_h, 2)
         x0 = left + t0 * xs
         paths.setdefault(gi, []).append((y, x0, x0 + max((t1 - t0) * xs, 0.5)))
-    least, greatest = chart.get("priority_least"), chart.get("priority_greatest")
-    svg = ['<svg class="tl" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="blocks by SM and '
-           'time">' % (BC_WIDTH, height, BC_WIDTH, height)]
-    raster = len(placed) > BC_VECTOR_MAX
-    if raster:
-        # Many blocks: one palette image of the plot (a pixel per time step and slot row), a few kB where the
-        # shapes would take a hundred; the legend names the colours, the observation file has every record.
-        colours = [bc_colour(grids[gi].get("priority"), least, greatest) for gi in range(len(grids))]
-        plot_w, plot_h = BC_WIDTH - left - 8, max(int(math.ceil(n_rows * row_h)), 1)
-        image = png_data_uri(plot_w, plot_h, colours, (
-            (gi + 1, x0 - left, y - top, x1 - left, y - top + max(row_h * 0.9, 1.0))
-            for gi, bars in paths.items() for y, x0, x1 in bars))
-        svg.append('<image x="%d" y="%d" width="%d" height="%d" preserveAspectRatio="none" href="%s">'
-                   '<title>%s</title></image>' % (left, top, plot_w, plot_h, image, h("; ".join(
-                       "%s, priority %s, %s" % (fmt_value(grids[gi].get("label")), fmt_value(grids[gi].get("priority")),
-                                                plural(len(bars), "block")) for gi, bars in paths.items()))))
-    for gi, bars in ([] if raster else paths.items()):
-        g = grids[gi]
-        svg.append('<path fill="%s" fill-opacity="0.85" d="%s"><title>%s</title></path>' % (
-            bc_colour(g.get("priority"), least, greatest), bar_path(bars, row_h * 0.9),
-            h("%s, priority %s, %s" % (fmt_value(g.get("label")), fmt_value(g.get("priority")),
-                                       plural(len(bars), "block")))))
+    plot = block_chart_plot(grids, paths, colours, len(placed) > BC_VECTOR_MAX, left, top,
+                            max(int(math.ceil(n_rows * row_h)), 1), row_h * 0.9)
     axis_y = top + n_rows * row_h + 2
-    svg.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999"/>' % (left, axis_y, BC_WIDTH - 8, axis_y))
-    for k in range(5):
-        t = t_end * k / 4.0
-        svg.append('<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%s</text>' % (
-            left + t * xs, axis_y + 14, h(fmt_ns(t))))
-    svg.append('<text x="2" y="%d" font-size="10">SM %s</text>' % (top + 10, h(sm_ids[0])))
-    svg.append('<text x="2" y="%.1f" font-size="10">SM %s</text>' % (axis_y - 2, h(sm_ids[-1])))
-    svg.append("</svg>")
-    legend = []
-    for gi, g in enumerate(grids):
-        colour = bc_colour(g.get("priority"), least, greatest)
-        legend.append(legend_key("%s (priority %s%s, %s)" % (
-            fmt_value(g.get("label")), fmt_value(g.get("priority")),
-            ", " + fmt_value(g["process"]) if g.get("process") else "",
-            plural(sum(1 for p in placed if p[0] == gi), "block")), colour, colour))
+    ticks = join(fill("bc_tick", x="%.1f" % (left + t * xs), y="%.1f" % (axis_y + 14), text=fmt_ns(t))
+                 for t in (t_end * k / 4.0 for k in range(5)))
+    return fill("bc_svg", width=BC_WIDTH, height=height, plot=plot, left=left, right=BC_WIDTH - 8,
+                axis_y="%.1f" % axis_y, ticks=ticks, first_y=top + 10, first_sm=sm_ids[0],
+                last_y="%.1f" % (axis_y - 2), last_sm=sm_ids[-1])
+
+
+def block_chart_html(chart: Dict[str, Any]) -> Markup:
+    """Every block of the test's grids as a bar: time across, SM (and slot within it) down, coloured by
+    stream priority. Malformed rows are counted and left out."""
+    grids = [g for g in chart.get("grids", []) if isinstance(g, dict)] if isinstance(chart.get("grids"), list) else []
+    rows, bad = chart_records(grids)
+    if not rows:
+        return fill("muted_small_div", text="block chart: no usable block records%s" % (
+            " (%s malformed)" % plural(bad, "row") if bad else ""))
+    placed, sm_ids, per_sm = place_blocks(rows)
+    least, greatest = chart.get("priority_least"), chart.get("priority_greatest")
+    colours = [bc_colour(g.get("priority"), least, greatest) for g in grids]
     summary = "%s of %s, %s SMs, at most %d blocks at once on one SM (limit %s)" % (
         plural(len(placed), "block"), plural(len(grids), "grid"), len(sm_ids), per_sm,
         fmt_value(chart.get("max_blocks_per_sm", "\u2014")))
     notes = fill("tl_note", text="%s left out" % plural(bad, "malformed row")) if bad else EMPTY
-    # The drawing is SVG made here with every text in it escaped (h).
-    return fill("block_chart", summary=summary, legend=join(legend), svg=Markup("".join(svg)), notes=notes)
+    return fill("block_chart", summary=summary, legend=block_chart_legend(grids, placed, colours),
+                svg=block_chart_svg(grids, placed, sm_ids, per_sm, colours), notes=notes)
 
 
 def timeline_note(test: Dict[str, Any]) -> Optional[str]:
