@@ -1,4 +1,4 @@
-"""The report's templates (reports/templates/): the page skeletons (report.html, diff.html), the style sheet and
+"""The report's templates (reports/templates/): the page skeleton (page.html, for the report and the comparison), the style sheet and
 script they inline (report.css, report.js), and the named fragments of the fragment files (FRAGMENT_FILES),
 filled with string.Template.
 
@@ -155,5 +155,5 @@ def attrs(**values: Any) -> Markup:
 
 
 def fill_page(name: str, **values: Any) -> str:
-    """A page skeleton (report.html, diff.html) with its placeholders filled, by the same rules as fill()."""
+    """The page skeleton (page.html) with its placeholders filled, by the same rules as fill()."""
     return str(Fragment(name, TEMPLATE_DIR / name, template_text(name), "the page").fill(values))

@@ -65,8 +65,9 @@ class Escaping(unittest.TestCase):
         self.assertEqual(fragment.names, {"w", "x", "y", "z"})
 
     def test_the_page_skeleton_escapes_its_values_too(self):
-        page = templates.fill_page("diff.html", title=HOSTILE, css=Markup(""), heading="h", facts=Markup(""),
-                                   banners=Markup(""), sections=Markup(""), footer="f", data=Markup("{}"))
+        page = templates.fill_page("page.html", title=HOSTILE, css=Markup(""), heading="h", facts=Markup(""),
+                                   banners=Markup(""), nav=Markup(""), sections=Markup(""), footer="f",
+                                   data=Markup("{}"), script=Markup(""))
         self.assertIn("<title>%s</title>" % h(HOSTILE), page)
         self.assertNotIn("<img", page)
 
@@ -86,8 +87,8 @@ class Errors(unittest.TestCase):
             fill("tag", text="a", colour="red")
 
     def test_a_page_skeleton_without_a_value_is_an_error(self):
-        with self.assertRaisesRegex(TemplateError, r"report\.html: the page filled without a value for .*\$css"):
-            templates.fill_page("report.html", title="t")
+        with self.assertRaisesRegex(TemplateError, r"page\.html: the page filled without a value for .*\$css"):
+            templates.fill_page("page.html", title="t")
 
     def test_a_stray_dollar_is_an_error(self):
         with self.assertRaisesRegex(TemplateError, r"f\.html: fragment 'f': a \$ that is neither.*'costs \$5'"):
