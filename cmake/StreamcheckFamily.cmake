@@ -4,7 +4,7 @@
 #                    [NOGPU] [EXCLUSIVE] [TIMEOUT <seconds>]
 #                    [PER_THREAD_SOURCES <file>...] [NVCC_PER_THREAD_SOURCES <file.cu>...]
 #                    [ENV_VARIANT <name> <gtest-filter> <VAR=value> [<name> <filter> <VAR=value>]...]
-#                    [ISOLATED <gtest-pattern>...])
+#                    [ISOLATED <gtest-pattern>...] [FIRST <gtest-pattern>...])
 #
 # - Every test of the family runs in its own process (gtest_discover_tests, DISCOVERY_MODE PRE_TEST, so
 #   discovery happens on the machine that runs the tests) and writes its own GoogleTest XML into the run's
@@ -34,6 +34,14 @@
 #   are left out of every fast entry. Fast mode also adds a host test per family,
 #   <family>.FastMode.CoversEveryTest, that fails unless the fast and isolated entries together select
 #   exactly the tests isolated mode selects, once each. ISOLATED changes nothing in isolated mode.
+# - FIRST patterns (fast mode) name tests that need a fresh process but not a process of their own: what ran
+#   before them changes what they measure, what runs after them does not. In the default entries, which run
+#   many tests, they keep their own entries as ISOLATED ones do. An environment entry whose filter lists a
+#   FIRST pattern runs that test in its one process, as its first test: the entry passes
+#   --streamcheck-first=<patterns> and the fixture fails such a test if any test ran before it in the
+#   process; the coverage check also fails unless the entry lists it first and selects at most one. An
+#   environment entry whose own variable makes a process costly (CUDA_DEVICE_MAX_CONNECTIONS=32 creates 32
+#   hardware queues: about 0.6 s of context creation on an H100) is where this saves most.
 #
 # Property values are given one key at a time (LABELS a LABELS b): a list value inside PROPERTIES shifts
 # the key/value pairs and later properties are silently lost (CMake issue 17812).
@@ -80,13 +88,16 @@ function(_sc_discover exe prefix filter props variant sets)
 endfunction()
 
 # Fast mode: one entry running `filter` of `exe` in one process, with the properties of the family's entries.
-function(_sc_add_fast_entry exe prefix filter variant sets env)
+function(_sc_add_fast_entry exe prefix filter variant sets env first)
   set(results "${SC_RESULTS_ROOT}/latest")
   set(name "${prefix}fast")
   set(args "--gtest_filter=${filter}" "--streamcheck-results=${results}" "--streamcheck-source=${PROJECT_SOURCE_DIR}"
            "--streamcheck-prefix=${prefix}" "--streamcheck-mode=fast")
   if(variant)
     list(APPEND args "--streamcheck-variant=${variant}" "--streamcheck-variant-sets=${sets}")
+  endif()
+  if(first)
+    list(APPEND args "--streamcheck-first=${first}")
   endif()
   add_test(NAME ${name} COMMAND ${exe} ${args})
   # One property per call: a list value (LABELS) must not shift the others (CMake issue 17812).
@@ -123,10 +134,13 @@ macro(_sc_variant_filter)
 endmacro()
 
 # Fast mode's entries of a family (a macro: it reads sc_behavior_family's variables). Per executable: for each
-# environment entry, its tests not ISOLATED in one process and its ISOLATED ones in entries of their own;
-# then the default entries the same way. The filters of every entry go to the family's coverage check.
+# environment entry, its tests not ISOLATED in one process (a FIRST one first) and its ISOLATED ones in entries
+# of their own; then the default entries the same way, with FIRST tests in entries of their own. The filters
+# of every entry go to the family's coverage check.
 macro(_sc_family_fast_entries)
   list(JOIN arg_ISOLATED ":" _sc_iso)
+  set(_sc_own_default ${arg_ISOLATED} ${arg_FIRST})
+  list(JOIN _sc_own_default ":" _sc_own_default)
   set(_sc_checks "")
   foreach(target prefix IN ZIP_LISTS targets prefixes)
     set(excluded "")
@@ -141,20 +155,28 @@ macro(_sc_family_fast_entries)
       string(REPLACE ":" ";" patterns "${vfilter}")
       set(fast_patterns "")
       set(own_patterns "")
+      set(first_patterns "")
       foreach(pattern IN LISTS patterns)
         if(pattern IN_LIST arg_ISOLATED)
           list(APPEND own_patterns "${pattern}")
         else()
           list(APPEND fast_patterns "${pattern}")
+          if(pattern IN_LIST arg_FIRST)
+            list(APPEND first_patterns "${pattern}")
+          endif()
         endif()
       endforeach()
       if(fast_patterns)
         list(JOIN fast_patterns ":" joined)
+        list(JOIN first_patterns ":" first)
         if(_sc_iso)
           string(APPEND joined "-${_sc_iso}")
         endif()
-        _sc_add_fast_entry(${target} "${prefix}${vname}." "${joined}" "${vname}" "${vvar}" "${venv}")
+        _sc_add_fast_entry(${target} "${prefix}${vname}." "${joined}" "${vname}" "${vvar}" "${venv}" "${first}")
         list(APPEND _sc_checks "$<TARGET_FILE:${target}>|${vname}|fast|${joined}")
+        if(first)
+          list(APPEND _sc_checks "$<TARGET_FILE:${target}>|${vname}|first|${joined}|${first}")
+        endif()
       endif()
       if(own_patterns)
         list(JOIN own_patterns ":" joined)
@@ -169,17 +191,17 @@ macro(_sc_family_fast_entries)
     if(excluded)
       set(rest "-${joined}")
     endif()
-    if(excluded OR _sc_iso)
+    if(excluded OR _sc_own_default)
       set(fast_rest "*-${joined}")
-      if(excluded AND _sc_iso)
+      if(excluded AND _sc_own_default)
         string(APPEND fast_rest ":")
       endif()
-      string(APPEND fast_rest "${_sc_iso}")
+      string(APPEND fast_rest "${_sc_own_default}")
     endif()
-    _sc_add_fast_entry(${target} "${prefix}" "${fast_rest}" "" "" "")
+    _sc_add_fast_entry(${target} "${prefix}" "${fast_rest}" "" "" "" "")
     list(APPEND _sc_checks "$<TARGET_FILE:${target}>|-|isolated|${rest}" "$<TARGET_FILE:${target}>|-|fast|${fast_rest}")
-    if(_sc_iso)
-      set(own "${_sc_iso}")
+    if(_sc_own_default)
+      set(own "${_sc_own_default}")
       if(excluded)
         string(APPEND own "-${joined}")
       endif()
@@ -200,7 +222,7 @@ endmacro()
 
 function(sc_behavior_family)
   cmake_parse_arguments(PARSE_ARGV 0 arg "NOGPU;EXCLUSIVE" "FAMILY;TIMEOUT"
-                        "SOURCES;PER_THREAD_SOURCES;NVCC_PER_THREAD_SOURCES;ENV_VARIANT;ISOLATED")
+                        "SOURCES;PER_THREAD_SOURCES;NVCC_PER_THREAD_SOURCES;ENV_VARIANT;ISOLATED;FIRST")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "sc_behavior_family: unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -213,6 +235,11 @@ function(sc_behavior_family)
   if(NOT DEFINED arg_TIMEOUT)
     set(arg_TIMEOUT 60)
   endif()
+  foreach(pattern IN LISTS arg_FIRST)
+    if(pattern IN_LIST arg_ISOLATED)
+      message(FATAL_ERROR "sc_behavior_family(${arg_FAMILY}): '${pattern}' is both ISOLATED and FIRST")
+    endif()
+  endforeach()
   list(LENGTH arg_ENV_VARIANT n)
   math(EXPR rest_of_three "${n} % 3")
   if(NOT rest_of_three EQUAL 0)

@@ -175,12 +175,13 @@ sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned b
                                   [&] { return sc::load_acquire(resident.host()[0]) >= blocks; }),
                         sc::kPresenceDeadline));
   t.drop(m, d, 1);
-  // Reason for the 50 ms windows: a free engine (or free SM) finishes 32 MiB in well under 10 ms.
-  room.kernel_ran = w.present(sc::probe::mark(m, 1), sc::kAbsenceWindow);
+  // Reason for 50 ms: a free engine (or free SM) finishes 32 MiB in well under 10 ms.
+  constexpr std::chrono::milliseconds kFreeEngineDeadline{50};
+  room.kernel_ran = w.present(sc::probe::mark(m, 1), kFreeEngineDeadline);
   memset_done.start();
-  room.memset_ran = w.present(memset_done.returned(), sc::kAbsenceWindow);
+  room.memset_ran = w.present(memset_done.returned(), kFreeEngineDeadline);
   d2d_done.start();
-  room.d2d_ran = w.present(d2d_done.returned(), sc::kAbsenceWindow);
+  room.d2d_ran = w.present(d2d_done.returned(), kFreeEngineDeadline);
   w.release();
   EXPECT_TRUE(memset_done.join_within(sc::kWorkDeadline));
   EXPECT_TRUE(d2d_done.join_within(sc::kWorkDeadline));

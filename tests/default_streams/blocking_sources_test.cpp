@@ -24,7 +24,7 @@ using DefaultStreams = sc::testing::DefaultStreams;
 
 constexpr std::size_t kBytes = std::size_t{1} << 20;
 // How long the mark on s2 gets to land while s1 is gated. Reason: a mark that nothing holds back lands
-// within microseconds of its launch (INST-05), so the suite's absence window (50 ms, thousands of launch
+// within microseconds of its launch (INST-05), so the suite's absence window (20 ms, thousands of launch
 // costs) tells "held back" from "ran"; every call that returns pays this window once more if held back.
 constexpr auto kMarkDeadline = sc::kAbsenceWindow;
 
@@ -163,7 +163,7 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
         gate_started = false;
       } else {
         // A call that returned: a mark goes to blocking s2 while the gate is still closed. A call still
-        // pending after the absence window: another thread launches a mark into non-blocking `other`.
+        // pending after kPendingStepAfter: another thread launches a mark into non-blocking `other`.
         sc::while_gated_steps steps;
         steps.after_return = [&] {
           t.drop(m, after, 1);

@@ -144,8 +144,8 @@ TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) 
 }
 
 // How long a synchronize call gets to return while gated. Reason: synchronizing with nothing to wait for
-// returns within microseconds (the control below), so the suite's 50 ms absence window tells "waits"
-// from "returns", as it does for marks; the 250 ms RET window is for calls that allocate.
+// returns within microseconds (the control below), so the suite's 20 ms absence window tells "waits"
+// from "returns", as it does for marks; the 150 ms RET window is for calls that allocate.
 constexpr auto kIdleSyncWindow = sc::kAbsenceWindow;
 
 // DFLT-23 · RT cudaDeviceSynchronize ("blocks until the device has completed all preceding requested

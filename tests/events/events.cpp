@@ -52,6 +52,10 @@ void EventsAndWaits::wait(const stream& s, const event& e, const std::string& ev
   SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), e.get(), 0));
 }
 
+std::string EventsAcrossDevices::skip_before_context(int device, int device_count) const {
+  return choose_peer_device_from_environment(device, device_count).why_not;
+}
+
 void EventsAcrossDevices::SetUp() {
   EventsAndWaits::SetUp();
   if (IsSkipped() || HasFatalFailure()) return;

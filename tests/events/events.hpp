@@ -49,6 +49,8 @@ class EventsAcrossDevices : public EventsAndWaits {
  protected:
   void SetUp() override;
   void TearDown() override;
+  // Fewer than two devices (or no peer the environment allows): skipped before any context is created.
+  std::string skip_before_context(int device, int device_count) const override;
 
  public:
   int peer() const noexcept { return peer_; }

@@ -36,7 +36,7 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
   hold(held, a);
   sc::held_window w(held);
   host_record& other = launch_host_func(b, "b");
-  // Reason for the 50 ms window: a free worker runs a host function within microseconds.
+  // Reason for the 20 ms window: a free worker runs a host function within microseconds.
   const sc::gated_result ran = w.present(sc::testing::ran(other), sc::kAbsenceWindow);
   w.release();
   ASSERT_TRUE(drain());

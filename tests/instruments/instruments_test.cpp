@@ -166,8 +166,8 @@ TEST_F(Instruments, SpinKernelHitsRequestedDuration) {
 TEST_F(Instruments, LaunchCostIsRecorded) {
   sc::claim("INST-05", sc::verdict_kind::observed, "1000 back-to-back empty launches, events");
   constexpr int kLaunches = 1000;
-  // Reason: the gate windows (50 ms absence) assume launches cost microseconds; at 100 us a window
-  // still spans 500 launches. Below 50 ns per launch the events did not bracket the launches.
+  // Reason: the gate windows (20 ms absence) assume launches cost microseconds; at 100 us a window
+  // still spans 200 launches. Below 50 ns per launch the events did not bracket the launches.
   constexpr double kMaxLaunchUs = 100.0;
   constexpr double kMinLaunchUs = 0.05;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);

@@ -91,6 +91,35 @@ TEST(TestMain, VariantAndTheVariableItSetsAreTakenApart) {
   sc::context() = saved;
 }
 
+TEST(TestMain, FirstFilterIsTaken) {
+  std::vector<std::string> storage{"exe", "--streamcheck-first=*.Fresh*:*.Other", "--streamcheck-mode=fast"};
+  std::vector<char*> argv{storage[0].data(), storage[1].data(), storage[2].data(), nullptr};
+  int argc = 3;
+  const sc::run_context saved = sc::context();
+  EXPECT_EQ("", sc::take_streamcheck_arguments(argc, argv.data()));
+  EXPECT_EQ(1, argc);
+  EXPECT_EQ("*.Fresh*:*.Other", sc::context().first_filter);
+  sc::context() = saved;
+}
+
+// The filters the suite writes (StreamcheckFamily.cmake) select what GoogleTest's own matcher selects.
+TEST(FilterSelects, GoogleTestFilterSyntax) {
+  EXPECT_TRUE(sc::filter_selects("*", "A.b"));
+  EXPECT_TRUE(sc::filter_selects("", "A.b"));
+  EXPECT_TRUE(sc::filter_selects("*.FreshStreams*", "DefaultStreams.FreshStreamsBehindBusyStreams"));
+  EXPECT_FALSE(sc::filter_selects("*.FreshStreams*", "DefaultStreams.OversubscribedStreams"));
+  EXPECT_TRUE(sc::filter_selects("*.Over*:*.Fresh*", "DefaultStreams.FreshStreams"));
+  EXPECT_TRUE(sc::filter_selects("A.?c", "A.bc"));
+  EXPECT_FALSE(sc::filter_selects("A.?c", "A.c"));
+  EXPECT_FALSE(sc::filter_selects("*-*.Fresh*", "DefaultStreams.FreshStreams"));
+  EXPECT_TRUE(sc::filter_selects("*-*.Fresh*:*.First*", "DefaultStreams.Other"));
+  EXPECT_FALSE(sc::filter_selects("-*.First*", "DefaultStreams.FirstLaunch"));
+  EXPECT_TRUE(sc::filter_selects("-*.First*", "DefaultStreams.Other"));
+  EXPECT_TRUE(sc::filter_selects("a*b*c", "axxbyyc"));
+  EXPECT_FALSE(sc::filter_selects("a*b*c", "axxbyy"));
+  EXPECT_FALSE(sc::filter_selects("A.b", "A.bc"));
+}
+
 TEST(TestMain, UnknownStreamcheckOptionIsAnError) {
   std::vector<std::string> storage{"exe", "--streamcheck-result=/tmp/r"};
   std::vector<char*> argv{storage[0].data(), storage[1].data(), nullptr};
