@@ -209,6 +209,7 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
 // call returns an error and the stream stays usable. In a child process: a crash must not end this one.
 TEST_F(DefaultStreams, DefaultStreamsCannotBeDestroyed) {
   sc::claim("DFLT-13", sc::verdict_kind::observed, "vosen/ZLUDA stream_cant_destroy_default; hip-tests");
+  SC_REQUIRE(sc::requirement::death_test_children);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   // The mutation acts in the child; asked here too, so that this test's record shows it.
   (void)sc::mutation_active("DFLT-13", sc::mutation_kind::arrangement);

@@ -94,6 +94,12 @@ TEST_F(HostFuncs, InvalidArgumentsAreRefusedByName) {
   sc::observe("rc.cudaStreamAddCallback(flags=1)", sc::error_name(bad_flags));
   EXPECT_CUDA_EQ(cudaErrorInvalidValue, bad_flags);
   EXPECT_EQ(0, calls.load()) << "the refused callback ran";
+  // The null host function needs a death-test child; where none can run (compute-sanitizer), the documented
+  // claim above stands alone and the observation says why the child's part is missing.
+  if (const std::string why = sc::unmet(sc::requirement::death_test_children); !why.empty()) {
+    sc::observe("null_function.not_run", why);
+    return;
+  }
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const sc::child_channel channel("HOST12");
   EXPECT_EXIT(launch_null_host_function(channel), ::testing::ExitedWithCode(0), "")

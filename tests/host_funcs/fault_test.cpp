@@ -81,6 +81,7 @@ TEST_F(HostFuncs, AfterADeviceFaultCallbacksGetTheErrorAndHostFunctionsAreSkippe
       "HOST-11", sc::verdict_kind::documented,
       "DRV cuStreamAddCallback (error status after a device error); cuLaunchHostFunc (not called after an error)");
   SC_REQUIRE(sc::requirement::async_launches);
+  SC_REQUIRE(sc::requirement::death_test_children);
   // Mutation (arrangement): an empty kernel instead of the trapping one, so nothing faults.
   const bool trap = !sc::mutation_active("HOST-11", sc::mutation_kind::arrangement);
   GTEST_FLAG_SET(death_test_style, "threadsafe");

@@ -89,6 +89,7 @@ TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
 // error code, not a crash. Run in a child process, because a crash there must not end this one.
 TEST_F(PriorityFlags, NullOutPointersReturnAnErrorCode) {
   sc::claim("PRIO-10", sc::verdict_kind::observed, "RT cudaStreamCreate*, cudaStreamGetPriority/Flags (nullptr)");
+  SC_REQUIRE(sc::requirement::death_test_children);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   // The mutation acts in the child (it crashes); asked here too, so that this test's record shows it.
   (void)sc::mutation_active("PRIO-10", sc::mutation_kind::arrangement);

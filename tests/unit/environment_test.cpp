@@ -105,6 +105,15 @@ TEST(Requirements, ASanitizerToolRefusesUninterceptedCallsAndNamesTheTool) {
   EXPECT_TRUE(says(why, "compute-sanitizer --tool memcheck")) << why;
 }
 
+TEST(Requirements, ASanitizerToolRefusesDeathTestChildrenAndNamesTheTool) {
+  environment_facts env;
+  EXPECT_EQ("", sc::why_not(requirement::death_test_children, env));
+  env.sanitizer = "racecheck";
+  const std::string why = sc::why_not(requirement::death_test_children, env);
+  EXPECT_TRUE(says(why, "compute-sanitizer --tool racecheck")) << why;
+  EXPECT_TRUE(says(why, "death-test child")) << why;
+}
+
 TEST(Requirements, EveryRequirementHasADistinctName) {
   std::set<std::string> names;
   for (const requirement r : sc::all_requirements()) EXPECT_TRUE(names.insert(sc::to_string(r)).second);
