@@ -3,7 +3,9 @@
 process start-up and exit (what the fixture did not see), fixture set-up (device choice, and once per
 process, which under ctest is every entry, the CUDA context, kernel loading and calibration) and the test
 bodies (with teardown). In fast mode an entry is a process running many tests (its manifest in the run
-folder's fast/ says which), and its set-up and bodies are the sums of its tests'.
+folder's fast/ says which), and its set-up and bodies are the sums of its tests'. A second table splits the
+set-up into its steps (observation schema 1.6), for the first test of each process (which creates the
+context) and for the tests after it.
 
     ci/family_time.py JUNIT_XML RUN_DIR [--label LABEL]
 
@@ -101,8 +103,35 @@ def main() -> int:
         print("%-18s %7d %9.2f %12.2f %10.2f %9.2f  %.2f s %s%s" % (
             family, n, w, w_seen - f, s, f - s, top, longest.get(family, "-"),
             "" if seen == n else "  (%d entries without an observation file)" % (n - seen)))
+    print_setup_steps(run["tests"], args.label)
     return 0
 
+
+def print_setup_steps(tests, label):
+    """Per set-up step: how many tests, total and median milliseconds, over the first tests of their
+    processes and over the tests after them."""
+    groups = {True: defaultdict(list), False: defaultdict(list)}
+    order = []
+    for name, test in tests.items():
+        if not test["setup_steps"] or (label and not name.startswith(label + ".")):
+            continue
+        first = bool(test["first_in_process"])
+        for step, ms in test["setup_steps"]:
+            if step not in order:
+                order.append(step)
+            groups[first][step].append(ms)
+    if not order:
+        return
+    print()
+    print("%-14s %27s %27s" % ("set-up step", "first test of a process", "later tests"))
+    print("%-14s %27s %27s" % ("", "tests, total ms, median", "tests, total ms, median"))
+    for step in order:
+        cells = []
+        for first in (True, False):
+            values = sorted(groups[first].get(step, []))
+            cells.append("%5d %10.1f %10.2f" % (len(values), sum(values), values[len(values) // 2])
+                         if values else "%27s" % "-")
+        print("%-14s %s %s" % (step, cells[0].rjust(27), cells[1].rjust(27)))
 
 if __name__ == "__main__":
     sys.exit(main())

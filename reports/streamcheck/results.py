@@ -113,6 +113,8 @@ def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
         "invalid_checks_from_xml": False,
         "duration_ms": None,
         "setup_ms": None,
+        "setup_steps": [],
+        "first_in_process": None,
         "instrument": None,
         "device": None,
         "timeline": None,
@@ -310,6 +312,15 @@ def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> 
     setup = doc.get("setup_ms")
     if isinstance(setup, (int, float)) and not isinstance(setup, bool):
         test["setup_ms"] = float(setup)
+    # Schema 1.6: where set-up went, as [step, milliseconds] pairs, and whether the test was its process's first.
+    steps = []
+    for entry in checked_list(doc, "setup_steps_ms", list, "a [step, milliseconds] pair", path):
+        if (len(entry) != 2 or not isinstance(entry[0], str) or not isinstance(entry[1], (int, float))
+                or isinstance(entry[1], bool)):
+            raise InputError("%s: every entry of \"setup_steps_ms\" must be a [step, milliseconds] pair" % path)
+        steps.append((entry[0], float(entry[1])))
+    test["setup_steps"] = steps
+    test["first_in_process"] = check_member(doc, "first_in_process", bool, path, "the observation")
     test["instrument"] = check_member(doc, "instrument", dict, path, "the observation")
     test["device"] = check_member(doc, "device", dict, path, "the observation")
     test["timeline"] = check_member(doc, "timeline", dict, path, "the observation")

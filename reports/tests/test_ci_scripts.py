@@ -83,6 +83,38 @@ class CiScripts(unittest.TestCase):
         self.assertEqual(line.split()[:6], ["priority_flags", "1", "0.50", "0.50", "0.00", "0.00"])
         self.assertIn("(no observation files: host tests)", result.stdout)
 
+    def set_steps(self, steps, first):
+        path = self.run_dir / "observations" / "priority_flags.PriorityFlags.RangeIsOrdered.json"
+        doc = json.loads(path.read_text())
+        doc["schema_version"] = "1.6.0"
+        doc["setup_steps_ms"] = steps
+        doc["first_in_process"] = first
+        write(path, json.dumps(doc))
+
+    def test_family_time_splits_set_up_into_its_steps(self):
+        self.set_steps([["device_count", 100.0], ["context", 120.5], ["clock_offset", 3.5]], True)
+        junit = self.root / "junit.xml"
+        write(junit, '<testsuite><testcase name="priority_flags.PriorityFlags.RangeIsOrdered" time="0.5"/></testsuite>')
+        result = ci("family_time.py", junit, self.run_dir)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = {l.split()[0]: l.split()[1:] for l in result.stdout.splitlines() if l.strip()}
+        self.assertIn("set-up", rows)
+        # First test of its process: 1 test, total, median; no later tests.
+        self.assertEqual(rows["context"], ["1", "120.5", "120.50", "-"])
+        self.assertEqual(rows["device_count"][:2], ["1", "100.0"])
+        self.assertEqual(list(rows).index("device_count") + 2, list(rows).index("clock_offset"))
+
+    def test_malformed_set_up_steps_leave_the_file_out_and_say_why(self):
+        self.set_steps([["context", "fast"]], False)
+        junit = self.root / "junit.xml"
+        write(junit, '<testsuite><testcase name="priority_flags.PriorityFlags.RangeIsOrdered" time="0.5"/></testsuite>')
+        result = ci("family_time.py", junit, self.run_dir)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("skipping", result.stderr)
+        self.assertIn("setup_steps_ms", result.stderr)
+        self.assertNotIn("set-up step", result.stdout)
+        self.assertNotIn("Traceback", result.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
