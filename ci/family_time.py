@@ -14,6 +14,7 @@ reader (reports/streamcheck/results.py).
 """
 import argparse
 import math
+import statistics
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -67,6 +68,7 @@ def main() -> int:
     # family -> entries, ctest wall of all, entries with an observation, their ctest wall, fixture, set-up,
     # longest body
     rows = defaultdict(lambda: [0, 0.0, 0, 0.0, 0.0, 0.0, 0.0])
+    counted = set()  # the tests whose fixture times the table sums
     longest = {}
     for name, seconds in wall.items():
         if name.startswith("streamcheck.run.") or (args.label and not name.startswith(args.label + ".")):
@@ -82,6 +84,7 @@ def main() -> int:
             r[2] += 1
             r[3] += seconds
             for t in inside:
+                counted.add(t)
                 r[4] += fixture[t]
                 r[5] += setup.get(t, 0.0)
                 body = fixture[t] - setup.get(t, 0.0)
@@ -103,17 +106,17 @@ def main() -> int:
         print("%-18s %7d %9.2f %12.2f %10.2f %9.2f  %.2f s %s%s" % (
             family, n, w, w_seen - f, s, f - s, top, longest.get(family, "-"),
             "" if seen == n else "  (%d entries without an observation file)" % (n - seen)))
-    print_setup_steps(run["tests"], args.label)
+    print_setup_steps({n: t for n, t in run["tests"].items() if n in counted})
     return 0
 
 
-def print_setup_steps(tests, label):
-    """Per set-up step: how many tests, total and median milliseconds, over the first tests of their
-    processes and over the tests after them."""
+def print_setup_steps(tests):
+    """Per set-up step of the tests the table above counts: how many tests, total and median milliseconds,
+    over the tests that created their process's context and over the tests after them."""
     groups = {True: defaultdict(list), False: defaultdict(list)}
     order = []
-    for name, test in tests.items():
-        if not test["setup_steps"] or (label and not name.startswith(label + ".")):
+    for test in tests.values():
+        if not test["setup_steps"]:
             continue
         first = bool(test["first_in_process"])
         for step, ms in test["setup_steps"]:
@@ -123,13 +126,13 @@ def print_setup_steps(tests, label):
     if not order:
         return
     print()
-    print("%-14s %27s %27s" % ("set-up step", "first test of a process", "later tests"))
+    print("%-14s %27s %27s" % ("set-up step", "created the context", "later tests"))
     print("%-14s %27s %27s" % ("", "tests, total ms, median", "tests, total ms, median"))
     for step in order:
         cells = []
         for first in (True, False):
-            values = sorted(groups[first].get(step, []))
-            cells.append("%5d %10.1f %10.2f" % (len(values), sum(values), values[len(values) // 2])
+            values = groups[first].get(step, [])
+            cells.append("%5d %10.1f %10.2f" % (len(values), sum(values), statistics.median(values))
                          if values else "%27s" % "-")
         print("%-14s %s %s" % (step, cells[0].rjust(27), cells[1].rjust(27)))
 

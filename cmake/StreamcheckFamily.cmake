@@ -36,10 +36,11 @@
 #   exactly the tests isolated mode selects, once each. ISOLATED changes nothing in isolated mode.
 # - FIRST patterns (fast mode) name tests that need a fresh process but not a process of their own: what ran
 #   before them changes what they measure, what runs after them does not. In the default entries, which run
-#   many tests, they keep their own entries as ISOLATED ones do. An environment entry whose filter lists a
-#   FIRST pattern runs that test in its one process, as its first test: the entry passes
-#   --streamcheck-first=<patterns> and the fixture fails such a test if any test ran before it in the
-#   process; the coverage check also fails unless the entry lists it first and selects at most one. An
+#   many tests, they keep their own entries as ISOLATED ones do. An environment entry that selects a FIRST
+#   test runs it in its one process, as its first test: every environment entry passes
+#   --streamcheck-first=<all FIRST patterns> and the fixture fails such a test if any test created a context
+#   before it in the process; the coverage check also fails unless an entry lists it first and selects at
+#   most one, and unless the FIRST patterns select some test of the family. An
 #   environment entry whose own variable makes a process costly (CUDA_DEVICE_MAX_CONNECTIONS=32 creates 32
 #   hardware queues: about 0.6 s of context creation on an H100) is where this saves most.
 #
@@ -139,6 +140,7 @@ endmacro()
 # of every entry go to the family's coverage check.
 macro(_sc_family_fast_entries)
   list(JOIN arg_ISOLATED ":" _sc_iso)
+  list(JOIN arg_FIRST ":" _sc_first)
   set(_sc_own_default ${arg_ISOLATED} ${arg_FIRST})
   list(JOIN _sc_own_default ":" _sc_own_default)
   set(_sc_checks "")
@@ -155,27 +157,24 @@ macro(_sc_family_fast_entries)
       string(REPLACE ":" ";" patterns "${vfilter}")
       set(fast_patterns "")
       set(own_patterns "")
-      set(first_patterns "")
       foreach(pattern IN LISTS patterns)
         if(pattern IN_LIST arg_ISOLATED)
           list(APPEND own_patterns "${pattern}")
         else()
           list(APPEND fast_patterns "${pattern}")
-          if(pattern IN_LIST arg_FIRST)
-            list(APPEND first_patterns "${pattern}")
-          endif()
         endif()
       endforeach()
       if(fast_patterns)
         list(JOIN fast_patterns ":" joined)
-        list(JOIN first_patterns ":" first)
         if(_sc_iso)
           string(APPEND joined "-${_sc_iso}")
         endif()
-        _sc_add_fast_entry(${target} "${prefix}${vname}." "${joined}" "${vname}" "${vvar}" "${venv}" "${first}")
+        # Every FIRST pattern goes to every environment entry, whatever pattern of its filter selects the
+        # test: the guard and the order check then hold for a FIRST test however the entry reaches it.
+        _sc_add_fast_entry(${target} "${prefix}${vname}." "${joined}" "${vname}" "${vvar}" "${venv}" "${_sc_first}")
         list(APPEND _sc_checks "$<TARGET_FILE:${target}>|${vname}|fast|${joined}")
-        if(first)
-          list(APPEND _sc_checks "$<TARGET_FILE:${target}>|${vname}|first|${joined}|${first}")
+        if(_sc_first)
+          list(APPEND _sc_checks "$<TARGET_FILE:${target}>|${vname}|first|${joined}|${_sc_first}")
         endif()
       endif()
       if(own_patterns)

@@ -24,9 +24,9 @@ using DefaultStreams = sc::testing::DefaultStreams;
 
 constexpr std::size_t kBytes = std::size_t{1} << 20;
 // How long the mark on s2 gets to land while s1 is gated. Reason: a mark that nothing holds back lands
-// within microseconds of its launch (INST-05), so the suite's absence window (20 ms, thousands of launch
-// costs) tells "held back" from "ran"; every call that returns pays this window once more if held back.
-constexpr auto kMarkDeadline = sc::kAbsenceWindow;
+// within microseconds of its launch (INST-05), so the suite's landing deadline (50 ms, thousands of launch
+// costs) tells "held back" from "ran"; every call that returns pays this deadline once more if held back.
+constexpr auto kMarkDeadline = sc::kLandingDeadline;
 
 // One host call under test. `prepare` runs before the gate closes, `call` while it is closed, `release`
 // after everything (the API under test is the allocation or free itself, so these are raw calls).

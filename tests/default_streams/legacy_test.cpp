@@ -144,9 +144,9 @@ TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) 
 }
 
 // How long a synchronize call gets to return while gated. Reason: synchronizing with nothing to wait for
-// returns within microseconds (the control below), so the suite's 20 ms absence window tells "waits"
+// returns within microseconds (the control below), so the suite's 50 ms landing deadline tells "waits"
 // from "returns", as it does for marks; the 150 ms RET window is for calls that allocate.
-constexpr auto kIdleSyncWindow = sc::kAbsenceWindow;
+constexpr auto kIdleSyncWindow = sc::kLandingDeadline;
 
 // DFLT-23 · RT cudaDeviceSynchronize ("blocks until the device has completed all preceding requested
 // tasks"): it waits for a busy stream of every kind — blocking, non-blocking and the legacy stream. In

@@ -36,8 +36,8 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
   hold(held, a);
   sc::held_window w(held);
   host_record& other = launch_host_func(b, "b");
-  // Reason for the 20 ms window: a free worker runs a host function within microseconds.
-  const sc::gated_result ran = w.present(sc::testing::ran(other), sc::kAbsenceWindow);
+  // Reason for kLandingDeadline: a free worker runs a host function within microseconds.
+  const sc::gated_result ran = w.present(sc::testing::ran(other), sc::kLandingDeadline);
   w.release();
   ASSERT_TRUE(drain());
   EXPECT_TRUE(sc::observed_row("HOST-06", "other_stream_host_function_ran", ran));
