@@ -17,7 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reports"))
 
 from streamcheck.common import InputError  # noqa: E402  (the one results reader, reports/streamcheck/)
-from streamcheck.results import load_run, tests_claiming, unexpected_watchdogs  # noqa: E402
+from streamcheck.results import (  # noqa: E402
+    load_run, not_run_after_process_ended, tests_claiming, unexpected_watchdogs)
 
 
 def kinds_used(tests):
@@ -51,7 +52,7 @@ def main():
     skipped_own = {n for n in own if seen.get(n) == "skipped"}
     # Fast mode: a claiming test that ended its process (a gate's watchdog, a sticky error) leaves the tests
     # after it not run. They are not failures of the mutation, but they were not judged either: named.
-    not_run = {n for n, o in seen.items() if o == "notrun" and run["tests"][n].get("not_run_reason")}
+    not_run = {n for n in seen if not_run_after_process_ended(run["tests"][n])}
     not_run_own = own & not_run
     if not own:
         print(f"mutation {catalog_id}: NO TEST claims this ID in {run_dir}")

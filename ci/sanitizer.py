@@ -50,11 +50,10 @@ EXPECTED_API_ERRORS: Dict[str, str] = {
     "EventsAndWaits.InvalidArgumentsAreRefusedByName":
         "EVT-11 passes bad wait flags, cudaEventInterprocess with timing, and null out-pointers",
 }
-# Tests whose death-test child is left untracked (--target-processes application-only), with the reason. Empty:
-# under the tool (memcheck, H100, CUDA 13.0) a re-executed death-test child's CUDA initialization never
-# returned, tracked or not, so the four tests with such a child (PRIO-10, DFLT-13, HOST-11, and HOST-12's
-# child part) skip under the tool with that reason (sc::requirement::death_test_children).
-UNTRACKED_CHILDREN: Dict[str, str] = {}
+# No test's child is left untracked (--target-processes application-only): under the tool (memcheck, H100,
+# CUDA 13.0) a re-executed death-test child's CUDA initialization never returned, tracked or not, so the tests
+# with such a child (PRIO-10, DFLT-13, HOST-11, and HOST-12's child part) skip under the tool with that
+# reason (sc::requirement::death_test_children).
 
 # Return codes that are statuses, not failures: a query of a stream or event with work pending.
 STATUS_NOT_ERRORS = ("cudaErrorNotReady", "CUDA_ERROR_NOT_READY")
@@ -113,8 +112,6 @@ def tool_options(tool: str, name: str) -> List[str]:
     options = ["--tool", tool, "--error-exitcode", str(ERROR_EXITCODE), "--check-exit-code", "no"]
     if matches(EXPECTED_API_ERRORS, name):
         options += ["--report-api-errors", "no"]
-    if matches(UNTRACKED_CHILDREN, name):
-        options += ["--target-processes", "application-only"]
     return options
 
 
@@ -206,10 +203,6 @@ def summarize(tool: str, results: List[dict], wall: float, run_folder: str) -> T
     if expected:
         lines.append("  API errors expected, not reported (--report-api-errors no):")
         lines += ["    %s: %s" % (n, matches(EXPECTED_API_ERRORS, n)) for n in expected]
-    untracked = sorted({r["gtest"] for r in results if matches(UNTRACKED_CHILDREN, r["gtest"])})
-    if untracked:
-        lines.append("  death-test children not tracked (--target-processes application-only):")
-        lines += ["    %s" % n for n in untracked]
     for r in results:
         if r["errors"]:
             calls = ", ".join(sorted({"%s -> %s" % c for c in r["api_errors"]}))

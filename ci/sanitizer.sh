@@ -5,9 +5,8 @@
 #   ci/sanitizer.sh BUILD_DIR [tool...]        tools: memcheck racecheck synccheck initcheck
 #
 # Prints one line per test and, per tool, a summary: tests run (passed, skipped, failed, hung), the
-# tool's errors, which tests expect API errors (run with --report-api-errors no) and which death-test
-# children are not tracked (--target-processes application-only), each with its reason (ci/sanitizer.py
-# holds both lists). Exit status 0 only with no errors, no hangs and no failed test.
+# tool's errors, and which tests expect API errors (run with --report-api-errors no), each with its reason
+# (the list is in ci/sanitizer.py). Exit status 0 only with no errors, no hangs and no failed test.
 #
 # Environment:
 #   SANITIZER_LABELS="harness priority_flags"  families to run (default per tool: memcheck every GPU family;

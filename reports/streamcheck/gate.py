@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 from xml.sax.saxutils import escape, quoteattr
 
 from .common import InputError, cuda_version, dig, fmt_value
-from .results import claim_ids, claims_kind, gpu_facts, load_run, unexpected_watchdogs
+from .results import claim_ids, claims_kind, gpu_facts, load_run, not_run_after_process_ended, unexpected_watchdogs
 
 PASS, REGRESSED, UNTRUSTWORTHY = 0, 1, 2
 VERDICT = {PASS: "passed: every behavior as expected", REGRESSED: "FAILED: a behavior regressed",
@@ -101,7 +101,7 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
     # Fast mode: tests after one that left its process unusable never ran; their results are missing.
     not_run: Dict[str, List[str]] = {}
     for name, t in sorted(tests.items()):
-        if t["status"] == "notrun" and t.get("not_run_reason"):
+        if not_run_after_process_ended(t):
             not_run.setdefault(t["not_run_reason"], []).append(name)
     for reason, names in sorted(not_run.items()):
         untrustworthy.append("%d test(s) not run (%s): %s" % (len(names), ", ".join(names[:3]) +

@@ -89,6 +89,12 @@ def check_member(doc: Dict[str, Any], key: str, kind: type, path: Path, what: st
 NOT_RUN_PREFIX = "not run: "
 
 
+def not_run_after_process_ended(test: Dict[str, Any]) -> bool:
+    """Fast mode: the test never ran because an earlier test ended its process (the reason is in
+    test["not_run_reason"]); neither a failure nor a pass."""
+    return test["status"] == "notrun" and bool(test["not_run_reason"])
+
+
 def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
     family, variant, gname = split_ctest_name(ctest_name, gtest_name)
     return {

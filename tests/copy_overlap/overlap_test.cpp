@@ -175,13 +175,12 @@ sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned b
                                   [&] { return sc::load_acquire(resident.host()[0]) >= blocks; }),
                         sc::kPresenceDeadline));
   t.drop(m, d, 1);
-  // Reason for 50 ms: a free engine (or free SM) finishes 32 MiB in well under 10 ms.
-  constexpr std::chrono::milliseconds kFreeEngineDeadline{50};
-  room.kernel_ran = w.present(sc::probe::mark(m, 1), kFreeEngineDeadline);
+  // Reason for kLandingDeadline (50 ms): a free engine (or free SM) finishes 32 MiB in well under 10 ms.
+  room.kernel_ran = w.present(sc::probe::mark(m, 1), sc::kLandingDeadline);
   memset_done.start();
-  room.memset_ran = w.present(memset_done.returned(), kFreeEngineDeadline);
+  room.memset_ran = w.present(memset_done.returned(), sc::kLandingDeadline);
   d2d_done.start();
-  room.d2d_ran = w.present(d2d_done.returned(), kFreeEngineDeadline);
+  room.d2d_ran = w.present(d2d_done.returned(), sc::kLandingDeadline);
   w.release();
   EXPECT_TRUE(memset_done.join_within(sc::kWorkDeadline));
   EXPECT_TRUE(d2d_done.join_within(sc::kWorkDeadline));

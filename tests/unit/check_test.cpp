@@ -59,47 +59,60 @@ TEST(Mutation, InactiveMutationReturnsTheRealValue) {
   EXPECT_STREQ("expectation", sc::to_string(sc::mutation_kind::expectation));
 }
 
-TEST(TestMain, StreamcheckArgumentsAreTakenOutOfArgv) {
-  std::vector<std::string> storage{"exe", "--streamcheck-results=/tmp/r", "--gtest_brief=1",
-                                   "--streamcheck-source=/src", "--streamcheck-prefix=fam."};
+// What take_streamcheck_arguments made of a command line ("exe" and `args`): its message, the arguments it
+// left in argv, and the run context it filled (the process's own context is put back afterwards).
+struct taken_arguments {
+  std::string problem;
+  std::vector<std::string> kept;
+  sc::run_context context;
+};
+
+taken_arguments take(std::vector<std::string> args) {
+  args.insert(args.begin(), "exe");
   std::vector<char*> argv;
-  for (auto& s : storage) argv.push_back(s.data());
+  for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  int argc = static_cast<int>(storage.size());
+  int argc = static_cast<int>(args.size());
   const sc::run_context saved = sc::context();
-  EXPECT_EQ("", sc::take_streamcheck_arguments(argc, argv.data()));
-  EXPECT_EQ(2, argc);
-  EXPECT_STREQ("--gtest_brief=1", argv[1]);
-  EXPECT_EQ("/tmp/r", sc::context().results_dir);
-  EXPECT_EQ("/src", sc::context().source_dir);
-  EXPECT_EQ("fam.", sc::context().test_prefix);
+  taken_arguments t;
+  t.problem = sc::take_streamcheck_arguments(argc, argv.data());
+  for (int i = 1; i < argc; ++i) t.kept.emplace_back(argv[i]);
+  t.context = sc::context();
   sc::context() = saved;
+  return t;
+}
+
+TEST(TestMain, StreamcheckArgumentsAreTakenOutOfArgv) {
+  const taken_arguments t = take({"--streamcheck-results=/tmp/r", "--gtest_brief=1", "--streamcheck-source=/src",
+                                  "--streamcheck-prefix=fam."});
+  EXPECT_EQ("", t.problem);
+  EXPECT_EQ(std::vector<std::string>{"--gtest_brief=1"}, t.kept);
+  EXPECT_EQ("/tmp/r", t.context.results_dir);
+  EXPECT_EQ("/src", t.context.source_dir);
+  EXPECT_EQ("fam.", t.context.test_prefix);
 }
 
 // The environment entry's name and the variable it sets arrive apart; the longer option is not mistaken
 // for the shorter one.
 TEST(TestMain, VariantAndTheVariableItSetsAreTakenApart) {
-  std::vector<std::string> storage{"exe", "--streamcheck-variant-sets=CUDA_LAUNCH_BLOCKING",
-                                   "--streamcheck-variant=launch_blocking"};
-  std::vector<char*> argv{storage[0].data(), storage[1].data(), storage[2].data(), nullptr};
-  int argc = 3;
-  const sc::run_context saved = sc::context();
-  EXPECT_EQ("", sc::take_streamcheck_arguments(argc, argv.data()));
-  EXPECT_EQ(1, argc);
-  EXPECT_EQ("launch_blocking", sc::context().env_variant);
-  EXPECT_EQ("CUDA_LAUNCH_BLOCKING", sc::context().env_variant_sets);
-  sc::context() = saved;
+  const taken_arguments t =
+      take({"--streamcheck-variant-sets=CUDA_LAUNCH_BLOCKING", "--streamcheck-variant=launch_blocking"});
+  EXPECT_EQ("", t.problem);
+  EXPECT_TRUE(t.kept.empty());
+  EXPECT_EQ("launch_blocking", t.context.env_variant);
+  EXPECT_EQ("CUDA_LAUNCH_BLOCKING", t.context.env_variant_sets);
 }
 
 TEST(TestMain, FirstFilterIsTaken) {
-  std::vector<std::string> storage{"exe", "--streamcheck-first=*.Fresh*:*.Other", "--streamcheck-mode=fast"};
-  std::vector<char*> argv{storage[0].data(), storage[1].data(), storage[2].data(), nullptr};
-  int argc = 3;
-  const sc::run_context saved = sc::context();
-  EXPECT_EQ("", sc::take_streamcheck_arguments(argc, argv.data()));
-  EXPECT_EQ(1, argc);
-  EXPECT_EQ("*.Fresh*:*.Other", sc::context().first_filter);
-  sc::context() = saved;
+  const taken_arguments t = take({"--streamcheck-first=*.Fresh*:*.Other", "--streamcheck-mode=fast"});
+  EXPECT_EQ("", t.problem);
+  EXPECT_TRUE(t.kept.empty());
+  EXPECT_EQ("*.Fresh*:*.Other", t.context.first_filter);
+}
+
+TEST(TestMain, UnknownStreamcheckOptionIsAnError) {
+  const taken_arguments t = take({"--streamcheck-result=/tmp/r"});
+  EXPECT_NE(std::string::npos, t.problem.find("--streamcheck-result=/tmp/r")) << t.problem;
 }
 
 // The filters the suite writes (StreamcheckFamily.cmake) select what GoogleTest's own matcher selects.
@@ -120,13 +133,6 @@ TEST(FilterSelects, GoogleTestFilterSyntax) {
   EXPECT_FALSE(sc::filter_selects("A.b", "A.bc"));
 }
 
-TEST(TestMain, UnknownStreamcheckOptionIsAnError) {
-  std::vector<std::string> storage{"exe", "--streamcheck-result=/tmp/r"};
-  std::vector<char*> argv{storage[0].data(), storage[1].data(), nullptr};
-  int argc = 2;
-  const std::string problem = sc::take_streamcheck_arguments(argc, argv.data());
-  EXPECT_NE(std::string::npos, problem.find("--streamcheck-result=/tmp/r")) << problem;
-}
 
 }  // namespace
 
