@@ -22,10 +22,11 @@ ERROR_EXITCODE = 86
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 DEFAULT_TOOLS = ("memcheck", "racecheck", "synccheck")
 GPU_FAMILIES = ("instruments", "harness", "priority_flags", "default_streams", "host_funcs", "copy_overlap",
-                "priority_sched")
+                "priority_sched", "events")
 # racecheck and synccheck look at shared memory and block barriers. The kernels of default_streams (gate,
 # mark, fill, mismatch count) use neither, so those tools have nothing to check there; every other family
-# runs kernels with __shared__ stamps and __syncthreads (spin, scheduling spin, gap log, grid gate).
+# runs kernels with __shared__ stamps and __syncthreads (spin, scheduling spin, gap log, grid gate; events
+# spins for its host-wait figures).
 DEFAULT_LABELS = {
     "memcheck": GPU_FAMILIES,
     "initcheck": GPU_FAMILIES,
@@ -45,6 +46,8 @@ EXPECTED_API_ERRORS: Dict[str, str] = {
         "HOST-12 passes callback flags 1, and a null host function in its child process",
     "HostFuncs.CaptureTakesHostFunctionsAsHostNodesAndRefusesCallbacks":
         "HOST-13 adds a stream callback during capture, which is refused",
+    "HostFuncs.CudaCallsInsideAHostFunction":
+        "HOST-05 makes CUDA calls (an allocation, a query) inside a host function, refused with cudaErrorNotPermitted",
     "EventsAndWaits.ElapsedTimeErrorsByName":
         "EVT-07 asks for elapsed times of pending, untimed and never-recorded events",
     "EventsAndWaits.InvalidArgumentsAreRefusedByName":
@@ -62,6 +65,7 @@ API_ERROR = re.compile(r"Program hit (\w+) \(error \d+\).*?on CUDA API call to (
 ERROR_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
 RACECHECK_SUMMARY = re.compile(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
 WATCHDOG = "STREAMCHECK-WATCHDOG"
+SKIP_LINE = re.compile(r":\d+: Skipped\s*$")
 
 
 def gtest_name(ctest_name: str, command: List[str]) -> str:
@@ -140,9 +144,11 @@ def test_outcome(text: str) -> Tuple[str, str]:
         why = next((l.strip() for l in text.splitlines() if "Failure" in l or "error:" in l), "")
         return "failed", why
     if "[  SKIPPED ]" in text:
+        # GoogleTest's "<file>:<line>: Skipped", then the reason; not any line that merely contains the word
+        # (the command line of a test named ...AreSkipped does).
         lines = text.splitlines()
         for i, l in enumerate(lines):
-            if "Skipped" in l and i + 1 < len(lines):
+            if SKIP_LINE.search(l) and i + 1 < len(lines):
                 return "skipped", lines[i + 1].strip()
         return "skipped", ""
     if "[  PASSED  ] 1 test" in text:

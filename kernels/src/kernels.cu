@@ -126,11 +126,13 @@ __global__ void empty_kernel() {}
 
 // A gate that occupies thread slots: every thread of every block stays resident until the host opens
 // the gate. Block 0's thread 0 is the gate proper (it publishes started/start/end like gate_kernel);
-// thread 0 of every block counts the block as resident, then polls the open flag (with the watchdog, no
-// banner: block 0 reports); the other threads wait at the barrier, holding their slots.
+// thread 0 of every block marks its own slot of `resident` (a plain release store: no read-modify-write on
+// host memory, which is not atomic where the device has no native host atomics, and which compute-sanitizer
+// memcheck reported as an invalid system-scoped atomic on an H100), then polls the open flag (with the
+// watchdog, no banner: block 0 reports); the other threads wait at the barrier, holding their slots.
 __global__ void gate_grid_kernel(gate_word* gate, std::uint64_t watchdog_ns, bool banner, std::uint32_t* resident) {
   if (threadIdx.x == 0) {
-    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(*resident).fetch_add(1u, cuda::memory_order_release);
+    sys_u32(resident[blockIdx.x]).store(1u, cuda::memory_order_release);
     if (blockIdx.x == 0) {
       device::gate_wait(gate, watchdog_ns, banner);
     } else {

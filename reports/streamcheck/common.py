@@ -29,7 +29,8 @@ COVERAGE_LABEL = {
 COVERAGE_ORDER = ["fail", "differs", "no-result", "uncovered", "skipped", "pass", "retired"]
 
 BASELINE_LABEL = {"match": "match", "differs": "differs", "differs-gating": "differs (gating)",
-                  "no-baseline": "no baseline", "no-entry": "no entry", "no-baseline-dir": "no baselines folder"}
+                  "no-baseline": "no baseline", "no-entry": "no entry", "no-baseline-dir": "no baselines folder",
+                  "not-compared": "not compared (under a tool)"}
 
 # A test whose claims are all observed and which met a row without a baseline ends skipped with a message
 # starting so (observation schema 1.3): its values were recorded but not judged.

@@ -306,6 +306,17 @@ class Evidence(ReportTestCase):
         self.assertIn('<span class="tag mutation" title="the mutation changed what the test sets up, so the '
                       'observation itself must tell the difference">mutation: DFLT-02 (arrangement)</span>', row)
 
+    def test_a_row_under_a_sanitizer_tool_reads_not_compared_and_the_test_is_a_plain_skip(self):
+        why = "the process runs under compute-sanitizer --tool racecheck (STREAMCHECK_SANITIZER), which instruments"
+        baseline = [{"id": "SCHED-06", "key": "later_grid_waits", "observed": False, "status": "not-compared",
+                     "detail": why}]
+        ctest = self.add_test("UnderTool", claims=[("SCHED-06", "observed", "RTSS17")], baseline=baseline,
+                              version="1.7.0", skip="x.cpp:1\nnot compared: " + why + "; recorded: SCHED-06/k;")
+        _, page = self.generate()
+        row = self.row(page, ctest)
+        self.assertIn('<span class="st st-not-compared">not compared (under a tool)</span>', row)
+        self.assertNotIn("not judged: no baseline", row)
+
     def test_missing_baselines_folder_is_a_failure_row(self):
         baseline = [{"id": "PRIO-07", "key": "legacy.priority", "observed": 0, "status": "no-baseline-dir",
                      "detail": "the source tree /nowhere (from --streamcheck-source) has no baselines folder"}]

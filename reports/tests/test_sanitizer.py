@@ -44,6 +44,16 @@ class Verdicts(unittest.TestCase):
         self.assertEqual("failed", sanitizer.test_outcome("STREAMCHECK-WATCHDOG gate 1\n[  PASSED  ] 1 test.")[0])
         self.assertEqual("failed", sanitizer.test_outcome("[ RUN      ] A.B\n")[0])
 
+    def test_the_skip_reason_follows_googletests_skip_line_not_a_test_name_with_the_word(self):
+        # Seen on the H100: HOST-11 (...HostFunctionsAreSkipped) was reported with the tool's banner as its reason.
+        log = ("$ compute-sanitizer --tool memcheck exe --gtest_filter=HostFuncs.AfterAFaultFunctionsAreSkipped\n"
+               "========= COMPUTE-SANITIZER\n"
+               "Note: Google Test filter = HostFuncs.AfterAFaultFunctionsAreSkipped\n"
+               "/x/fault_test.cpp:84: Skipped\n"
+               "the process runs under compute-sanitizer\n"
+               "[  SKIPPED ] HostFuncs.AfterAFaultFunctionsAreSkipped (308 ms)\n")
+        self.assertEqual(("skipped", "the process runs under compute-sanitizer"), sanitizer.test_outcome(log))
+
 
 class Lists(unittest.TestCase):
     def test_options_follow_the_lists_and_every_entry_has_a_reason(self):
@@ -63,6 +73,17 @@ class Lists(unittest.TestCase):
         for name in sanitizer.EXPECTED_API_ERRORS:
             suite, test = name.split(".")
             self.assertIn("(%s, %s)" % (suite, test), sources, name)
+
+    def test_every_gpu_family_is_in_the_job(self):
+        # The GPU families of tests/*/CMakeLists.txt (sc_behavior_family(FAMILY <label> ...)) are the job's.
+        import re
+        families = set()
+        for cmake in (ROOT / "tests").glob("*/CMakeLists.txt"):
+            text = cmake.read_text()
+            if "NOGPU" not in text:
+                families |= set(re.findall(r"sc_behavior_family\(FAMILY\s+(\w+)", text))
+        self.assertTrue(families)
+        self.assertEqual(sorted(families), sorted(sanitizer.GPU_FAMILIES))
 
     def test_entries_come_from_the_gpu_labels_with_their_environment(self):
         listing = {"tests": [

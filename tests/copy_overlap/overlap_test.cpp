@@ -146,8 +146,7 @@ sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned b
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   sc::device_buffer<std::uint32_t> x(n);
   sc::device_buffer<std::uint32_t> y(n);
-  sc::mapped<std::uint32_t> resident(1);
-  resident.host()[0] = 0;
+  sc::mapped<std::uint32_t> resident(blocks);  // one flag per block, zeroed
   sc::marks m;
   const sc::stream a = t.make(stream_flags::non_blocking, name + ".a");
   const sc::stream b = t.make(stream_flags::non_blocking, name + ".b");
@@ -172,8 +171,9 @@ sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned b
   sc::held_window w(g);
   // Every block resident before anything is asked. Reason for 1 s: a grid of this size starts in microseconds.
   EXPECT_TRUE(w.present(sc::probe(name + ": all " + std::to_string(blocks) + " blocks of the grid gate resident",
-                                  [&] { return sc::load_acquire(resident.host()[0]) >= blocks; }),
+                                  [&] { return sc::count_set(resident.host(), blocks) == blocks; }),
                         sc::kPresenceDeadline));
+  sc::observe(name + ".resident_blocks", static_cast<unsigned long long>(sc::count_set(resident.host(), blocks)));
   t.drop(m, d, 1);
   // Reason for kLandingDeadline (50 ms): a free engine (or free SM) finishes 32 MiB in well under 10 ms.
   room.kernel_ran = w.present(sc::probe::mark(m, 1), sc::kLandingDeadline);

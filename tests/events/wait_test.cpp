@@ -211,7 +211,11 @@ TEST_F(EventsAndWaits, WaitOnANeverRecordedEventIsANoOp) {
   sc::held_window w(g);
   const sc::gated_result landed = w.present(sc::probe::mark(m, 1));
   EXPECT_TRUE(landed) << "a wait on a never-recorded event held later work";
-  if (landed.outcome() == sc::gated_outcome::holds) {
+  const std::string intercepted = sc::unmet(sc::requirement::unintercepted_calls);
+  if (!intercepted.empty()) {
+    // Under memcheck (H100) this synchronize waited for A's gate: the call is the tool's, not the driver's.
+    sc::observe("sync_of_waiting_stream", "not run: " + intercepted);
+  } else if (landed.outcome() == sc::gated_outcome::holds) {
     // B's work is done, so synchronizing it must return while the gate is still closed, with cudaSuccess
     // (on a helper thread, so a synchronize that wrongly waits ends with the window, not on the watchdog).
     const sc::return_observation synced = sc::call_while_gated([&] { return cudaStreamSynchronize(b.get()); }, g);

@@ -27,6 +27,7 @@ struct saturation {
   sched_grid* pending = nullptr;
   unsigned running_started_at_release = 0;
   std::string why_not;  // empty when the arrangement was built
+  bool judged = true;   // false: the kernels ran under a tool and the test is skipped (collect())
 };
 
 // `running` (kRunningWaves waves, priority running_priority) runs; `pending` (one wave, pending_priority)
@@ -45,7 +46,7 @@ saturation saturate(PrioritySched& t, const std::string& running, int running_pr
   t.launch(*s.running, *s.running_stream);
   s.why_not = latch.open_when_started(*s.running, pending_first ? 0 : t.wave());
   s.running_started_at_release = latch.started_at_release();
-  t.collect();
+  s.judged = t.collect();
   return s;
 }
 
@@ -71,6 +72,7 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   const bool high_first = sc::mutation_active("SCHED-02", sc::mutation_kind::arrangement) ||
                           sc::mutation_active("SCHED-09", sc::mutation_kind::arrangement);
   const saturation s = saturate(*this, "low", least(), "high", high_priority, high_first);
+  if (!s.judged) return;
   ASSERT_TRUE(s.why_not.empty()) << s.why_not;
   const sc::block_records& low = s.running->host;
   const sc::block_records& high = s.pending->host;
@@ -149,6 +151,7 @@ TEST_F(PrioritySched, EqualPriorityIsFirstInFirstOut) {
   // Mutation (arrangement): the later grid at the highest priority.
   const bool mutated = sc::mutation_active("SCHED-06", sc::mutation_kind::arrangement);
   const saturation s = saturate(*this, "earlier", least(), "later", mutated ? greatest() : least(), false);
+  if (!s.judged) return;
   ASSERT_TRUE(s.why_not.empty()) << s.why_not;
   const sc::block_records& earlier = s.running->host;
   const sc::block_records& later = s.pending->host;

@@ -2,12 +2,15 @@
 // where the value comes from, why it is gating (or not) and whether a driver update may flip it.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "sc/fixtures/observe.hpp"
+#include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/run_context.hpp"
 
 namespace {
@@ -43,6 +46,38 @@ TEST(BaselineFiles, EveryEntrySaysWhyItIsGatingAndWhetherADriverMayFlipIt) {
   }
   EXPECT_GT(files, 0) << "no baseline file in " << dir;
   EXPECT_GT(entries, 0);
+}
+
+// STREAMCHECK_SANITIZER set for one scope, as ci/sanitizer.sh sets it for a test process.
+struct under_tool {
+  explicit under_tool(const char* tool) { ::setenv("STREAMCHECK_SANITIZER", tool, 1); }
+  ~under_tool() { ::unsetenv("STREAMCHECK_SANITIZER"); }
+};
+
+bool contains(const std::vector<std::string>& rows, const std::string& row) {
+  for (const std::string& r : rows)
+    if (r == row) return true;
+  return false;
+}
+
+// Under a compute-sanitizer tool a baseline row is recorded and not compared: not a failure, whatever the
+// value, and noted with the tool's reason (a test whose claims are all observed then ends skipped with it).
+TEST(BaselineRows, UnderAToolTheyAreRecordedNotCompared) {
+  const under_tool tool("racecheck");
+  const ::testing::AssertionResult row = sc::matches_baseline("PRIO-01", "unit.under_tool", true);
+  EXPECT_TRUE(row);
+  EXPECT_NE(std::string::npos, std::string(row.message()).find("not compared")) << row.message();
+  EXPECT_TRUE(contains(sc::detail::not_compared_rows(), "PRIO-01/unit.under_tool"));
+  EXPECT_NE(std::string::npos, sc::detail::not_compared_reason().find("--tool racecheck"));
+}
+
+// An observed check that could not be measured fails, except under a tool, where it is noted as not compared.
+TEST(BaselineRows, AnInvalidObservedCheckFailsUnlessUnderATool) {
+  const sc::gated_result invalid = sc::detail::invalid_check("the gate was ended by its watchdog");
+  EXPECT_FALSE(sc::observed_row("PRIO-01", "unit.invalid_plain", invalid));
+  const under_tool tool("synccheck");
+  EXPECT_TRUE(sc::observed_row("PRIO-01", "unit.invalid_tool", invalid));
+  EXPECT_TRUE(contains(sc::detail::not_compared_rows(), "PRIO-01/unit.invalid_tool (could not be measured)"));
 }
 
 }  // namespace

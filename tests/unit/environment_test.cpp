@@ -100,7 +100,8 @@ TEST(Requirements, MpsRefusesSeparateContextsWithItsEvidence) {
 // The requirements a compute-sanitizer tool breaks: met without one, and refused under one, naming the tool.
 TEST(Requirements, ASanitizerToolRefusesItsRequirementsAndNamesTheTool) {
   for (const auto& [r, words] : {std::pair{requirement::unintercepted_calls, "intercepts API calls"},
-                                 std::pair{requirement::death_test_children, "death-test child"}}) {
+                                 std::pair{requirement::death_test_children, "death-test child"},
+                                 std::pair{requirement::uninstrumented_kernels, "instruments every kernel"}}) {
     environment_facts env;
     EXPECT_EQ("", sc::why_not(r, env)) << sc::to_string(r);
     env.sanitizer = "racecheck";

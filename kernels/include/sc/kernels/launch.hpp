@@ -56,9 +56,9 @@ cudaError_t launch_beacon(cudaStream_t stream, beacon* out, std::uint64_t spin_n
 cudaError_t launch_empty(cudaStream_t stream);
 
 // A gate as wide as a grid: `blocks` blocks of `threads` threads all stay resident (holding their thread
-// slots) until gate->open becomes 1 or the watchdog fires. Each block adds 1 to *resident (mapped host
-// memory) when it starts, so the host can tell when the whole grid is resident. Block 0 publishes
-// started/start_ns/end_ns like launch_gate.
+// slots) until gate->open becomes 1 or the watchdog fires. Block b sets resident[b] to 1 when it starts
+// (`resident`: `blocks` words of mapped host memory, zeroed), so the host can tell when the whole grid is
+// resident (sc::count_set). Block 0 publishes started/start_ns/end_ns like launch_gate.
 cudaError_t launch_gate_grid(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns, bool banner,
                              unsigned blocks, unsigned threads, std::uint32_t* resident);
 
