@@ -223,7 +223,8 @@ def summarize(tool: str, results: List[dict], wall: float, run_folder: str) -> T
     skips: Dict[str, List[str]] = {}
     for r in results:
         if r["outcome"] == "skipped":
-            skips.setdefault(r["why"], []).append(r["entry"])
+            # "not compared: <reason>; recorded: <rows>": one group per reason, whatever rows each test had.
+            skips.setdefault(r["why"].split("; recorded:")[0], []).append(r["entry"])
     for why, names in sorted(skips.items(), key=lambda item: -len(item[1])):
         lines.append("  skipped (%d): %s [%s%s]" % (len(names), why or "no reason printed", ", ".join(names[:3]),
                                                     ", ..." if len(names) > 3 else ""))

@@ -55,6 +55,17 @@ class Verdicts(unittest.TestCase):
         self.assertEqual(("skipped", "the process runs under compute-sanitizer"), sanitizer.test_outcome(log))
 
 
+class Summary(unittest.TestCase):
+    def test_skips_not_compared_under_the_tool_group_by_reason_not_by_their_rows(self):
+        why = "not compared: the process runs under compute-sanitizer --tool memcheck"
+        results = [{"entry": "f.S.%s" % n, "gtest": "S.%s" % n, "outcome": "skipped", "errors": 0, "api_errors": [],
+                    "why": "%s; recorded: X-0%d/k;" % (why, n), "log": "l"} for n in (1, 2)]
+        ok, lines = sanitizer.summarize("memcheck", results, 1.0, "run")
+        self.assertTrue(ok)
+        groups = [l for l in lines if l.startswith("  skipped")]
+        self.assertEqual(["  skipped (2): %s [f.S.1, f.S.2]" % why], groups)
+
+
 class Lists(unittest.TestCase):
     def test_options_follow_the_lists_and_every_entry_has_a_reason(self):
         plain = sanitizer.tool_options("memcheck", "Harness.GateHoldsItsStreamUntilOpened")
