@@ -225,6 +225,12 @@ class Gate(unittest.TestCase):
             self.assertIn("ci/gate.sh", (REPORTS.parent / "ci" / template).read_text())
         self.assertIn("junit: build-gate/gate-junit.xml", (REPORTS.parent / "ci" / "gitlab-ci-gpu.yml").read_text())
 
+    def test_both_templates_have_the_sanitizer_job_on_a_build_it_configures(self):
+        for template in ("github-actions-gpu.yml", "gitlab-ci-gpu.yml"):
+            text = (REPORTS.parent / "ci" / template).read_text()
+            self.assertIn("bash ci/sanitizer.sh build-sanitizer", text, template)
+            self.assertLess(text.index("-B build-sanitizer"), text.index("ci/sanitizer.sh build-sanitizer"), template)
+
 
 if __name__ == "__main__":
     unittest.main()
