@@ -22,7 +22,7 @@ status=0
 for setting in CUDA_LAUNCH_BLOCKING=1 CUDA_DEVICE_MAX_CONNECTIONS=1; do
   log="$build/env_matrix/${setting%%=*}.log"
   start=$(date +%s%N)
-  (cd "$build" && env "$setting" ctest -L "$labels" --output-on-failure --no-tests=error) >"$log" 2>&1
+  (cd "$build" && env "$setting" ctest -L "$labels" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --no-tests=error) >"$log" 2>&1
   rc=$?
   wall=$(awk -v ns="$(( $(date +%s%N) - start ))" 'BEGIN { printf "%.1f", ns / 1e9 }')
   summary=$(grep -E "tests passed|No tests were found" "$log" | tail -1)

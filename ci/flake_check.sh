@@ -35,7 +35,7 @@ walls=()
 for i in $(seq 1 "$n"); do
   log="$logs/run-$i.log"
   start=$(date +%s%N)
-  (cd "$build" && ctest -L "^${label}\$" --output-on-failure) >"$log" 2>&1
+  (cd "$build" && ctest -L "^${label}\$" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure) >"$log" 2>&1
   rc=$?
   wall_ms=$(( ($(date +%s%N) - start) / 1000000 ))
   walls+=("$wall_ms")

@@ -76,7 +76,7 @@ if [ $every_gpu -eq 1 ]; then
     before=$(readlink -f "$build/results/latest" 2>/dev/null || true)
     set +e
     # An empty CUDA_VISIBLE_DEVICES would hide every GPU: set it only with an index.
-    (cd "$build" && env ${g:+CUDA_VISIBLE_DEVICES=$g} ctest --output-on-failure --timeout 300 \
+    (cd "$build" && env ${g:+CUDA_VISIBLE_DEVICES=$g} ctest -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 \
       --output-junit "junit-gpu${g}.xml" "$@")
     rc=$?
     set -e
@@ -97,7 +97,7 @@ if [ $every_gpu -eq 1 ]; then
   if [ ${#gpus[@]} -ge 2 ]; then
     echo "run_suite: the tests that need two GPUs, every GPU visible"
     set +e
-    (cd "$build" && ctest --output-on-failure --timeout 300 --output-junit junit-multi-gpu.xml \
+    (cd "$build" && ctest -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 --output-junit junit-multi-gpu.xml \
       -R 'AcrossDevices\.' --no-tests=error "$@")
     rc=$?
     set -e
@@ -108,7 +108,7 @@ if [ $every_gpu -eq 1 ]; then
 fi
 
 set +e
-(cd "$build" && ctest --output-on-failure --timeout 300 --output-junit junit.xml "$@")
+(cd "$build" && ctest -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 --output-junit junit.xml "$@")
 rc=$?
 set -e
 

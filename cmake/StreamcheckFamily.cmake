@@ -1,7 +1,7 @@
 # sc_behavior_family: one behavior family = one folder = one executable = one CTest label.
 #
 # sc_behavior_family(FAMILY <label> SOURCES <file>...
-#                    [NOGPU] [EXCLUSIVE] [TIMEOUT <seconds>]
+#                    [NOGPU] [TIMEOUT <seconds>]
 #                    [PER_THREAD_SOURCES <file>...] [NVCC_PER_THREAD_SOURCES <file.cu>...]
 #                    [ENV_VARIANT <name> <gtest-filter> <VAR=value> [<name> <filter> <VAR=value>]...]
 #                    [ISOLATED <gtest-pattern>...] [FIRST <gtest-pattern>...])
@@ -11,7 +11,10 @@
 #   results folder.
 # - Labels: the family, and `gpu` or `nogpu` (NOGPU: host-only tests that never touch CUDA).
 # - GPU tests ask CTest for one GPU (RESOURCE_GROUPS gpus:1) and fail on the kernel watchdog banner.
-# - EXCLUSIVE: RUN_SERIAL (timing-sensitive families).
+# - No GPU entry is RUN_SERIAL: on one GPU the tests of the suite's processes run one process at a time under
+#   the GPU lock (fixtures/include/sc/fixtures/gpu_lock.hpp), which each process takes once its context
+#   exists; with ctest -j and STREAMCHECK_GPU_SLOTS > 1 (cmake/gpu_resource_spec.cmake.in) the next
+#   processes start up and the last one exits while one runs its tests.
 # - PER_THREAD_SOURCES: also built as a second executable with -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1;
 #   its tests carry the prefix <family>.ptds.
 # - NVCC_PER_THREAD_SOURCES (.cu only): also built as a third executable with nvcc
@@ -112,9 +115,6 @@ function(_sc_add_fast_entry exe prefix filter variant sets env first)
     set_property(TEST ${name} APPEND PROPERTY LABELS gpu)
     set_property(TEST ${name} PROPERTY FAIL_REGULAR_EXPRESSION "${SC_WATCHDOG_BANNER}")
     set_property(TEST ${name} PROPERTY RESOURCE_GROUPS "gpus:1")
-  endif()
-  if(_sc_exclusive)
-    set_property(TEST ${name} PROPERTY RUN_SERIAL ON)
   endif()
   if(env)
     set_property(TEST ${name} PROPERTY ENVIRONMENT "${env}")
@@ -220,7 +220,7 @@ macro(_sc_family_fast_entries)
 endmacro()
 
 function(sc_behavior_family)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "NOGPU;EXCLUSIVE" "FAMILY;TIMEOUT"
+  cmake_parse_arguments(PARSE_ARGV 0 arg "NOGPU" "FAMILY;TIMEOUT"
                         "SOURCES;PER_THREAD_SOURCES;NVCC_PER_THREAD_SOURCES;ENV_VARIANT;ISOLATED;FIRST")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "sc_behavior_family: unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
@@ -256,9 +256,6 @@ function(sc_behavior_family)
   else()
     list(APPEND props LABELS gpu FAIL_REGULAR_EXPRESSION "${SC_WATCHDOG_BANNER}" RESOURCE_GROUPS "gpus:1")
   endif()
-  if(arg_EXCLUSIVE)
-    list(APPEND props RUN_SERIAL ON)
-  endif()
 
   set(exe sc_${arg_FAMILY}_tests)
   _sc_add_family_executable(${exe} legacy ${arg_SOURCES} ${arg_PER_THREAD_SOURCES} ${arg_NVCC_PER_THREAD_SOURCES})
@@ -277,7 +274,6 @@ function(sc_behavior_family)
 
   set(_sc_family ${arg_FAMILY})
   set(_sc_nogpu ${arg_NOGPU})
-  set(_sc_exclusive ${arg_EXCLUSIVE})
   if(STREAMCHECK_MODE STREQUAL "fast")
     _sc_family_fast_entries()
   else()
