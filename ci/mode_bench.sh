@@ -8,7 +8,8 @@
 # One build directory serves both modes: it is reconfigured with -DSTREAMCHECK_MODE (only the ctest entries
 # change, nothing is recompiled) and put back to its own mode at the end. Each family run is a whole ctest
 # run of its GPU entries (its own results folder; the host checks labelled nogpu are left out), and the last
-# row is one ctest run of every GPU entry; a failed run is reported, and its time still printed. ctest runs
+# row is one ctest run of every GPU entry (BENCH_GROUP='harness|instruments' adds one run of those labels);
+# a failed run is reported, and its time still printed. ctest runs
 # with -j ${CTEST_PARALLEL_LEVEL:-4} (the GPU lock keeps tests one process at a time per GPU; README). Exit
 # status 1 when any run failed.
 set -uo pipefail
@@ -50,6 +51,26 @@ declare -A wall
 failed=0
 logs="$build/mode_bench"
 mkdir -p "$logs"
+# one_run NAME CTEST_ARGS...: a whole ctest run in the current mode, BENCH_REPEATS times; its median in wall.
+one_run() {
+  local name=$1 r log start rc ms summary
+  shift
+  local times=()
+  for r in $(seq 1 "$repeats"); do
+    log="$logs/$mode-$name-$r.log"
+    start=$(date +%s%N)
+    (cd "$build" && ctest "$@" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure) >"$log" 2>&1
+    rc=$?
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    times+=("$ms")
+    summary=$(grep -E "tests passed" "$log" | tail -1)
+    printf 'mode_bench: %-8s %-16s run %d/%d rc=%d %8.2f s  %s\n' "$mode" "($name run)" "$r" "$repeats" "$rc" \
+      "$(awk -v ms="$ms" 'BEGIN { print ms / 1000 }')" "${summary:-no summary}"
+    [ "$rc" -eq 0 ] || failed=1
+  done
+  wall[$mode.$name]=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (repeats + 1) / 2 ))p")
+}
+
 for mode in isolated fast; do
   sc_set_mode "$build" "$mode" || exit 1
   for label in "${labels[@]}"; do
@@ -69,21 +90,10 @@ for mode in isolated fast; do
     done
     wall[$mode.$label]=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (repeats + 1) / 2 ))p")
   done
-  # What a user pays: one ctest run of every GPU entry (the run's own set-up and finish entries once).
-  times=()
-  for r in $(seq 1 "$repeats"); do
-    log="$logs/$mode-whole-$r.log"
-    start=$(date +%s%N)
-    (cd "$build" && ctest -L '^gpu$' -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure) >"$log" 2>&1
-    rc=$?
-    ms=$(( ($(date +%s%N) - start) / 1000000 ))
-    times+=("$ms")
-    summary=$(grep -E "tests passed" "$log" | tail -1)
-    printf 'mode_bench: %-8s %-16s run %d/%d rc=%d %8.2f s  %s\n' "$mode" "(whole, -L gpu)" "$r" "$repeats" "$rc" \
-      "$(awk -v ms="$ms" 'BEGIN { print ms / 1000 }')" "${summary:-no summary}"
-    [ "$rc" -eq 0 ] || failed=1
-  done
-  wall[$mode.whole]=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (repeats + 1) / 2 ))p")
+  # What a user pays: one ctest run of every GPU entry (the run's own set-up and finish entries once), and
+  # with BENCH_GROUP one run of those families' GPU entries.
+  one_run whole -L '^gpu$'
+  [ -n "${BENCH_GROUP:-}" ] && one_run group -L "^(${BENCH_GROUP})\$" -LE '^nogpu$'
 done
 
 echo
@@ -99,8 +109,12 @@ for label in "${labels[@]}"; do
 done
 awk -v i="$total_i" -v f="$total_f" 'BEGIN { printf "%-18s %12.2f %12.2f %8s\n", "total", i / 1000, f / 1000,
   (f > 0 ? sprintf("%.2f", i / f) : "-") }'
-awk -v i="${wall[isolated.whole]}" -v f="${wall[fast.whole]}" 'BEGIN { printf "%-18s %12.2f %12.2f %8s\n",
-  "whole run", i / 1000, f / 1000, (f > 0 ? sprintf("%.2f", i / f) : "-") }'
+for name in whole group; do
+  [ -n "${wall[isolated.$name]:-}" ] || continue
+  awk -v n="$name run" -v i="${wall[isolated.$name]}" -v f="${wall[fast.$name]}" 'BEGIN {
+    printf "%-18s %12.2f %12.2f %8s\n", n, i / 1000, f / 1000, (f > 0 ? sprintf("%.2f", i / f) : "-") }'
+done
+[ -n "${BENCH_GROUP:-}" ] && echo "mode_bench: group run: the GPU entries of the labels ^(${BENCH_GROUP})\$ in one ctest run"
 echo "mode_bench: median of $repeats run(s) per family and mode; ctest -j ${CTEST_PARALLEL_LEVEL:-4}," \
      "GPU slots ${STREAMCHECK_GPU_SLOTS:-2}; logs in $logs"
 [ "$failed" -eq 0 ] || echo "mode_bench: some runs failed (rc != 0); see the logs"
