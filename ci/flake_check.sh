@@ -61,17 +61,18 @@ for n, t in sorted(load_run(sys.argv[2])["tests"].items()):
   fi
 done
 if [ "$failed_runs" -gt 0 ]; then
-  echo "flake_check: tests that failed (count of runs):"
   # ctest's list after "The following tests FAILED:" reads "  <num> - <name> (Failed)", newer versions
   # add the test's labels after it.
   tally=$(cat "$logs"/run-*.log | tr -d '\r' |
-    sed -n 's/^[[:space:]]*[0-9]\{1,\} - \([^ ]*\) (\([A-Za-z ]*\)).*/\1 (\2)/p' | sort | uniq -c | sort -rn)
+    sed -n 's/^[[:space:]]*[0-9]\{1,\} - \([^ ]*\) (\([A-Za-z ]*\)).*/\1 (\2)/p' | grep -v ' (Skipped)$' |
+    sort | uniq -c | sort -rn)
   per_test=$(cat "$logs"/failed-*.txt 2>/dev/null | sort | uniq -c | sort -rn)
   if [ -n "$per_test" ]; then
     echo "flake_check: tests that failed, from the run folders (count of runs):"
     echo "$per_test"
   fi
   if [ -n "$tally" ]; then
+    echo "flake_check: ctest's list of failed entries (count of runs):"
     echo "$tally"
   else
     echo "flake_check: no failed test names found in ctest's output; see $logs/run-*.log" >&2

@@ -72,7 +72,7 @@ void EventsAcrossDevices::SetUp() {
   cudaDeviceProp peer_props{};
   SC_CHECK_CUDA(cudaGetDeviceProperties(&peer_props, peer_));
   // The peer is not the device CTest gave this test: no other process of the suite may test on it meanwhile.
-  if (const std::string error = lock_gpu_of(peer_props); !error.empty()) FAIL() << error;
+  if (const std::string error = lock_gpu_of(peer_props, peer_); !error.empty()) FAIL() << error;
   observe("peer.index", peer_);
   observe("peer.chosen_by", choice.source);
   observe("peer.name", std::string(peer_props.name));
