@@ -51,7 +51,8 @@ declare -A wall
 failed=0
 logs="$build/mode_bench"
 mkdir -p "$logs"
-# one_run NAME CTEST_ARGS...: a whole ctest run in the current mode, BENCH_REPEATS times; its median in wall.
+# one_run NAME CTEST_ARGS...: one ctest run in the current mode (a family's GPU entries, the whole run or the
+# group), BENCH_REPEATS times; its median goes to wall[MODE.NAME].
 one_run() {
   local name=$1 r log start rc ms summary
   shift
@@ -64,7 +65,7 @@ one_run() {
     ms=$(( ($(date +%s%N) - start) / 1000000 ))
     times+=("$ms")
     summary=$(grep -E "tests passed" "$log" | tail -1)
-    printf 'mode_bench: %-8s %-16s run %d/%d rc=%d %8.2f s  %s\n' "$mode" "($name run)" "$r" "$repeats" "$rc" \
+    printf 'mode_bench: %-8s %-16s run %d/%d rc=%d %8.2f s  %s\n' "$mode" "$name" "$r" "$repeats" "$rc" \
       "$(awk -v ms="$ms" 'BEGIN { print ms / 1000 }')" "${summary:-no summary}"
     [ "$rc" -eq 0 ] || failed=1
   done
@@ -74,21 +75,7 @@ one_run() {
 for mode in isolated fast; do
   sc_set_mode "$build" "$mode" || exit 1
   for label in "${labels[@]}"; do
-    times=()
-    for r in $(seq 1 "$repeats"); do
-      log="$logs/$mode-$label-$r.log"
-      start=$(date +%s%N)
-      (cd "$build" && ctest -L "^${label}\$" -LE "^nogpu\$" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure) \
-        >"$log" 2>&1
-      rc=$?
-      ms=$(( ($(date +%s%N) - start) / 1000000 ))
-      times+=("$ms")
-      summary=$(grep -E "tests passed" "$log" | tail -1)
-      printf 'mode_bench: %-8s %-16s run %d/%d rc=%d %8.2f s  %s\n' "$mode" "$label" "$r" "$repeats" "$rc" \
-        "$(awk -v ms="$ms" 'BEGIN { print ms / 1000 }')" "${summary:-no summary}"
-      [ "$rc" -eq 0 ] || failed=1
-    done
-    wall[$mode.$label]=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (repeats + 1) / 2 ))p")
+    one_run "$label" -L "^${label}\$" -LE '^nogpu$'
   done
   # What a user pays: one ctest run of every GPU entry (the run's own set-up and finish entries once), and
   # with BENCH_GROUP one run of those families' GPU entries.
@@ -96,23 +83,23 @@ for mode in isolated fast; do
   [ -n "${BENCH_GROUP:-}" ] && one_run group -L "^(${BENCH_GROUP})\$" -LE '^nogpu$'
 done
 
+# row NAME ISOLATED_MS FAST_MS: one line of the table.
+row() {
+  awk -v n="$1" -v i="$2" -v f="$3" 'BEGIN { printf "%-18s %12.2f %12.2f %8s\n", n, i / 1000, f / 1000,
+    (f > 0 ? sprintf("%.2f", i / f) : "-") }'
+}
 echo
 printf '%-18s %12s %12s %8s\n' "family" "isolated s" "fast s" "ratio"
 total_i=0
 total_f=0
 for label in "${labels[@]}"; do
-  i=${wall[isolated.$label]} f=${wall[fast.$label]}
-  total_i=$((total_i + i))
-  total_f=$((total_f + f))
-  awk -v l="$label" -v i="$i" -v f="$f" 'BEGIN { printf "%-18s %12.2f %12.2f %8s\n", l, i / 1000, f / 1000,
-    (f > 0 ? sprintf("%.2f", i / f) : "-") }'
+  row "$label" "${wall[isolated.$label]}" "${wall[fast.$label]}"
+  total_i=$((total_i + wall[isolated.$label]))
+  total_f=$((total_f + wall[fast.$label]))
 done
-awk -v i="$total_i" -v f="$total_f" 'BEGIN { printf "%-18s %12.2f %12.2f %8s\n", "total", i / 1000, f / 1000,
-  (f > 0 ? sprintf("%.2f", i / f) : "-") }'
+row total "$total_i" "$total_f"
 for name in whole group; do
-  [ -n "${wall[isolated.$name]:-}" ] || continue
-  awk -v n="$name run" -v i="${wall[isolated.$name]}" -v f="${wall[fast.$name]}" 'BEGIN {
-    printf "%-18s %12.2f %12.2f %8s\n", n, i / 1000, f / 1000, (f > 0 ? sprintf("%.2f", i / f) : "-") }'
+  [ -n "${wall[isolated.$name]:-}" ] && row "$name run" "${wall[isolated.$name]}" "${wall[fast.$name]}"
 done
 [ -n "${BENCH_GROUP:-}" ] && echo "mode_bench: group run: the GPU entries of the labels ^(${BENCH_GROUP})\$ in one ctest run"
 echo "mode_bench: median of $repeats run(s) per family and mode; ctest -j ${CTEST_PARALLEL_LEVEL:-4}," \
