@@ -84,8 +84,21 @@ def property_of(test: dict, name: str, default=None):
     return default
 
 
-def gpu_entries(listing: dict, labels: Tuple[str, ...]) -> List[dict]:
-    """The GPU ctest entries of the given families, in ctest's order."""
+def lock_budget(build: Path) -> float:
+    """The part of a GPU entry's TIMEOUT that is the wait for the GPU lock (CMakeCache.txt; 0 if absent): this
+    script runs one entry at a time, so none of it is waited for (cmake/StreamcheckFamily.cmake)."""
+    cache = build / "CMakeCache.txt"
+    if cache.exists():
+        for line in cache.read_text(errors="replace").splitlines():
+            if line.startswith("STREAMCHECK_GPU_LOCK_BUDGET:"):
+                value = line.split("=", 1)[-1].strip()
+                return float(value) if value.isdigit() else 0.0
+    return 0.0
+
+
+def gpu_entries(listing: dict, labels: Tuple[str, ...], lock_wait_s: float = 0.0) -> List[dict]:
+    """The GPU ctest entries of the given families, in ctest's order; "timeout" is the entry's own limit (its
+    TIMEOUT less `lock_wait_s`, the share that is the wait for the GPU lock)."""
     entries = []
     for test in listing.get("tests", []):
         test_labels = property_of(test, "LABELS", []) or []
@@ -99,7 +112,7 @@ def gpu_entries(listing: dict, labels: Tuple[str, ...]) -> List[dict]:
             "gtest": gtest_name(test["name"], command),
             "command": command,
             "environment": property_of(test, "ENVIRONMENT", []) or [],
-            "timeout": float(property_of(test, "TIMEOUT", 60.0) or 60.0),
+            "timeout": max(1.0, float(property_of(test, "TIMEOUT", 60.0) or 60.0) - lock_wait_s),
             "workdir": property_of(test, "WORKING_DIRECTORY"),
         })
     return entries
@@ -258,13 +271,14 @@ def main(argv: List[str]) -> int:
     only = os.environ.get("SANITIZER_FILTER", "")
     deadline_floor = float(os.environ.get("SANITIZER_TEST_TIMEOUT", "120"))
     listing = ctest_listing(build)
+    lock_wait = lock_budget(build)
     begin = fixture_command(listing, "streamcheck.run.begin")
     finish = fixture_command(listing, "streamcheck.run.finish")
     all_ok = True
     report: List[str] = []
     for tool in tools:
         labels = labels_override or DEFAULT_LABELS[tool]
-        entries = [e for e in gpu_entries(listing, labels) if not only or fnmatch.fnmatchcase(e["name"], only)]
+        entries = [e for e in gpu_entries(listing, labels, lock_wait) if not only or fnmatch.fnmatchcase(e["name"], only)]
         if not entries:
             print("sanitizer %s: no GPU test selected (labels %s%s)" % (tool, " ".join(labels),
                                                                       ", filter " + only if only else ""))

@@ -12,9 +12,11 @@
 # - Labels: the family, and `gpu` or `nogpu` (NOGPU: host-only tests that never touch CUDA).
 # - GPU tests ask CTest for one GPU (RESOURCE_GROUPS gpus:1) and fail on the kernel watchdog banner.
 # - No GPU entry is RUN_SERIAL: on one GPU the tests of the suite's processes run one process at a time under
-#   the GPU lock (fixtures/include/sc/fixtures/gpu_lock.hpp), which each process takes once its context
-#   exists; with ctest -j and STREAMCHECK_GPU_SLOTS > 1 (cmake/gpu_resource_spec.cmake.in) the next
-#   processes start up and the last one exits while one runs its tests.
+#   the GPU lock (fixtures/include/sc/fixtures/gpu_lock.hpp), which each process takes before it creates its
+#   CUDA context; with ctest -j and STREAMCHECK_GPU_SLOTS > 1 (cmake/gpu_resource_spec.cmake.in) the next
+#   processes start up and the last one exits while one runs its tests. TIMEOUT <seconds> (default 60) is
+#   how long a GPU test process may hold the lock; its ctest TIMEOUT adds the wait for the lock
+#   (STREAMCHECK_GPU_LOCK_WAIT, below).
 # - PER_THREAD_SOURCES: also built as a second executable with -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1;
 #   its tests carry the prefix <family>.ptds.
 # - NVCC_PER_THREAD_SOURCES (.cu only): also built as a third executable with nvcc
@@ -58,6 +60,42 @@ if(NOT STREAMCHECK_MODE MATCHES "^(isolated|fast)$")
   message(FATAL_ERROR "STREAMCHECK_MODE must be isolated or fast, not '${STREAMCHECK_MODE}'")
 endif()
 set(STREAMCHECK_FAST_TIMEOUT 900 CACHE STRING "Fast mode: TIMEOUT of an entry that runs a whole family (seconds)")
+# The GPU lock's budgets. A GPU entry may hold its GPU's lock for its own limit (the family's TIMEOUT, or
+# STREAMCHECK_FAST_TIMEOUT for a fast entry: --streamcheck-hold-limit, enforced by the process itself) and
+# wait for it at most SC_LOCK_WAIT seconds (--streamcheck-lock-wait; with 2 slots per GPU a process waits for
+# one holder at a time). Its ctest TIMEOUT is the sum plus SC_LOCK_MARGIN (process start before the lock,
+# exit after it), so a process that waits for a hung one is not killed by ctest in its place: the holder
+# ends at its own limit, and the waiter then runs.
+set(STREAMCHECK_GPU_LOCK_WAIT "" CACHE STRING
+    "Seconds a GPU test process may wait for its GPU's lock (empty: 300 in isolated mode, STREAMCHECK_FAST_TIMEOUT + 60 in fast mode)")
+set(SC_LOCK_MARGIN 30)
+if(STREAMCHECK_GPU_LOCK_WAIT STREQUAL "")
+  if(STREAMCHECK_MODE STREQUAL "fast")
+    math(EXPR SC_LOCK_WAIT "${STREAMCHECK_FAST_TIMEOUT} + 60")
+  else()
+    set(SC_LOCK_WAIT 300)
+  endif()
+elseif(STREAMCHECK_GPU_LOCK_WAIT MATCHES "^[1-9][0-9]*$")
+  set(SC_LOCK_WAIT ${STREAMCHECK_GPU_LOCK_WAIT})
+else()
+  message(FATAL_ERROR "STREAMCHECK_GPU_LOCK_WAIT must be a whole number of seconds, not '${STREAMCHECK_GPU_LOCK_WAIT}'")
+endif()
+# For ci/sanitizer.py, which runs one entry at a time (no wait) and takes the entry's own limit from TIMEOUT.
+math(EXPR _sc_lock_budget "${SC_LOCK_WAIT} + ${SC_LOCK_MARGIN}")
+set(STREAMCHECK_GPU_LOCK_BUDGET ${_sc_lock_budget} CACHE INTERNAL "The part of a GPU entry's TIMEOUT that is the GPU lock's wait")
+
+# A GPU entry's hold limit `limit`: its TIMEOUT (into `out_timeout`) and its budget arguments (`out_args`).
+function(_sc_gpu_budget limit out_timeout out_args)
+  math(EXPR held_with_margin "${limit} + ${SC_LOCK_MARGIN}")
+  if(held_with_margin GREATER SC_LOCK_WAIT)
+    message(FATAL_ERROR "streamcheck: a GPU entry may hold its GPU's lock ${limit} s, longer than another may wait "
+                        "for it (STREAMCHECK_GPU_LOCK_WAIT ${SC_LOCK_WAIT} s, less a ${SC_LOCK_MARGIN} s margin): "
+                        "raise STREAMCHECK_GPU_LOCK_WAIT")
+  endif()
+  math(EXPR timeout "${limit} + ${SC_LOCK_WAIT} + ${SC_LOCK_MARGIN}")
+  set(${out_timeout} ${timeout} PARENT_SCOPE)
+  set(${out_args} "--streamcheck-hold-limit=${limit}" "--streamcheck-lock-wait=${SC_LOCK_WAIT}" PARENT_SCOPE)
+endfunction()
 
 function(_sc_add_family_executable exe variant)
   add_executable(${exe} ${ARGN})
@@ -81,6 +119,7 @@ function(_sc_discover exe prefix filter props variant sets)
   if(variant)
     list(APPEND args "--streamcheck-variant=${variant}" "--streamcheck-variant-sets=${sets}")
   endif()
+  list(APPEND args ${_sc_budget_args})
   gtest_discover_tests(${exe}
     TEST_PREFIX "${prefix}"
     TEST_FILTER "${filter}"
@@ -103,10 +142,15 @@ function(_sc_add_fast_entry exe prefix filter variant sets env first)
   if(first)
     list(APPEND args "--streamcheck-first=${first}")
   endif()
+  set(timeout ${STREAMCHECK_FAST_TIMEOUT})
+  if(NOT _sc_nogpu)
+    _sc_gpu_budget(${STREAMCHECK_FAST_TIMEOUT} timeout budget_args)
+    list(APPEND args ${budget_args})
+  endif()
   add_test(NAME ${name} COMMAND ${exe} ${args})
   # One property per call: a list value (LABELS) must not shift the others (CMake issue 17812).
   set_property(TEST ${name} PROPERTY LABELS ${_sc_family} fast)
-  set_property(TEST ${name} PROPERTY TIMEOUT ${STREAMCHECK_FAST_TIMEOUT})
+  set_property(TEST ${name} PROPERTY TIMEOUT ${timeout})
   set_property(TEST ${name} PROPERTY FIXTURES_REQUIRED ${SC_RUN_FIXTURE})
   set_property(TEST ${name} PROPERTY SKIP_RETURN_CODE 77)  # every test skipped (fast_mode.hpp)
   if(_sc_nogpu)
@@ -250,7 +294,12 @@ function(sc_behavior_family)
     endif()
   endforeach()
 
-  set(props LABELS ${arg_FAMILY} TIMEOUT ${arg_TIMEOUT} FIXTURES_REQUIRED ${SC_RUN_FIXTURE})
+  set(timeout ${arg_TIMEOUT})
+  set(_sc_budget_args "")
+  if(NOT arg_NOGPU)
+    _sc_gpu_budget(${arg_TIMEOUT} timeout _sc_budget_args)
+  endif()
+  set(props LABELS ${arg_FAMILY} TIMEOUT ${timeout} FIXTURES_REQUIRED ${SC_RUN_FIXTURE})
   if(arg_NOGPU)
     list(APPEND props LABELS nogpu)
   else()

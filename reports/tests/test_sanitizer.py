@@ -112,6 +112,15 @@ class Lists(unittest.TestCase):
         self.assertEqual("DefaultStreams.X", entries[0]["gtest"])
         self.assertEqual(["CUDA_LAUNCH_BLOCKING=1"], entries[0]["environment"])
         self.assertEqual(90.0, entries[0]["timeout"])
+        # The share of TIMEOUT that is the wait for the GPU lock is not the entry's own limit.
+        self.assertEqual(60.0, sanitizer.gpu_entries(listing, ("default_streams",), 30.0)[0]["timeout"])
+
+    def test_the_lock_budget_comes_from_the_cmake_cache(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(0.0, sanitizer.lock_budget(Path(d)))
+            (Path(d) / "CMakeCache.txt").write_text("X:BOOL=ON\nSTREAMCHECK_GPU_LOCK_BUDGET:INTERNAL=330\n")
+            self.assertEqual(330.0, sanitizer.lock_budget(Path(d)))
 
     def test_discovered_entries_without_a_filter_take_suite_and_test_from_the_ctest_name(self):
         # PRE_TEST discovery runs the test through a wrapper whose command has no --gtest_filter (seen on the

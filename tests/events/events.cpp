@@ -56,6 +56,10 @@ std::string EventsAcrossDevices::skip_before_context(int device, int device_coun
   return choose_peer_device_from_environment(device, device_count).why_not;
 }
 
+std::vector<int> EventsAcrossDevices::more_devices(int device, int device_count) const {
+  return {choose_peer_device_from_environment(device, device_count).index};
+}
+
 void EventsAcrossDevices::SetUp() {
   EventsAndWaits::SetUp();
   if (IsSkipped() || HasFatalFailure()) return;
@@ -68,11 +72,11 @@ void EventsAcrossDevices::SetUp() {
     FAIL() << e.what();
   }
   if (choice.index < 0) GTEST_SKIP() << choice.why_not;
-  peer_ = choice.index;
   cudaDeviceProp peer_props{};
-  SC_CHECK_CUDA(cudaGetDeviceProperties(&peer_props, peer_));
-  // The peer is not the device CTest gave this test: no other process of the suite may test on it meanwhile.
-  if (const std::string error = lock_gpu_of(peer_props, peer_); !error.empty()) FAIL() << error;
+  SC_CHECK_CUDA(cudaGetDeviceProperties(&peer_props, choice.index));
+  // The base SetUp locked the peer's GPU with the test's own (more_devices): no other process of the suite
+  // tests on it meanwhile, although CTest did not give it to this test.
+  peer_ = choice.index;
   observe("peer.index", peer_);
   observe("peer.chosen_by", choice.source);
   observe("peer.name", std::string(peer_props.name));

@@ -4,7 +4,7 @@
 // ("record e@s", "wait s<-e"), so the report shows where each edge was made.
 //
 // EventsAcrossDevices adds a second GPU (EVT-14): it skips at once, with the count, where fewer than two
-// devices are visible, and loads the suite's kernels on the peer before any gate is closed (a lazy module
+// devices are visible, locks the peer's GPU with its own before any context exists, and loads the suite's kernels on the peer before any gate is closed (a lazy module
 // load on one device was seen to wait for a gated kernel on the other).
 #pragma once
 
@@ -51,6 +51,8 @@ class EventsAcrossDevices : public EventsAndWaits {
   void TearDown() override;
   // Fewer than two devices (or no peer the environment allows): skipped before any context is created.
   std::string skip_before_context(int device, int device_count) const override;
+  // The peer: its GPU lock is taken with the test's own, before either context exists.
+  std::vector<int> more_devices(int device, int device_count) const override;
 
  public:
   int peer() const noexcept { return peer_; }

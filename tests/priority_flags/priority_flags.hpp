@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <vector>
 
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/driver.hpp"
@@ -17,6 +18,11 @@ class PriorityFlags : public GpuTest {
     GpuTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     SC_CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least_, &greatest_));
+  }
+  // PRIO-13's mutation makes a stream on another device where there is one: that device is locked too.
+  std::vector<int> more_devices(int device, int device_count) const override {
+    if (device_count > 1 && mutation_requested("PRIO-13")) return {(device + 1) % device_count};
+    return {};
   }
   // Skip rule of the family: no priorities, no priority rows.
   bool priorities_missing() const { return least_ == greatest_; }

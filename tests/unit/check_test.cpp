@@ -110,6 +110,19 @@ TEST(TestMain, FirstFilterIsTaken) {
   EXPECT_EQ("*.Fresh*:*.Other", t.context.first_filter);
 }
 
+// The entry's budgets (StreamcheckFamily.cmake): whole seconds, anything else is an error naming the option.
+TEST(TestMain, HoldLimitAndLockWaitAreTakenAsSeconds) {
+  const taken_arguments t = take({"--streamcheck-hold-limit=60", "--streamcheck-lock-wait=330"});
+  EXPECT_EQ("", t.problem);
+  EXPECT_TRUE(t.kept.empty());
+  EXPECT_EQ(60, t.context.hold_limit_s);
+  EXPECT_EQ(330, t.context.lock_wait_s);
+  for (const char* bad : {"--streamcheck-hold-limit=0", "--streamcheck-hold-limit=1m", "--streamcheck-lock-wait=-5"}) {
+    const taken_arguments b = take({bad});
+    EXPECT_NE(std::string::npos, b.problem.find(std::string(bad).substr(0, std::string(bad).find('=')))) << bad;
+  }
+}
+
 TEST(TestMain, UnknownStreamcheckOptionIsAnError) {
   const taken_arguments t = take({"--streamcheck-result=/tmp/r"});
   EXPECT_NE(std::string::npos, t.problem.find("--streamcheck-result=/tmp/r")) << t.problem;

@@ -1,6 +1,6 @@
 // The GPU lock (gpu_lock.hpp) without a GPU: lock files in a temporary folder, "another process" played by
-// a second open file description (flock conflicts between those even inside one process), and fork() for
-// the child-process rules.
+// a second open file description (flock conflicts between those even inside one process), fork() for the
+// child-process rules, and the wait observer as the latch that says a waiter waits (no sleeps).
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -10,10 +10,11 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <string>
-#include <thread>
 
 #include "sc/fixtures/gpu_lock.hpp"
 
@@ -92,17 +93,38 @@ TEST_F(GpuLock, RejectsAMalformedTimeout) {
   EXPECT_NE(std::string::npos, got.error.find("'soon'")) << got.error;
 }
 
+// A latch on lock_gpus: set when it starts waiting for `uuid` (the wait observer runs on the waiting thread).
+class wait_seen {
+ public:
+  explicit wait_seen(std::string uuid) : uuid_(std::move(uuid)), seen_(promise_.get_future()) {
+    sc::detail::set_gpu_lock_wait_observer([this](const std::string& u) {
+      if (u == uuid_ && !fired_.exchange(true)) promise_.set_value();
+    });
+  }
+  ~wait_seen() { sc::detail::set_gpu_lock_wait_observer({}); }
+  // Whether the waiter reached its wait within 10 s (a bound on a failure, not a pace: it returns at once).
+  bool within_10_s() { return seen_.wait_for(std::chrono::seconds(10)) == std::future_status::ready; }
+
+ private:
+  std::string uuid_;
+  std::promise<void> promise_;
+  std::future<void> seen_;
+  std::atomic<bool> fired_{false};
+};
+
 TEST_F(GpuLock, WaitsUntilTheHolderLetsGo) {
   const int other = hold_as_other("dd", "pid 1 (other)\n");
-  std::thread let_go([other] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    flock(other, LOCK_UN);
-  });
-  const sc::gpu_lock_outcome got = sc::lock_gpus({"dd"}, "test D");
-  let_go.join();
+  wait_seen waiting("dd");
+  auto got_later = std::async(std::launch::async, [] { return sc::lock_gpus({"dd"}, "test D"); });
+  // Let go only once the waiter is known to wait: the lock it then gets can only be the one let go.
+  ASSERT_TRUE(waiting.within_10_s()) << "lock_gpus never waited for the lock another process holds";
+  EXPECT_EQ(std::future_status::timeout, got_later.wait_for(std::chrono::seconds(0)))
+      << "lock_gpus returned while another process held the lock";
+  flock(other, LOCK_UN);
+  const sc::gpu_lock_outcome got = got_later.get();
   ASSERT_TRUE(got.error.empty()) << got.error;
   EXPECT_TRUE(got.taken);
-  EXPECT_GE(got.waited_ms, 250.0);
+  EXPECT_GT(got.waited_ms, 0.0);
   // The waiter wrote its own note for the next one.
   char note[64] = {};
   const int fd = open(path("dd").c_str(), O_RDONLY);
@@ -117,13 +139,11 @@ TEST_F(GpuLock, WaitsOnlyInUuidOrder) {
   // process that holds aa and waits for zz, so it lets zz go and takes aa, then zz.
   ASSERT_TRUE(sc::lock_gpus({"zz"}, "test E").taken);
   const int other = hold_as_other("aa", "pid 2 (other)\n");
+  wait_seen waiting("aa");
   auto second = std::async(std::launch::async, [] { return sc::lock_gpus({"aa"}, "test E, peer"); });
-  bool zz_freed = false;
-  for (int i = 0; i < 200 && !zz_freed; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    zz_freed = free_for_other("zz");
-  }
-  EXPECT_TRUE(zz_freed) << "the lock zz was kept while waiting for aa, which sorts before it";
+  ASSERT_TRUE(waiting.within_10_s()) << "lock_gpus never waited for aa";
+  // While it waits for aa (held here), it cannot reach zz: what another process finds now is what it kept.
+  EXPECT_TRUE(free_for_other("zz")) << "the lock zz was kept while waiting for aa, which sorts before it";
   flock(other, LOCK_UN);
   const sc::gpu_lock_outcome got = second.get();
   ASSERT_TRUE(got.error.empty()) << got.error;
@@ -132,11 +152,49 @@ TEST_F(GpuLock, WaitsOnlyInUuidOrder) {
   EXPECT_TRUE(sc::holds_gpu_lock("zz"));
 }
 
-// fork(): the child inherits the parent's environment, as a death-test child or sc::child process does.
-int in_child(const char* owner, bool expect_child) {
+TEST_F(GpuLock, AWaitInOrderThatTimesOutHoldsNothingAndSaysSo) {
+  ASSERT_TRUE(sc::lock_gpus({"zz"}, "test F").taken);
+  hold_as_other("aa", "pid 3 (other)\n");
+  // The caller's timeout (no STREAMCHECK_GPU_LOCK_TIMEOUT_S here).
+  const sc::gpu_lock_outcome got = sc::lock_gpus({"aa"}, "test F, peer", std::chrono::seconds(1));
+  EXPECT_FALSE(got.taken);
+  EXPECT_NE(std::string::npos, got.error.find("pid 3 (other)")) << got.error;
+  EXPECT_NE(std::string::npos, got.error.find("let go of the lock(s) it held (zz)")) << got.error;
+  EXPECT_FALSE(sc::holds_gpu_lock("zz"));
+  EXPECT_FALSE(sc::holds_gpu_lock("aa"));
+  EXPECT_TRUE(free_for_other("zz"));
+}
+
+TEST_F(GpuLock, AnErrorLeavesNoLockOfTheCall) {
+  // yy can be taken, then the lock file of zz cannot be opened (a folder stands in its place).
+  fs::create_directories(path("zz"));
+  const sc::gpu_lock_outcome got = sc::lock_gpus({"yy", "zz"}, "test G");
+  EXPECT_FALSE(got.taken);
+  EXPECT_NE(std::string::npos, got.error.find(path("zz"))) << got.error;
+  EXPECT_FALSE(sc::holds_gpu_lock("yy"));
+  EXPECT_TRUE(free_for_other("yy"));
+}
+
+TEST_F(GpuLock, NeverOpensASymbolicLink) {
+  const fs::path target = dir_ / "someone-elses-file";
+  { std::ofstream(target) << "keep me\n"; }
+  fs::create_symlink(target, path("ll"));
+  const sc::gpu_lock_outcome got = sc::lock_gpus({"ll"}, "test H");
+  EXPECT_FALSE(got.taken);
+  EXPECT_NE(std::string::npos, got.error.find("symbolic link")) << got.error;
+  std::ifstream in(target);
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ("keep me", text);
+}
+
+// fork(): the child inherits the parent's environment, as a death-test child does. `levels` 2: the
+// locking process's grandchild. No thread of the test holds the lock state's mutex when it forks.
+int in_child(const std::string& owner, bool expect_child, int levels = 1) {
   const pid_t pid = fork();
   if (pid == 0) {
-    if (owner != nullptr) setenv("STREAMCHECK_GPU_LOCK_OWNER", owner, 1);
+    if (levels > 1) std::_Exit(in_child(owner, expect_child, levels - 1));
+    setenv("STREAMCHECK_GPU_LOCK_OWNER", owner.c_str(), 1);
     setenv("STREAMCHECK_GPU_LOCK_TIMEOUT_S", "1", 1);  // a child that does wait fails in 1 s, not never
     sc::claim_gpu_lock_ownership();
     const sc::gpu_lock_outcome got = sc::lock_gpus({"gg"}, "child");
@@ -149,18 +207,32 @@ int in_child(const char* owner, bool expect_child) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
 }
 
+// This process's own mark, as main() (claim_gpu_lock_ownership) set it for its children.
+std::string own_mark() {
+  const char* mark = std::getenv("STREAMCHECK_GPU_LOCK_OWNER");
+  return mark != nullptr ? mark : "";
+}
+
 TEST_F(GpuLock, AChildOfTheLockingProcessDoesNotLock) {
   // The parent's lock, on a descriptor the child's copy of this process's lock state does not list (a
   // death-test child re-executes the binary and starts with no state at all).
   hold_as_other("gg", "pid of the parent (parent)\n");
-  const std::string parent = std::to_string(getpid());
-  EXPECT_EQ(0, in_child(parent.c_str(), /*expect_child=*/true)) << "the child waited for its parent's lock";
+  ASSERT_EQ(0u, own_mark().rfind(std::to_string(getpid()) + ":", 0)) << own_mark();
+  EXPECT_EQ(0, in_child(own_mark(), /*expect_child=*/true)) << "the child waited for its parent's lock";
+  EXPECT_EQ(0, in_child(own_mark(), /*expect_child=*/true, /*levels=*/2))
+      << "the grandchild waited for its grandparent's lock";
 }
 
 TEST_F(GpuLock, AStaleOwnerMarkIsIgnored) {
-  // Not an ancestor of the child (pid 1 is never counted, and this one does not exist): the child locks.
-  EXPECT_EQ(0, in_child("1", /*expect_child=*/false));
-  EXPECT_EQ(0, in_child("2147483646", /*expect_child=*/false));
+  const std::string self = std::to_string(getpid());
+  const std::string start = own_mark().substr(own_mark().find(':') + 1);
+  for (const std::string& stale : {
+           self + ":" + std::to_string(std::stoull(start) + 1),  // this pid, but another process's start time
+           std::string("2147483646:") + start,                   // no such process
+           std::string("1:18446744073709551615"),                // pid 1, not the process that wrote the mark
+           self,                                                 // no start time
+       })
+    EXPECT_EQ(0, in_child(stale, /*expect_child=*/false)) << "mark " << stale;
 }
 
 TEST(GpuLockName, IsTheUuidInHex) {
