@@ -75,15 +75,26 @@ TEST_F(GpuLock, TakesAFreeLockAndKeepsItUntilReleased) {
 }
 
 TEST_F(GpuLock, GivesUpAfterItsTimeoutNamingTheHolder) {
-  hold_as_other("bb", "pid 4242 (events.fast)\n");
+  // A live holder (this process's pid stands in for the other's).
+  const std::string note = "pid " + std::to_string(getpid()) + " (events.fast)";
+  hold_as_other("bb", note + "\n");
   setenv("STREAMCHECK_GPU_LOCK_TIMEOUT_S", "1", 1);
   const auto started = std::chrono::steady_clock::now();
   const sc::gpu_lock_outcome got = sc::lock_gpus({"bb"}, "test B");
   EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(900));
   EXPECT_FALSE(got.taken);
-  EXPECT_NE(std::string::npos, got.error.find("pid 4242 (events.fast)")) << got.error;
+  EXPECT_NE(std::string::npos, got.error.find("held by " + note)) << got.error;
   EXPECT_NE(std::string::npos, got.error.find("STREAMCHECK_GPU_LOCK_TIMEOUT_S")) << got.error;
   EXPECT_FALSE(sc::holds_gpu_lock("bb"));
+}
+
+TEST_F(GpuLock, AnOldNoteIsNotTakenForTheHolder) {
+  // The holder wrote no note; the one in the file is from a process that no longer exists.
+  hold_as_other("bc", "pid 2147483646 (harness.fast)\n");
+  const sc::gpu_lock_outcome got = sc::lock_gpus({"bc"}, "test B2", std::chrono::seconds(1));
+  EXPECT_FALSE(got.taken);
+  EXPECT_NE(std::string::npos, got.error.find("held by a process that left no note")) << got.error;
+  EXPECT_NE(std::string::npos, got.error.find("pid 2147483646 (harness.fast)")) << got.error;
 }
 
 TEST_F(GpuLock, RejectsAMalformedTimeout) {
