@@ -86,7 +86,8 @@ def property_of(test: dict, name: str, default=None):
 
 def lock_budget(build: Path) -> float:
     """The part of a GPU entry's TIMEOUT that is the wait for the GPU lock (CMakeCache.txt; 0 if absent): this
-    script runs one entry at a time, so none of it is waited for (cmake/StreamcheckFamily.cmake)."""
+    script runs one entry at a time, so it waits for none of its own (cmake/StreamcheckFamily.cmake). Another
+    run holding the same GPU meanwhile would make an entry wait, and its deadline would then call it hung."""
     cache = build / "CMakeCache.txt"
     if cache.exists():
         for line in cache.read_text(errors="replace").splitlines():

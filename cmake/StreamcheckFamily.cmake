@@ -62,10 +62,11 @@ endif()
 set(STREAMCHECK_FAST_TIMEOUT 900 CACHE STRING "Fast mode: TIMEOUT of an entry that runs a whole family (seconds)")
 # The GPU lock's budgets. A GPU entry may hold its GPU's lock for its own limit (the family's TIMEOUT, or
 # STREAMCHECK_FAST_TIMEOUT for a fast entry: --streamcheck-hold-limit, enforced by the process itself) and
-# wait for it at most SC_LOCK_WAIT seconds (--streamcheck-lock-wait; with 2 slots per GPU a process waits for
-# one holder at a time). Its ctest TIMEOUT is the sum plus SC_LOCK_MARGIN (process start before the lock,
-# exit after it), so a process that waits for a hung one is not killed by ctest in its place: the holder
-# ends at its own limit, and the waiter then runs.
+# wait for it at most SC_LOCK_WAIT seconds (--streamcheck-lock-wait). Its ctest TIMEOUT is the sum plus
+# SC_LOCK_MARGIN (process start before the lock, exit after it). With 2 slots per GPU (the default) a process
+# waits for one holder at a time, so one that waits for a hung one is not killed by ctest in its place: the
+# holder ends at its own limit, and the waiter then runs. More slots, a two-GPU test's peer lock or other
+# builds sharing the lock folder can make a waiter wait longer (README, "Running tests in parallel").
 set(STREAMCHECK_GPU_LOCK_WAIT "" CACHE STRING
     "Seconds a GPU test process may wait for its GPU's lock (empty: 300 in isolated mode, STREAMCHECK_FAST_TIMEOUT + 60 in fast mode)")
 set(SC_LOCK_MARGIN 30)

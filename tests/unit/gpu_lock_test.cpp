@@ -3,6 +3,7 @@
 // child-process rules, and the wait observer as the latch that says a waiter waits (no sleeps).
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -123,10 +124,20 @@ class wait_seen {
   std::atomic<bool> fired_{false};
 };
 
+// Lets another process's lock go when the test body ends, however it ends: declared after the future of a
+// waiting lock_gpus, it is destroyed first, so a failed assertion never leaves the future's destructor
+// waiting for a lock that is only let go in TearDown.
+struct let_go_at_exit {
+  int fd;
+  ~let_go_at_exit() { flock(fd, LOCK_UN); }
+};
+constexpr std::chrono::seconds kWaiterTimeout{20};  // a waiter that is never let go fails, never hangs
+
 TEST_F(GpuLock, WaitsUntilTheHolderLetsGo) {
   const int other = hold_as_other("dd", "pid 1 (other)\n");
   wait_seen waiting("dd");
-  auto got_later = std::async(std::launch::async, [] { return sc::lock_gpus({"dd"}, "test D"); });
+  auto got_later = std::async(std::launch::async, [] { return sc::lock_gpus({"dd"}, "test D", kWaiterTimeout); });
+  const let_go_at_exit guard{other};
   // Let go only once the waiter is known to wait: the lock it then gets can only be the one let go.
   ASSERT_TRUE(waiting.within_10_s()) << "lock_gpus never waited for the lock another process holds";
   EXPECT_EQ(std::future_status::timeout, got_later.wait_for(std::chrono::seconds(0)))
@@ -151,7 +162,8 @@ TEST_F(GpuLock, WaitsOnlyInUuidOrder) {
   ASSERT_TRUE(sc::lock_gpus({"zz"}, "test E").taken);
   const int other = hold_as_other("aa", "pid 2 (other)\n");
   wait_seen waiting("aa");
-  auto second = std::async(std::launch::async, [] { return sc::lock_gpus({"aa"}, "test E, peer"); });
+  auto second = std::async(std::launch::async, [] { return sc::lock_gpus({"aa"}, "test E, peer", kWaiterTimeout); });
+  const let_go_at_exit guard{other};
   ASSERT_TRUE(waiting.within_10_s()) << "lock_gpus never waited for aa";
   // While it waits for aa (held here), it cannot reach zz: what another process finds now is what it kept.
   EXPECT_TRUE(free_for_other("zz")) << "the lock zz was kept while waiting for aa, which sorts before it";
@@ -184,6 +196,23 @@ TEST_F(GpuLock, AnErrorLeavesNoLockOfTheCall) {
   EXPECT_NE(std::string::npos, got.error.find(path("zz"))) << got.error;
   EXPECT_FALSE(sc::holds_gpu_lock("yy"));
   EXPECT_TRUE(free_for_other("yy"));
+}
+
+TEST_F(GpuLock, AnErrorKeepsTheLocksHeldBeforeTheCall) {
+  ASSERT_TRUE(sc::lock_gpus({"aa"}, "test G2").taken);
+  fs::create_directories(path("zz"));  // zz cannot be opened: the call fails without waiting
+  const sc::gpu_lock_outcome got = sc::lock_gpus({"aa", "zz"}, "test G2, peer");
+  EXPECT_FALSE(got.taken);
+  EXPECT_FALSE(got.error.empty());
+  EXPECT_TRUE(sc::holds_gpu_lock("aa"));
+  EXPECT_FALSE(free_for_other("aa"));
+}
+
+TEST_F(GpuLock, RefusesAnythingButARegularFile) {
+  ASSERT_EQ(0, mkfifo(path("ff").c_str(), 0666));
+  const sc::gpu_lock_outcome got = sc::lock_gpus({"ff"}, "test I");
+  EXPECT_FALSE(got.taken);
+  EXPECT_NE(std::string::npos, got.error.find("not a regular file")) << got.error;
 }
 
 TEST_F(GpuLock, NeverOpensASymbolicLink) {
