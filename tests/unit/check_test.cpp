@@ -117,7 +117,8 @@ TEST(TestMain, HoldLimitAndLockWaitAreTakenAsSeconds) {
   EXPECT_TRUE(t.kept.empty());
   EXPECT_EQ(60, t.context.hold_limit_s);
   EXPECT_EQ(330, t.context.lock_wait_s);
-  for (const char* bad : {"--streamcheck-hold-limit=0", "--streamcheck-hold-limit=1m", "--streamcheck-lock-wait=-5"}) {
+  for (const char* bad : {"--streamcheck-hold-limit=0", "--streamcheck-hold-limit=1m", "--streamcheck-lock-wait=-5",
+                          "--streamcheck-lock-wait=+5", "--streamcheck-lock-wait=9999999999"}) {
     const taken_arguments b = take({bad});
     EXPECT_NE(std::string::npos, b.problem.find(std::string(bad).substr(0, std::string(bad).find('=')))) << bad;
   }
