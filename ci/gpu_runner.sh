@@ -28,11 +28,12 @@ if [ -n "${MUTATION_ONLY:-}" ]; then
   done
 elif [ "${SKIP_MUTATION:-0}" != 1 ]; then
   # Every family with a plan: the IDs come from its table (ci/plan_ids.py), less the rows marked
-  # "(no mutation run)", which say why.
+  # "(no mutation run)", which say why, and on a machine of one GPU those marked "(mutation needs two GPUs)".
+  gpu_count=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | grep -c '[0-9]')
   : >"$out/mutation.log"
   for plan in "$src"/tests/*/README.md; do
     family=$(basename "$(dirname "$plan")")
-    ids=$(python3 "$src/ci/plan_ids.py" --mutations "$plan" 2>/dev/null) || continue
+    ids=$(python3 "$src/ci/plan_ids.py" --mutations --gpus "$gpu_count" "$plan" 2>/dev/null) || continue
     # shellcheck disable=SC2086  # one argument per ID
     bash "$src/ci/mutation.sh" "$build" "$family" $ids 2>&1 | tee -a "$out/mutation.log"
     [ "${PIPESTATUS[0]}" -ne 0 ] && mutation_rc=1

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The catalog IDs a family's plan lists, for the mutation job.
 
-    ci/plan_ids.py [--mutations] tests/<family>/README.md
+    ci/plan_ids.py [--mutations [--gpus N]] tests/<family>/README.md
 
 Prints the IDs of the plan's table rows (first cell "<LETTERS>-<digits>", perhaps with a note after it;
 rows marked retired left out), one
 line, separated by spaces. With --mutations, rows whose last cell says "(no mutation run)" are left out
 too: their claim is judged in a test that other IDs' mutations already kill, or the test cannot run here,
-and the plan says which. Exits 1 with a one-line message when the file is missing or lists no ID.
+and the plan says which. Rows whose last cell says "(mutation needs two GPUs)" are left out unless
+--gpus says the machine has two or more (their tests skip on one GPU, so a mutation there kills nothing).
+Exits 1 with a one-line message when the file is missing or lists no ID, 2 on a bad command line.
 """
 import re
 import sys
@@ -16,7 +18,7 @@ from pathlib import Path
 ROW = re.compile(r"^\|\s*([A-Z]+-\d+)\b([^|]*)\|")
 
 
-def plan_ids(text, for_mutation):
+def plan_ids(text, for_mutation, gpus=1):
     ids = []
     for line in text.splitlines():
         match = ROW.match(line)
@@ -25,15 +27,27 @@ def plan_ids(text, for_mutation):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if for_mutation and "(no mutation run)" in cells[-1]:
             continue
+        if for_mutation and gpus < 2 and "(mutation needs two GPUs)" in cells[-1]:
+            continue
         if match.group(1) not in ids:
             ids.append(match.group(1))
     return ids
 
 
 def main(argv):
+    usage = "usage: plan_ids.py [--mutations [--gpus N]] tests/<family>/README.md"
     args = [a for a in argv if a != "--mutations"]
+    gpus = 1
+    if "--gpus" in args:
+        at = args.index("--gpus")
+        value = args[at + 1] if at + 1 < len(args) else ""
+        if not value.isdigit():
+            print("%s (--gpus takes a whole number, got '%s')" % (usage, value), file=sys.stderr)
+            return 2
+        gpus = int(value)
+        del args[at:at + 2]
     if len(args) != 1:
-        print("usage: plan_ids.py [--mutations] tests/<family>/README.md", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
     path = Path(args[0])
     try:
@@ -41,7 +55,7 @@ def main(argv):
     except OSError as error:
         print("plan_ids: cannot read %s: %s" % (path, error.strerror), file=sys.stderr)
         return 1
-    ids = plan_ids(text, "--mutations" in argv)
+    ids = plan_ids(text, "--mutations" in argv, gpus)
     if not ids:
         print("plan_ids: %s lists no catalog ID" % path, file=sys.stderr)
         return 1

@@ -18,14 +18,16 @@ TABLE = """# plan
 | X-02 *(suite row)* | observed | RT | `A.C` | mutation: other |
 | X-03 *(retired)* | observed | RT | — | gone |
 | X-04 | observed | RT | `A.D` | recorded only. (no mutation run): judged with X-01 |
+| X-05 | documented | RT | `A.E` | mutation: no wait (mutation needs two GPUs) |
 text | X-09 | not a row
 """
 
 
 class PlanIds(unittest.TestCase):
     def test_rows_notes_retired_and_no_mutation_marker(self):
-        self.assertEqual(["X-01", "X-02", "X-04"], plan_ids.plan_ids(TABLE, False))
+        self.assertEqual(["X-01", "X-02", "X-04", "X-05"], plan_ids.plan_ids(TABLE, False))
         self.assertEqual(["X-01", "X-02"], plan_ids.plan_ids(TABLE, True))
+        self.assertEqual(["X-01", "X-02", "X-05"], plan_ids.plan_ids(TABLE, True, gpus=2))
 
     def test_the_real_plans(self):
         sched = plan_ids.plan_ids((ROOT / "tests" / "priority_sched" / "README.md").read_text(), True)
@@ -44,6 +46,16 @@ class PlanIds(unittest.TestCase):
                                capture_output=True, text=True, timeout=30)
         self.assertEqual(1, empty.returncode)
         self.assertIn("lists no catalog ID", empty.stderr)
+        bad = subprocess.run([sys.executable, str(SCRIPT), "--mutations", "--gpus", "two",
+                              str(ROOT / "tests" / "events" / "README.md")], capture_output=True, text=True, timeout=30)
+        self.assertEqual(2, bad.returncode)
+        self.assertEqual(1, len(bad.stderr.strip().splitlines()))
+
+    def test_two_gpu_rows_of_the_events_plan(self):
+        text = (ROOT / "tests" / "events" / "README.md").read_text()
+        self.assertNotIn("EVT-14", plan_ids.plan_ids(text, True))
+        self.assertIn("EVT-14", plan_ids.plan_ids(text, True, gpus=2))
+        self.assertIn("DFLT-20", plan_ids.plan_ids(text, True, gpus=2))
 
 
 if __name__ == "__main__":

@@ -74,11 +74,22 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   const sc::stream c = make(stream_flags::non_blocking, "c");
   // Mutation (arrangement): the D2H copy goes into B after the H2D copy (one stream instead of two).
   const sc::stream& d2h_stream = sc::mutation_active("COPY-04", sc::mutation_kind::arrangement) ? b : c;
+  // Both copies wait on a start gate that opens once both are queued, so they start together however long
+  // the host took between the two calls: on two H100s testing at once, the shorter copy was once less than
+  // half covered (a 32 MiB copy lasts about 0.6 ms; a delay of 0.3 ms between the calls is enough).
+  const sc::stream starter = make(stream_flags::non_blocking, "start");
+  const sc::event go = sc::event::create(sc::event_flags::disable_timing);
+  sc::gate start;
+  hold(start, starter);
+  SC_CHECK_CUDA(cudaEventRecord(go.get(), starter.get()));
+  SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), go.get(), 0));
+  SC_CHECK_CUDA(cudaStreamWaitEvent(c.get(), go.get(), 0));
   const sc::gated_result done = completes_beside_gate(
-      a, "an H2D copy in b and a D2H copy in " + d2h_stream.name() + ", and their synchronizes", [&] {
+      a, "an H2D copy in b and a D2H copy in " + d2h_stream.name() + ", started together, and their synchronizes", [&] {
         cudaError_t code = copy("h2d", dev_up.data(), up.data(), kCopyBytes, cudaMemcpyHostToDevice, b);
         if (code == cudaSuccess)
           code = copy("d2h", down.data(), dev_down.data(), kCopyBytes, cudaMemcpyDeviceToHost, d2h_stream);
+        start.open();
         if (code == cudaSuccess) code = cudaStreamSynchronize(b.get());
         return code == cudaSuccess ? cudaStreamSynchronize(d2h_stream.get()) : code;
       });

@@ -42,21 +42,45 @@ activity marker(std::uint32_t id, std::uint32_t flags, std::uint64_t t, const ch
   return a;
 }
 
-TEST(ClockFit, MedianOffsetAndLargestDistance) {
-  const sc::clock_map m = sc::fit_clock({1000, 1010, 990, 1004, 5000});
+TEST(ClockFit, OffsetIsTheMiddleOfWhatEveryKernelAllows) {
+  // Starts say the offset is at least 990..1004, ends that it is at most 1012..1500: [1004, 1012].
+  const sc::clock_map m = sc::fit_clock({1000, 1004, 990}, {1012, 1500, 1030});
   ASSERT_TRUE(m.valid);
-  EXPECT_EQ(1004, m.offset_ns);
-  EXPECT_EQ(3996u, m.residual_ns);  // the outlier is reported, not hidden
-  EXPECT_EQ(5u, m.samples);
+  EXPECT_TRUE(m.consistent);
+  EXPECT_EQ(1008, m.offset_ns);
+  EXPECT_EQ(4u, m.residual_ns);
+  EXPECT_EQ(6u, m.samples);
 }
 
-TEST(ClockFit, EvenCountTakesAnObservedSampleAndEmptyIsInvalid) {
-  EXPECT_EQ(-20, sc::fit_clock({-20, 40}).offset_ns);
-  EXPECT_FALSE(sc::fit_clock({}).valid);
+TEST(ClockFit, AnyKernelsBlocksLieInsideItsInterval) {
+  // The true offset is 500; launch latencies 300..2000 ns at the start and 200..900 ns at the end. A kernel
+  // that starts quicker than any of the fit's still lands inside its CUPTI interval within the residual.
+  const long long truth = 500;
+  const sc::clock_map m = sc::fit_clock({truth - 2000, truth - 300, truth - 1200}, {truth + 900, truth + 200, truth + 400});
+  const std::uint64_t t0 = 1'000'000, t1 = 3'000'000;
+  const std::uint64_t cupti_start = t0 + truth - 50, cupti_end = t1 + truth + 60;  // quicker than any above
+  EXPECT_GE(m.to_cupti(t0) + m.residual_ns, cupti_start);
+  EXPECT_LE(m.to_cupti(t1), cupti_end + m.residual_ns);
+}
+
+TEST(ClockFit, ContradictingClocksAreNotConsistentAndTheResidualSaysByHowMuch) {
+  const sc::clock_map m = sc::fit_clock({1000, 3000}, {2000, 2500});
+  ASSERT_TRUE(m.valid);
+  EXPECT_FALSE(m.consistent);  // a start needs at least 3000, an end allows at most 2000
+  EXPECT_EQ(2500, m.offset_ns);
+  EXPECT_EQ(500u, m.residual_ns);
+}
+
+TEST(ClockFit, EmptyOrUnpairedIsInvalidAndOddSumsRoundDown) {
+  EXPECT_FALSE(sc::fit_clock({}, {}).valid);
+  EXPECT_FALSE(sc::fit_clock({1}, {}).valid);
+  EXPECT_EQ(-21, sc::fit_clock({-21}, {-20}).offset_ns);
+  EXPECT_EQ(1u, sc::fit_clock({-21}, {-20}).residual_ns);
+  EXPECT_EQ(10, sc::fit_clock({10}, {11}).offset_ns);
 }
 
 TEST(ClockFit, ConversionHandlesNegativeOffsets) {
-  const sc::clock_map m = sc::fit_clock({-60'000});
+  const sc::clock_map m = sc::fit_clock({-60'000}, {-60'000});
   EXPECT_EQ(940'000u, m.to_cupti(1'000'000));
   EXPECT_EQ(0u, m.residual_ns);
 }
@@ -119,7 +143,7 @@ TEST(BuildTimeline, CopiesCarryTheirKindsAndBytes) {
 TEST(BuildTimeline, BlockRecordsMoveOntoTheCuptiClock) {
   sc::timeline_inputs in;
   in.labels = {{1, "spin"}};
-  in.clock = sc::fit_clock({-1000});
+  in.clock = sc::fit_clock({-1000}, {-1000});
   in.blocks["spin"] = {{5000, 9000, 32, 3, 3, 132, 0}};
   const sc::timeline t = sc::build_timeline({link(1, 1), kernel(1, 2, 3990, 8010)}, in);
   ASSERT_EQ(1u, t.items[0].blocks.size());
@@ -143,7 +167,7 @@ TEST(TimelineJson, RoundTripKeepsItemsRangesAndBlocks) {
   sc::timeline_inputs in;
   in.labels = {{1, "k1"}};
   in.streams = {{13, "s1"}};
-  in.clock = sc::fit_clock({0});
+  in.clock = sc::fit_clock({0}, {0});
   in.blocks["k1"] = {{10, 20, 1, 4, 4, 132, 0}};
   const sc::timeline before = sc::build_timeline(
       {link(1, 1), kernel(1, 13, 5, 25), marker(1, 2, 1, "r"), marker(1, 4, 30, "")}, in);
