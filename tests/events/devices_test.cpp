@@ -20,8 +20,9 @@ using sc::testing::EventsAcrossDevices;
 // must not land while the gate is closed. Control: stream C of the peer, without a wait, drops a mark before
 // B's wait is made; it lands while the gate is closed (the peer is free, and a mark kernel launched there
 // runs). Observed: stream D of the peer, without a wait, drops a mark after B's wait was made. On two H100s
-// (driver 580) that mark did not run until the other device's gate opened, although D waits on nothing: the
-// control therefore goes before the wait.
+// (driver 580) D's mark ran while gated (42 of 42), but in an earlier design, where the control's mark was the
+// first mark launched on the peer and came after the wait, it started only when the gate opened (40 of 40):
+// the control therefore goes before the wait.
 TEST_F(EventsAcrossDevices, WaitOnAnEventRecordedOnAnotherDevice) {
   sc::claim("EVT-14", sc::verdict_kind::documented, "RT cudaStreamWaitEvent (event of another device)");
   // Mutation (arrangement): B does not wait.
