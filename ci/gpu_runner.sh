@@ -29,11 +29,23 @@ if [ -n "${MUTATION_ONLY:-}" ]; then
 elif [ "${SKIP_MUTATION:-0}" != 1 ]; then
   # Every family with a plan: the IDs come from its table (ci/plan_ids.py), less the rows marked
   # "(no mutation run)", which say why, and on a machine of one GPU those marked "(mutation needs two GPUs)".
-  gpu_count=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | grep -c '[0-9]')
+  # The GPUs CUDA will see: CUDA_VISIBLE_DEVICES's entries when it is set (as cmake/gpu_resource_spec.cmake.in
+  # counts them), else the indexes nvidia-smi lists.
+  if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+    gpu_count=$(printf '%s' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
+  else
+    gpu_count=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | grep -cxE ' *[0-9]+ *')
+  fi
   : >"$out/mutation.log"
   for plan in "$src"/tests/*/README.md; do
     family=$(basename "$(dirname "$plan")")
-    ids=$(python3 "$src/ci/plan_ids.py" --mutations --gpus "$gpu_count" "$plan" 2>/dev/null) || continue
+    ids=$(python3 "$src/ci/plan_ids.py" --mutations --gpus "$gpu_count" "$plan" 2>"$out/plan_ids.err")
+    case $? in
+      0) ;;
+      1) continue ;;  # a plan that lists no ID
+      *) echo "gpu_runner: ci/plan_ids.py failed on $plan: $(cat "$out/plan_ids.err")" | tee -a "$out/mutation.log"
+         mutation_rc=1; continue ;;
+    esac
     # shellcheck disable=SC2086  # one argument per ID
     bash "$src/ci/mutation.sh" "$build" "$family" $ids 2>&1 | tee -a "$out/mutation.log"
     [ "${PIPESTATUS[0]}" -ne 0 ] && mutation_rc=1

@@ -39,9 +39,12 @@ def main(argv):
     args = [a for a in argv if a != "--mutations"]
     gpus = 1
     if "--gpus" in args:
+        if "--mutations" not in argv:
+            print("%s (--gpus goes with --mutations)" % usage, file=sys.stderr)
+            return 2
         at = args.index("--gpus")
         value = args[at + 1] if at + 1 < len(args) else ""
-        if not value.isdigit():
+        if not (value.isascii() and value.isdigit()):
             print("%s (--gpus takes a whole number, got '%s')" % (usage, value), file=sys.stderr)
             return 2
         gpus = int(value)

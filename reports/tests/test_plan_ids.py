@@ -46,6 +46,11 @@ class PlanIds(unittest.TestCase):
                                capture_output=True, text=True, timeout=30)
         self.assertEqual(1, empty.returncode)
         self.assertIn("lists no catalog ID", empty.stderr)
+        for wrong in (["--mutations", "--gpus", "\u00b2"], ["--gpus", "2"], ["--mutations", "--gpus"]):
+            run = subprocess.run([sys.executable, str(SCRIPT)] + wrong + [str(ROOT / "tests" / "events" / "README.md")],
+                                 capture_output=True, text=True, timeout=30)
+            self.assertEqual(2, run.returncode, wrong)
+            self.assertEqual(1, len(run.stderr.strip().splitlines()), wrong)
         bad = subprocess.run([sys.executable, str(SCRIPT), "--mutations", "--gpus", "two",
                               str(ROOT / "tests" / "events" / "README.md")], capture_output=True, text=True, timeout=30)
         self.assertEqual(2, bad.returncode)
@@ -54,6 +59,7 @@ class PlanIds(unittest.TestCase):
     def test_two_gpu_rows_of_the_events_plan(self):
         text = (ROOT / "tests" / "events" / "README.md").read_text()
         self.assertNotIn("EVT-14", plan_ids.plan_ids(text, True))
+        self.assertNotIn("DFLT-20", plan_ids.plan_ids(text, True))
         self.assertIn("EVT-14", plan_ids.plan_ids(text, True, gpus=2))
         self.assertIn("DFLT-20", plan_ids.plan_ids(text, True, gpus=2))
 

@@ -86,10 +86,15 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   SC_CHECK_CUDA(cudaStreamWaitEvent(c.get(), go.get(), 0));
   const sc::gated_result done = completes_beside_gate(
       a, "an H2D copy in b and a D2H copy in " + d2h_stream.name() + ", started together, and their synchronizes", [&] {
+        // The start gate opens on every way out of here, so a failed or throwing call never leaves it closed.
+        struct opener {
+          sc::gate& g;
+          ~opener() { g.open(); }
+        } open_start{start};
         cudaError_t code = copy("h2d", dev_up.data(), up.data(), kCopyBytes, cudaMemcpyHostToDevice, b);
         if (code == cudaSuccess)
           code = copy("d2h", down.data(), dev_down.data(), kCopyBytes, cudaMemcpyDeviceToHost, d2h_stream);
-        start.open();
+        start.open();  // both are queued: they start together
         if (code == cudaSuccess) code = cudaStreamSynchronize(b.get());
         return code == cudaSuccess ? cudaStreamSynchronize(d2h_stream.get()) : code;
       });
