@@ -14,6 +14,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <future>
 #include <string>
 
@@ -96,6 +97,50 @@ TEST_F(GpuLock, AnOldNoteIsNotTakenForTheHolder) {
   EXPECT_FALSE(got.taken);
   EXPECT_NE(std::string::npos, got.error.find("held by a process that left no note")) << got.error;
   EXPECT_NE(std::string::npos, got.error.find("pid 2147483646 (harness.fast)")) << got.error;
+}
+
+// The start time of a live process, from /proc (0 when unknown).
+unsigned long long start_time_of(long pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(file, line)) return 0;
+  std::istringstream rest(line.substr(line.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i < 22; ++i) rest >> field;
+  unsigned long long start = 0;
+  rest >> start;
+  return start;
+}
+
+TEST_F(GpuLock, ANoteWhosePidWasTakenByAnotherProcessIsNotTheHolder) {
+  // The parent process is alive, but the note's start time is not its own: the pid was reused.
+  const long parent = static_cast<long>(getppid());
+  ASSERT_NE(0u, start_time_of(parent)) << "no /proc here";
+  const std::string note = "pid " + std::to_string(parent) + " started " + std::to_string(start_time_of(parent) + 1) + " (x.fast)\n";
+  hold_as_other("bd", note);
+  const sc::gpu_lock_outcome got = sc::lock_gpus({"bd"}, "test B3", std::chrono::seconds(1));
+  EXPECT_FALSE(got.taken);
+  EXPECT_NE(std::string::npos, got.error.find("held by a process that left no note")) << got.error;
+}
+
+TEST_F(GpuLock, TheNoteNamesThisProcessByPidAndStartTime) {
+  ASSERT_TRUE(sc::lock_gpus({"bf"}, "test B5").taken);
+  std::ifstream file(path("bf"));
+  std::string note;
+  std::getline(file, note);
+  const long self = static_cast<long>(getpid());
+  EXPECT_EQ("pid " + std::to_string(self) + " started " + std::to_string(start_time_of(self)) + " (test B5)", note);
+  sc::release_gpu_locks();
+}
+
+TEST_F(GpuLock, ANoteOfALiveWriterNamesItAsTheHolder) {
+  const long parent = static_cast<long>(getppid());
+  ASSERT_NE(0u, start_time_of(parent)) << "no /proc here";
+  const std::string note = "pid " + std::to_string(parent) + " started " + std::to_string(start_time_of(parent)) + " (x.fast)";
+  hold_as_other("be", note + "\n");
+  const sc::gpu_lock_outcome got = sc::lock_gpus({"be"}, "test B4", std::chrono::seconds(1));
+  EXPECT_FALSE(got.taken);
+  EXPECT_NE(std::string::npos, got.error.find("held by " + note)) << got.error;
 }
 
 TEST_F(GpuLock, RejectsAMalformedTimeout) {
