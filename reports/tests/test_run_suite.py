@@ -1,0 +1,92 @@
+"""ci/run_suite.sh --every-gpu with stand-ins for nvidia-smi, cmake and ctest: which runs it makes, with
+which GPUs visible, and what it exits with."""
+
+import os
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FAKE_CTEST = r"""#!/usr/bin/env bash
+# Records its call, makes a new results folder (unless FAKE_NO_RESULTS names this call), exits as told.
+n=$(( $(cat "$FAKE_LOG.count" 2>/dev/null || echo 0) + 1 ))
+echo $n > "$FAKE_LOG.count"
+echo "call=$n CVD=${CUDA_VISIBLE_DEVICES-unset} ORDER=${CUDA_DEVICE_ORDER-unset} ARGS=$*" >> "$FAKE_LOG"
+if [ "${FAKE_NO_RESULTS:-}" != "$n" ]; then
+  mkdir -p results/runs/run-$n
+  ln -sfn runs/run-$n results/latest
+fi
+rc_var=FAKE_RC_$n
+exit ${!rc_var:-0}
+"""
+
+
+class EveryGpu(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="streamcheck-run-suite-test-")
+        tmp = Path(self._tmp.name)
+        self.bin = tmp / "bin"
+        self.bin.mkdir()
+        self.build = tmp / "build"
+        self.build.mkdir()
+        (self.build / "CMakeCache.txt").write_text("# stand-in\n")
+        self.log = tmp / "ctest.log"
+        self.fake("ctest", FAKE_CTEST)
+        self.fake("cmake", "#!/bin/sh\nexit 0\n")
+        self.fake("nvidia-smi", "#!/bin/sh\nprintf '0\\n1\\n'\n")
+        # python3 stays the real one: the report of an empty folder fails, and run_suite carries on.
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def fake(self, name, text):
+        path = self.bin / name
+        path.write_text(text)
+        path.chmod(0o755)
+
+    def run_suite(self, **extra):
+        env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
+        env.update({"PATH": "%s:%s" % (self.bin, env.get("PATH", "")), "FAKE_LOG": str(self.log)})
+        env.update(extra)
+        done = subprocess.run(["bash", str(ROOT / "ci" / "run_suite.sh"), "--every-gpu", str(self.build)],
+                              capture_output=True, text=True, timeout=120, env=env)
+        calls = self.log.read_text().splitlines() if self.log.exists() else []
+        return done, calls
+
+    def test_one_run_per_gpu_then_the_two_gpu_tests_with_every_gpu_visible(self):
+        done, calls = self.run_suite()
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertEqual(3, len(calls), calls)
+        self.assertIn("CVD=0 ORDER=PCI_BUS_ID", calls[0])
+        self.assertIn("CVD=1 ORDER=PCI_BUS_ID", calls[1])
+        self.assertIn("CVD=unset ORDER=PCI_BUS_ID", calls[2])
+        self.assertIn("-R AcrossDevices\\.", calls[2])
+        self.assertNotIn("AcrossDevices", calls[0] + calls[1])
+
+    def test_the_worst_status_is_the_exit_status(self):
+        done, calls = self.run_suite(FAKE_RC_2="8")
+        self.assertEqual(8, done.returncode, done.stderr)
+        self.assertEqual(3, len(calls), "a failing GPU does not stop the runs after it")
+
+    def test_a_run_without_a_new_results_folder_fails(self):
+        done, _ = self.run_suite(FAKE_NO_RESULTS="2")
+        self.assertEqual(1, done.returncode, done.stderr)
+        self.assertIn("made no new results folder", done.stderr)
+
+    def test_a_caller_set_device_list_is_refused(self):
+        done, calls = self.run_suite(CUDA_VISIBLE_DEVICES="1")
+        self.assertEqual(2, done.returncode)
+        self.assertIn("unset it", done.stderr)
+        self.assertEqual([], calls)
+
+    def test_one_gpu_makes_no_two_gpu_run(self):
+        self.fake("nvidia-smi", "#!/bin/sh\nprintf '0\\n'\n")
+        done, calls = self.run_suite()
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertEqual(1, len(calls), calls)
+
+
+if __name__ == "__main__":
+    unittest.main()
