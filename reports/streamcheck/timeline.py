@@ -715,6 +715,8 @@ def clock_line(tl: Dict[str, Any], model: Dict[str, Any]) -> Markup:
     if clock_map:
         if clock_map.get("valid") is False:
             line.append(fill("clock_map_invalid"))
+        elif clock_map.get("consistent") is False:  # schema 1.9; absent before
+            line.append(fill("clock_map_inconsistent"))
         offset = clock_map.get("globaltimer_to_cupti_offset_ns")
         line.append(fill("clock_offset", offset=offset if offset is not None else "\u2014"))
         residual = clock_map.get("residual_ns")

@@ -769,6 +769,15 @@ class Timelines(ReportTestCase):
                        "1 unlabelled"):
             self.assertIn(needle, text)
         self.assertLess(drawing.index("</svg>"), drawing.index('class="tl-clock'))
+        self.assertNotIn("no single offset", text)
+
+    def test_clock_line_says_when_the_clocks_contradicted_each_other(self):
+        doc = two_streams_timeline()
+        doc["clock_map"]["consistent"] = False
+        ctest = self.add_test("Contradicting", doc)
+        _, page = self.generate()
+        line = re.search(r'<div class="tl-clock small">(.*?)</div>', self.drawing(page, ctest), re.S)
+        self.assertIn("the calibration kernels allowed no single offset", re.sub(r"<[^>]+>", "", line.group(1)))
 
     def test_zoom_on_the_items_when_the_tests_range_dwarfs_them(self):
         doc = two_streams_timeline()

@@ -173,6 +173,8 @@ TEST(TimelineJson, RoundTripKeepsItemsRangesAndBlocks) {
       {link(1, 1), kernel(1, 13, 5, 25), marker(1, 2, 1, "r"), marker(1, 4, 30, "")}, in);
   const nlohmann::json j = nlohmann::json::parse(sc::to_json(before, in.clock).dump());
   EXPECT_EQ("cupti", j["clock"]);
+  EXPECT_EQ(true, j["clock_map"]["consistent"]);
+  EXPECT_EQ(false, nlohmann::json::parse(sc::to_json(before, sc::fit_clock({5}, {0})).dump())["clock_map"]["consistent"]);
   const sc::timeline after = sc::timeline_from_json(j);
   ASSERT_EQ(1u, after.items.size());
   EXPECT_EQ("k1", after.items[0].label);
