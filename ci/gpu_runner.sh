@@ -29,23 +29,27 @@ if [ -n "${MUTATION_ONLY:-}" ]; then
 elif [ "${SKIP_MUTATION:-0}" != 1 ]; then
   # Every family with a plan: the IDs come from its table (ci/plan_ids.py), less the rows marked
   # "(no mutation run)", which say why, and on a machine of one GPU those marked "(mutation needs two GPUs)".
-  # The GPUs CUDA will see: CUDA_VISIBLE_DEVICES's entries when it is set (as cmake/gpu_resource_spec.cmake.in
-  # counts them), else the indexes nvidia-smi lists.
-  if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+  # The GPUs CUDA saw in the suite's run (env.json's gpu_count); without it, CUDA_VISIBLE_DEVICES's entries
+  # when it is set (as cmake/gpu_resource_spec.cmake.in counts them), else the indexes nvidia-smi lists.
+  gpu_count=$(python3 -c 'import json, sys; n = json.load(open(sys.argv[1])).get("gpu_count"); print(n if isinstance(n, int) else "")' \
+              "$suite_run/env.json" 2>/dev/null)
+  if [ -z "$gpu_count" ] && [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
     gpu_count=$(printf '%s' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
-  else
+  elif [ -z "$gpu_count" ]; then
     gpu_count=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | grep -cxE ' *[0-9]+ *')
   fi
   : >"$out/mutation.log"
   for plan in "$src"/tests/*/README.md; do
     family=$(basename "$(dirname "$plan")")
     ids=$(python3 "$src/ci/plan_ids.py" --mutations --gpus "$gpu_count" "$plan" 2>"$out/plan_ids.err")
-    case $? in
-      0) ;;
-      1) continue ;;  # a plan that lists no ID
-      *) echo "gpu_runner: ci/plan_ids.py failed on $plan: $(cat "$out/plan_ids.err")" | tee -a "$out/mutation.log"
-         mutation_rc=1; continue ;;
-    esac
+    rc=$?
+    # A plan that lists no ID is skipped; any other failure (a bad argument, a traceback) fails the job.
+    if [ $rc -eq 1 ] && grep -q "lists no catalog ID" "$out/plan_ids.err"; then continue; fi
+    if [ $rc -ne 0 ]; then
+      echo "gpu_runner: ci/plan_ids.py failed on $plan: $(cat "$out/plan_ids.err")" | tee -a "$out/mutation.log"
+      mutation_rc=1
+      continue
+    fi
     # shellcheck disable=SC2086  # one argument per ID
     bash "$src/ci/mutation.sh" "$build" "$family" $ids 2>&1 | tee -a "$out/mutation.log"
     [ "${PIPESTATUS[0]}" -ne 0 ] && mutation_rc=1

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <atomic>
 #include <filesystem>
@@ -112,15 +113,39 @@ unsigned long long start_time_of(long pid) {
   return start;
 }
 
+// A child process that waits until it is killed: a live process that is not this one's parent (which may
+// be outside this pid namespace) to name in notes.
+class live_child {
+ public:
+  live_child() : pid_(fork()) {
+    if (pid_ == 0) {
+      pause();
+      _exit(0);
+    }
+  }
+  ~live_child() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  long pid() const { return static_cast<long>(pid_); }
+
+ private:
+  pid_t pid_;
+};
+
 TEST_F(GpuLock, ANoteWhosePidWasTakenByAnotherProcessIsNotTheHolder) {
-  // The parent process is alive, but the note's start time is not its own: the pid was reused.
-  const long parent = static_cast<long>(getppid());
-  ASSERT_NE(0u, start_time_of(parent)) << "no /proc here";
-  const std::string note = "pid " + std::to_string(parent) + " started " + std::to_string(start_time_of(parent) + 1) + " (x.fast)\n";
+  // The child is alive, but the note's start time is not its own: the pid was reused.
+  live_child child;
+  ASSERT_GT(child.pid(), 0);
+  ASSERT_NE(0u, start_time_of(child.pid())) << "no /proc here";
+  const std::string note = "pid " + std::to_string(child.pid()) + " started " + std::to_string(start_time_of(child.pid()) + 1) + " (x.fast)\n";
   hold_as_other("bd", note);
   const sc::gpu_lock_outcome got = sc::lock_gpus({"bd"}, "test B3", std::chrono::seconds(1));
   EXPECT_FALSE(got.taken);
   EXPECT_NE(std::string::npos, got.error.find("held by a process that left no note")) << got.error;
+  EXPECT_NE(std::string::npos, got.error.find("names a pid that another process has now")) << got.error;
 }
 
 TEST_F(GpuLock, TheNoteNamesThisProcessByPidAndStartTime) {
@@ -134,9 +159,10 @@ TEST_F(GpuLock, TheNoteNamesThisProcessByPidAndStartTime) {
 }
 
 TEST_F(GpuLock, ANoteOfALiveWriterNamesItAsTheHolder) {
-  const long parent = static_cast<long>(getppid());
-  ASSERT_NE(0u, start_time_of(parent)) << "no /proc here";
-  const std::string note = "pid " + std::to_string(parent) + " started " + std::to_string(start_time_of(parent)) + " (x.fast)";
+  live_child child;
+  ASSERT_GT(child.pid(), 0);
+  ASSERT_NE(0u, start_time_of(child.pid())) << "no /proc here";
+  const std::string note = "pid " + std::to_string(child.pid()) + " started " + std::to_string(start_time_of(child.pid())) + " (x.fast)";
   hold_as_other("be", note + "\n");
   const sc::gpu_lock_outcome got = sc::lock_gpus({"be"}, "test B4", std::chrono::seconds(1));
   EXPECT_FALSE(got.taken);
