@@ -29,15 +29,9 @@ if [ -n "${MUTATION_ONLY:-}" ]; then
 elif [ "${SKIP_MUTATION:-0}" != 1 ]; then
   # Every family with a plan: the IDs come from its table (ci/plan_ids.py), less the rows marked
   # "(no mutation run)", which say why, and on a machine of one GPU those marked "(mutation needs two GPUs)".
-  # The GPUs CUDA saw in the suite's run (env.json's gpu_count); without it, CUDA_VISIBLE_DEVICES's entries
-  # when it is set (as cmake/gpu_resource_spec.cmake.in counts them), else the indexes nvidia-smi lists.
-  gpu_count=$(python3 -c 'import json, sys; n = json.load(open(sys.argv[1])).get("gpu_count"); print(n if isinstance(n, int) else "")' \
-              "$suite_run/env.json" 2>/dev/null)
-  if [ -z "$gpu_count" ] && [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
-    gpu_count=$(printf '%s' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
-  elif [ -z "$gpu_count" ]; then
-    gpu_count=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | grep -cxE ' *[0-9]+ *')
-  fi
+  # The GPUs CUDA saw in the suite's run (env.json's gpu_count; 0 when the run describes no GPU).
+  gpu_count=$(python3 -c 'import json, sys; n = json.load(open(sys.argv[1])).get("gpu_count"); print(n if isinstance(n, int) else 0)' \
+              "$suite_run/env.json" 2>/dev/null || echo 0)
   : >"$out/mutation.log"
   for plan in "$src"/tests/*/README.md; do
     family=$(basename "$(dirname "$plan")")

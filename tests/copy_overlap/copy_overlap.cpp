@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sc/fixtures/event.hpp"
 #include "sc/fixtures/observe.hpp"
 #include "sc/fixtures/trace.hpp"
 #include "sc/kernels/launch.hpp"
@@ -57,6 +58,14 @@ gated_result CopyOverlap::completes_beside_gate(const stream& held, const std::s
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, done.code()) << what << ": " << done.failure();
   return result;
+}
+
+void CopyOverlap::hold_behind(gate& g, const stream& gate_stream, const std::vector<const stream*>& waiters) {
+  hold(g, gate_stream);
+  // The event may go once the waits are made: they still hold (EVT-10).
+  const event opened = event::create(event_flags::disable_timing);
+  SC_CHECK_CUDA(cudaEventRecord(opened.get(), gate_stream.get()));
+  for (const stream* w : waiters) SC_CHECK_CUDA(cudaStreamWaitEvent(w->get(), opened.get(), 0));
 }
 
 std::string CopyOverlap::untraced_reason() const {

@@ -63,6 +63,9 @@ class CopyOverlap : public GpuTest {
   // failure too.
   gated_result completes_beside_gate(const stream& held, const std::string& what,
                                      const std::function<cudaError_t()>& work);
+  // Holds `waiters` behind gate `g`: `g` holds `gate_stream`, and each waiter waits on an event recorded
+  // after it, so what is queued in them starts once `g` opens, however long the host takes between calls.
+  void hold_behind(gate& g, const stream& gate_stream, const std::vector<const stream*>& waiters);
   // Empty when the test's timeline is recorded; otherwise why not (CUPTI unavailable, under a profiler).
   std::string untraced_reason() const;
 

@@ -78,23 +78,21 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   // the host took between the two calls: on two H100s testing at once, the shorter copy was once less than
   // half covered (a 32 MiB copy lasts about 0.6 ms; a delay of 0.3 ms between the calls is enough).
   const sc::stream starter = make(stream_flags::non_blocking, "start");
-  const sc::event go = sc::event::create(sc::event_flags::disable_timing);
   sc::gate start;
-  hold(start, starter);
-  SC_CHECK_CUDA(cudaEventRecord(go.get(), starter.get()));
-  SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), go.get(), 0));
-  SC_CHECK_CUDA(cudaStreamWaitEvent(c.get(), go.get(), 0));
+  hold_behind(start, starter, {&b, &c});
   const sc::gated_result done = completes_beside_gate(
       a, "an H2D copy in b and a D2H copy in " + d2h_stream.name() + ", started together, and their synchronizes", [&] {
-        // The start gate opens on every way out of here, so a failed or throwing call never leaves it closed.
-        struct opener {
-          sc::gate& g;
-          ~opener() { g.open(); }
-        } open_start{start};
-        cudaError_t code = copy("h2d", dev_up.data(), up.data(), kCopyBytes, cudaMemcpyHostToDevice, b);
-        if (code == cudaSuccess)
-          code = copy("d2h", down.data(), dev_down.data(), kCopyBytes, cudaMemcpyDeviceToHost, d2h_stream);
-        start.open();  // both are queued: they start together
+        cudaError_t code = cudaSuccess;
+        {
+          // Both copies queued (or a call failed or threw): the start gate opens as this block ends.
+          struct opener {
+            sc::gate& g;
+            ~opener() { g.open(); }
+          } open_start{start};
+          code = copy("h2d", dev_up.data(), up.data(), kCopyBytes, cudaMemcpyHostToDevice, b);
+          if (code == cudaSuccess)
+            code = copy("d2h", down.data(), dev_down.data(), kCopyBytes, cudaMemcpyDeviceToHost, d2h_stream);
+        }
         if (code == cudaSuccess) code = cudaStreamSynchronize(b.get());
         return code == cudaSuccess ? cudaStreamSynchronize(d2h_stream.get()) : code;
       });
@@ -274,17 +272,11 @@ TEST_F(CopyOverlap, StreamPriorityAndCopies) {
   const sc::stream gs = make(stream_flags::non_blocking, "gate");
   const sc::stream low = make(stream_flags::non_blocking, "low", least);
   const sc::stream high = make(stream_flags::non_blocking, "high", greatest);
-  const sc::event opened = sc::event::create(sc::event_flags::disable_timing);
   // Mutation (arrangement): the copies do not wait for the event, so nothing holds them; the gating check
   // below ("no copy finished while the gate was closed") must then fail.
   const bool unheld = sc::mutation_active("COPY-13", sc::mutation_kind::arrangement);
   sc::gate g;
-  hold(g, gs);
-  SC_CHECK_CUDA(cudaEventRecord(opened.get(), gs.get()));
-  if (!unheld) {
-    SC_CHECK_CUDA(cudaStreamWaitEvent(low.get(), opened.get(), 0));
-    SC_CHECK_CUDA(cudaStreamWaitEvent(high.get(), opened.get(), 0));
-  }
+  hold_behind(g, gs, unheld ? std::vector<const sc::stream*>{} : std::vector<const sc::stream*>{&low, &high});
   // The low-priority copy is issued first, so a high-priority copy that starts first was moved ahead.
   SC_CHECK_CUDA(copy("low", dst_low.data(), src_low.data(), kCopyBytes, cudaMemcpyHostToDevice, low));
   SC_CHECK_CUDA(copy("high", dst_high.data(), src_high.data(), kCopyBytes, cudaMemcpyHostToDevice, high));

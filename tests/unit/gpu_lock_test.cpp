@@ -259,6 +259,17 @@ TEST_F(GpuLock, AWaitInOrderThatTimesOutHoldsNothingAndSaysSo) {
   EXPECT_TRUE(free_for_other("zz"));
 }
 
+TEST_F(GpuLock, AWaitInOrderThatRetookAnEarlierLockLetsItGoOnTimeout) {
+  // Held: aa. Wanted: zz (busy). In order, aa is taken again first; then the wait for zz times out.
+  ASSERT_TRUE(sc::lock_gpus({"aa"}, "test G").taken);
+  hold_as_other("zz", "pid 3 (other)\n");
+  const sc::gpu_lock_outcome got = sc::lock_gpus({"zz"}, "test G, peer", std::chrono::seconds(1));
+  EXPECT_FALSE(got.taken);
+  EXPECT_NE(std::string::npos, got.error.find("let go of the lock(s) it held (aa)")) << got.error;
+  EXPECT_FALSE(sc::holds_gpu_lock("aa"));
+  EXPECT_TRUE(free_for_other("aa"));
+}
+
 TEST_F(GpuLock, AnErrorLeavesNoLockOfTheCall) {
   // yy can be taken, then the lock file of zz cannot be opened (a folder stands in its place).
   fs::create_directories(path("zz"));
