@@ -79,26 +79,33 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
   for (int p = least(); p >= greatest(); --p) levels.push_back(p);
   // Mutation (arrangement): every level's grid at the lowest priority.
   const bool mutated = sc::mutation_active("SCHED-05", sc::mutation_kind::arrangement);
-  sc::testing::sched_latch latch(*this);
-  const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
-  sched_grid& fill = grid("fill", fs, least(), wave(), 0, sc::testing::kFillSpinNs);
-  std::vector<sc::stream> streams;
+  sched_grid* fill = nullptr;
   std::vector<sched_grid*> grids;
-  streams.reserve(levels.size());
-  for (int p : levels) {
-    const std::string name = "level" + std::to_string(p);
-    streams.push_back(make(stream_flags::non_blocking, name, mutated ? least() : p));
-    grids.push_back(&grid(name, streams.back(), p, wave()));
-  }
-  launch(fill, fs);
-  for (std::size_t i = 0; i < levels.size(); ++i) {
-    latch.behind(streams[i]);
-    launch(*grids[i], streams[i]);
-  }
-  const std::string not_built = latch.open_when_started(fill, wave());
-  if (!collect()) return;
+  std::string not_built;
+  const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
+    sc::testing::sched_latch latch(*this);
+    const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
+    fill = &grid("fill", fs, least(), wave(), 0, sc::testing::kFillSpinNs);
+    std::vector<sc::stream> streams;
+    grids.clear();
+    streams.reserve(levels.size());
+    for (int p : levels) {
+      const std::string name = "level" + std::to_string(p);
+      streams.push_back(make(stream_flags::non_blocking, name, mutated ? least() : p));
+      grids.push_back(&grid(name, streams.back(), p, wave()));
+    }
+    launch(*fill, fs);
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+      latch.behind(streams[i]);
+      launch(*grids[i], streams[i]);
+    }
+    not_built = latch.open_when_started(*fill, wave());
+    if (!collect()) return std::nullopt;
+    if (!not_built.empty()) return std::string();  // a failure below, not another attempt
+    return ready_when_room(*fill, {grids.begin(), grids.end()});
+  });
+  if (!not_ready) return;
   ASSERT_TRUE(not_built.empty()) << not_built;
-  const std::string not_ready = ready_when_room(fill, {grids.begin(), grids.end()});
   // From the highest level down: each level fully dispatched before the next lower one starts.
   const sc::slack tol = stamp_slack();
   int ranks = 1;
@@ -111,16 +118,16 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
     ranks += before ? 1 : 0;
     ordered = ordered && before;
     sc::observe(higher.label + ".first_start_us",
-                static_cast<double>(sc::first_start_ns(higher.host) - sc::first_start_ns(fill.host)) / 1000.0);
+                static_cast<double>(sc::first_start_ns(higher.host) - sc::first_start_ns(fill->host)) / 1000.0);
     sc::observe(higher.label + ".starts_before_" + lower.label, starts_first);
   }
   sc::observe(grids.front()->label + ".first_start_us",
-              static_cast<double>(sc::first_start_ns(grids.front()->host) - sc::first_start_ns(fill.host)) / 1000.0);
+              static_cast<double>(sc::first_start_ns(grids.front()->host) - sc::first_start_ns(fill->host)) / 1000.0);
   sc::observe("levels", static_cast<int>(levels.size()));
   sc::observe("distinct_dispatch_ranks", ranks);
   EXPECT_TRUE(sc::observed_row(
       "SCHED-05", "every_level_dispatched_before_the_next_lower",
-      decided(not_ready, ordered,
+      decided(*not_ready, ordered,
               std::to_string(ranks) + " dispatch ranks for " + std::to_string(levels.size()) + " levels")));
 }
 
@@ -138,39 +145,47 @@ TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
   sc::observe("connections", connections);
   // Mutation (arrangement): the high grid at the lowest priority.
   const bool mutated = sc::mutation_active("SCHED-07", sc::mutation_kind::arrangement);
-  sc::testing::sched_latch latch(*this);
-  const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
-  sched_grid& fill = grid("fill", fs, least(), wave(), 0, sc::testing::kFillSpinNs);
-  std::vector<sc::stream> streams;
+  sched_grid* fill = nullptr;
+  sched_grid* high = nullptr;
   std::vector<sched_grid*> lows;
-  streams.reserve(kLowStreams);
-  for (unsigned i = 0; i < kLowStreams; ++i) {
-    const std::string name = "low" + std::to_string(i);
-    streams.push_back(make(stream_flags::non_blocking, name, least()));
-    // One block per SM: half a wave or less, so 16 of them stay short.
-    lows.push_back(&grid(name, streams.back(), least(), sms()));
-  }
-  const sc::stream hs = make(stream_flags::non_blocking, "high", mutated ? least() : greatest());
-  sched_grid& high = grid("high", hs, greatest(), wave());
-  launch(fill, fs);
-  for (unsigned i = 0; i < kLowStreams; ++i) {
-    latch.behind(streams[i]);
-    launch(*lows[i], streams[i]);
-  }
-  latch.behind(hs);
-  launch(high, hs);
-  const std::string not_built = latch.open_when_started(fill, wave());
-  if (!collect()) return;
+  std::string not_built;
+  const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
+    sc::testing::sched_latch latch(*this);
+    const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
+    fill = &grid("fill", fs, least(), wave(), 0, sc::testing::kFillSpinNs);
+    std::vector<sc::stream> streams;
+    lows.clear();
+    streams.reserve(kLowStreams);
+    for (unsigned i = 0; i < kLowStreams; ++i) {
+      const std::string name = "low" + std::to_string(i);
+      streams.push_back(make(stream_flags::non_blocking, name, least()));
+      // One block per SM: half a wave or less, so 16 of them stay short.
+      lows.push_back(&grid(name, streams.back(), least(), sms()));
+    }
+    const sc::stream hs = make(stream_flags::non_blocking, "high", mutated ? least() : greatest());
+    high = &grid("high", hs, greatest(), wave());
+    launch(*fill, fs);
+    for (unsigned i = 0; i < kLowStreams; ++i) {
+      latch.behind(streams[i]);
+      launch(*lows[i], streams[i]);
+    }
+    latch.behind(hs);
+    launch(*high, hs);
+    not_built = latch.open_when_started(*fill, wave());
+    if (!collect()) return std::nullopt;
+    if (!not_built.empty()) return std::string();  // a failure below, not another attempt
+    std::vector<const sched_grid*> pending(lows.begin(), lows.end());
+    pending.push_back(high);
+    return ready_when_room(*fill, pending);
+  });
+  if (!not_ready) return;
   ASSERT_TRUE(not_built.empty()) << not_built;
-  std::vector<const sched_grid*> pending(lows.begin(), lows.end());
-  pending.push_back(&high);
-  const std::string not_ready = ready_when_room(fill, pending);
-  const std::uint64_t high_first = sc::first_start_ns(high.host);
+  const std::uint64_t high_first = sc::first_start_ns(high->host);
   unsigned ahead = 0;
   for (const sched_grid* g : lows) ahead += sc::first_start_ns(g->host) < high_first ? 1u : 0u;
   sc::observe("low_grids_started_before_high", static_cast<int>(ahead));
   EXPECT_TRUE(sc::observed_row("SCHED-07", "high_grid_dispatched_first.connections_" + connections,
-                               decided(not_ready, ahead == 0,
+                               decided(*not_ready, ahead == 0,
                                        std::to_string(ahead) + " of " + std::to_string(kLowStreams) +
                                            " low grids started before the high grid")));
 }

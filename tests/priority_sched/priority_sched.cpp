@@ -71,7 +71,7 @@ sched_grid& PrioritySched::grid(const std::string& label, const stream& s, int p
 }
 
 void PrioritySched::launch(sched_grid& g, const stream& s) {
-  const auto label = timeline().label(g.label);
+  const auto label = timeline().label(timeline_label(g));
   SC_CHECK_CUDA(kernels::launch_sched_spin(s.get(), g.records.data(), g.blocks, g.threads, g.plan, g.cluster));
   g.launched = true;
 }
@@ -162,7 +162,7 @@ bool PrioritySched::collect() {
         cudaMemcpy(g.host.data(), g.records.data(), g.blocks * sizeof(kernels::block_record), cudaMemcpyDeviceToHost));
     const auto unwritten = std::count_if(g.host.begin(), g.host.end(), [](const auto& b) { return b.t1_ns == 0; });
     EXPECT_EQ(0, unwritten) << g.label << ": blocks without a record (the grid did not run to the end)";
-    timeline().blocks(g.label, g.host.data(), g.host.size());
+    timeline().blocks(timeline_label(g), g.host.data(), g.host.size());
     chart.push_back({g.label, g.stream, "", g.priority, g.threads, &g.host});
     inputs.push_back(residency(g));
     observe(g.label + ".priority", g.priority);
@@ -179,6 +179,28 @@ bool PrioritySched::collect() {
   }
   EXPECT_TRUE(within_residency_limits(inputs, properties(), "residency"));
   return judged_ = true;
+}
+
+std::string PrioritySched::timeline_label(const sched_grid& g) const {
+  return attempt_ == 1 ? g.label : g.label + " (attempt " + std::to_string(attempt_) + ")";
+}
+
+std::optional<std::string> PrioritySched::arrange(const std::function<std::optional<std::string>()>& attempt) {
+  for (;;) {
+    std::optional<std::string> why = attempt();
+    const bool again = why.has_value() && !why->empty() && !HasFailure() && attempt_ < kArrangementAttempts;
+    if (!again) {
+      observe("arrangement.attempts", attempt_);
+      return why;
+    }
+    observe("arrangement.attempt" + std::to_string(attempt_) + ".not_built", *why);
+    // collect() drained the device and kept what the records showed; the next attempt starts from nothing.
+    if (!collected_) drain();
+    grids_.clear();
+    collected_ = false;
+    judged_ = true;
+    ++attempt_;
+  }
 }
 
 gated_result decided(bool holds, const std::string& what) {

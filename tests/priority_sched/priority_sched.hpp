@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,12 @@ inline constexpr std::uint64_t kFillSpinNs = 10'000'000;
 // How long the host waits for a grid's first wave to be resident. Reason: a wave starts within
 // microseconds of being dispatched; 1 s leaves room for a loaded machine and stays below the latch deadline.
 inline constexpr std::chrono::milliseconds kWaveDeadline{1000};
+// How many times an arrangement whose pending grids were not ready when room appeared is built again.
+// Reason: that readiness is not in the test's hands (the latch's release reaches the waiting streams after
+// a delay that has a tail: once in 46 runs on an H100 about 20 ms, against the 10 ms fill), so a run that
+// misses it is a "not this time", not a verdict; three attempts tell a rare tail from an arrangement that
+// cannot be built here (kObservedAttempts' reasoning). Each attempt is a fresh arrangement, recorded.
+inline constexpr int kArrangementAttempts = 3;
 
 // One grid of a scheduling arrangement.
 struct sched_grid {
@@ -86,6 +94,13 @@ class PrioritySched : public GpuTest {
   // when the kernels ran under a compute-sanitizer tool (requirement uninstrumented_kernels): the records
   // are written, the test is skipped with the tool's reason, and the caller returns without judging.
   bool collect();
+  // Builds an arrangement up to kArrangementAttempts times. `attempt` builds one, opens its latch and calls
+  // collect(); it returns why the arrangement proves nothing ("" when it was built: e.g. ready_when_room),
+  // or nullopt when collect() said not to judge. Only a reason with no failure of the test behind it is
+  // tried again: the grids of that attempt are put aside (their blocks stay in the timeline, labelled with
+  // the attempt; their records are checked like any other) and the next attempt gets grids of the same
+  // labels. Records "arrangement.attempts" and each discarded attempt's reason; returns the last attempt's.
+  std::optional<std::string> arrange(const std::function<std::optional<std::string>()>& attempt);
   // The grid's records as the residency counter takes them.
   static residency_input residency(const sched_grid& g);
   // The named tolerance for comparing block stamps taken on different SMs: a few timer ticks.
@@ -104,6 +119,9 @@ class PrioritySched : public GpuTest {
   int greatest_ = 0;
   bool collected_ = false;
   bool judged_ = true;  // what collect() returned
+  int attempt_ = 1;     // arrange(): the attempt under way
+  // The grid's label in the timeline: its label, with the attempt from the second one on.
+  std::string timeline_label(const sched_grid& g) const;
   std::deque<sched_grid> grids_;
 };
 
