@@ -84,14 +84,14 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
   std::string not_built;
   const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
     sc::testing::sched_latch latch(*this);
-    const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
+    const sc::stream fs = make(stream_flags::non_blocking, in_attempt("fill"), least());
     fill = &grid("fill", fs, least(), wave(), 0, sc::testing::kFillSpinNs);
     std::vector<sc::stream> streams;
     grids.clear();
     streams.reserve(levels.size());
     for (int p : levels) {
       const std::string name = "level" + std::to_string(p);
-      streams.push_back(make(stream_flags::non_blocking, name, mutated ? least() : p));
+      streams.push_back(make(stream_flags::non_blocking, in_attempt(name), mutated ? least() : p));
       grids.push_back(&grid(name, streams.back(), p, wave()));
     }
     launch(*fill, fs);
@@ -151,18 +151,19 @@ TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
   std::string not_built;
   const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
     sc::testing::sched_latch latch(*this);
-    const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
+    const sc::stream fs = make(stream_flags::non_blocking, in_attempt("fill"), least());
     fill = &grid("fill", fs, least(), wave(), 0, sc::testing::kFillSpinNs);
     std::vector<sc::stream> streams;
     lows.clear();
     streams.reserve(kLowStreams);
     for (unsigned i = 0; i < kLowStreams; ++i) {
       const std::string name = "low" + std::to_string(i);
-      streams.push_back(make(stream_flags::non_blocking, name, least()));
+      streams.push_back(make(stream_flags::non_blocking, in_attempt(name), least()));
       // One block per SM: half a wave or less, so 16 of them stay short.
       lows.push_back(&grid(name, streams.back(), least(), sms()));
     }
-    const sc::stream hs = make(stream_flags::non_blocking, "high", mutated ? least() : greatest());
+    const sc::stream hs =
+        make(stream_flags::non_blocking, in_attempt("high"), mutated ? least() : greatest());
     high = &grid("high", hs, greatest(), wave());
     launch(*fill, fs);
     for (unsigned i = 0; i < kLowStreams; ++i) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "sc/fixtures/calibration.hpp"
@@ -71,7 +72,7 @@ sched_grid& PrioritySched::grid(const std::string& label, const stream& s, int p
 }
 
 void PrioritySched::launch(sched_grid& g, const stream& s) {
-  const auto label = timeline().label(timeline_label(g));
+  const auto label = timeline().label(in_attempt(g.label));
   SC_CHECK_CUDA(kernels::launch_sched_spin(s.get(), g.records.data(), g.blocks, g.threads, g.plan, g.cluster));
   g.launched = true;
 }
@@ -95,7 +96,8 @@ bool PrioritySched::wait_started(const sched_grid& g, unsigned n) {
   return true;
 }
 
-sched_latch::sched_latch(PrioritySched& t) : t_(t), s_(t.make(stream_flags::non_blocking, "latch")) {
+sched_latch::sched_latch(PrioritySched& t)
+    : t_(t), s_(t.make(stream_flags::non_blocking, t.in_attempt("latch"))) {
   t_.hold(latch_, s_);
   opened_ = event::create(event_flags::disable_timing);
   SC_CHECK_CUDA(cudaEventRecord(opened_.get(), s_.get()));
@@ -109,7 +111,7 @@ std::string sched_latch::open_when_started(const sched_grid& running, unsigned n
   if (why.empty() && n > 0 && !t_.wait_started(running, n))
     why = running.label + ": " + std::to_string(n) + " blocks did not start in time";
   started_at_release_ = t_.started(running);
-  t_.timeline().host_event("latch opened");
+  t_.timeline().host_event(t_.in_attempt("latch opened"));
   w.release();
   return why;
 }
@@ -162,8 +164,8 @@ bool PrioritySched::collect() {
         cudaMemcpy(g.host.data(), g.records.data(), g.blocks * sizeof(kernels::block_record), cudaMemcpyDeviceToHost));
     const auto unwritten = std::count_if(g.host.begin(), g.host.end(), [](const auto& b) { return b.t1_ns == 0; });
     EXPECT_EQ(0, unwritten) << g.label << ": blocks without a record (the grid did not run to the end)";
-    timeline().blocks(timeline_label(g), g.host.data(), g.host.size());
-    chart.push_back({g.label, g.stream, "", g.priority, g.threads, &g.host});
+    timeline().blocks(in_attempt(g.label), g.host.data(), g.host.size());
+    chart.push_back({in_attempt(g.label), g.stream, "", g.priority, g.threads, &g.host});
     inputs.push_back(residency(g));
     observe(g.label + ".priority", g.priority);
     observe(g.label + ".blocks", static_cast<int>(g.blocks));
@@ -181,11 +183,14 @@ bool PrioritySched::collect() {
   return judged_ = true;
 }
 
-std::string PrioritySched::timeline_label(const sched_grid& g) const {
-  return attempt_ == 1 ? g.label : g.label + " (attempt " + std::to_string(attempt_) + ")";
+std::string PrioritySched::in_attempt(const std::string& name) const {
+  return attempt_ == 1 ? name : name + " (attempt " + std::to_string(attempt_) + ")";
 }
 
 std::optional<std::string> PrioritySched::arrange(const std::function<std::optional<std::string>()>& attempt) {
+  if (arranged_) throw std::logic_error("PrioritySched::arrange: once per test");
+  arranged_ = true;
+  const std::size_t before = grids_.size();  // grids made before the arrangement are not its own
   for (;;) {
     std::optional<std::string> why = attempt();
     const bool again = why.has_value() && !why->empty() && !HasFailure() && attempt_ < kArrangementAttempts;
@@ -193,10 +198,10 @@ std::optional<std::string> PrioritySched::arrange(const std::function<std::optio
       observe("arrangement.attempts", attempt_);
       return why;
     }
-    observe("arrangement.attempt" + std::to_string(attempt_) + ".not_built", *why);
+    observe("arrangement.attempt" + std::to_string(attempt_) + ".not_ready", *why);
     // collect() drained the device and kept what the records showed; the next attempt starts from nothing.
     if (!collected_) drain();
-    grids_.clear();
+    grids_.erase(grids_.begin() + static_cast<std::ptrdiff_t>(before), grids_.end());
     collected_ = false;
     judged_ = true;
     ++attempt_;

@@ -94,13 +94,18 @@ class PrioritySched : public GpuTest {
   // when the kernels ran under a compute-sanitizer tool (requirement uninstrumented_kernels): the records
   // are written, the test is skipped with the tool's reason, and the caller returns without judging.
   bool collect();
-  // Builds an arrangement up to kArrangementAttempts times. `attempt` builds one, opens its latch and calls
-  // collect(); it returns why the arrangement proves nothing ("" when it was built: e.g. ready_when_room),
-  // or nullopt when collect() said not to judge. Only a reason with no failure of the test behind it is
-  // tried again: the grids of that attempt are put aside (their blocks stay in the timeline, labelled with
-  // the attempt; their records are checked like any other) and the next attempt gets grids of the same
-  // labels. Records "arrangement.attempts" and each discarded attempt's reason; returns the last attempt's.
+  // Builds an arrangement up to kArrangementAttempts times (once per test). `attempt` builds one (its
+  // streams named with in_attempt()), opens its latch and calls collect(); it returns why the arrangement
+  // proves nothing ("" when it was built: e.g. ready_when_room), or nullopt when collect() said not to
+  // judge. A reason is tried again only while the test has no failure so far: the attempt's grids are
+  // freed (their records were checked and their blocks stay in the timeline) and the next attempt makes
+  // its own. The last attempt is the one judged; the block chart shows it alone. Records
+  // "arrangement.attempts" and each discarded attempt's reason ("arrangement.attempt<n>.not_ready");
+  // returns the last attempt's.
   std::optional<std::string> arrange(const std::function<std::optional<std::string>()>& attempt);
+  // `name` as the attempt under way labels it: unchanged in the first attempt, "<name> (attempt n)" from
+  // the second on (grids, streams and host events of the timeline; the block chart).
+  std::string in_attempt(const std::string& name) const;
   // The grid's records as the residency counter takes them.
   static residency_input residency(const sched_grid& g);
   // The named tolerance for comparing block stamps taken on different SMs: a few timer ticks.
@@ -120,8 +125,7 @@ class PrioritySched : public GpuTest {
   bool collected_ = false;
   bool judged_ = true;  // what collect() returned
   int attempt_ = 1;     // arrange(): the attempt under way
-  // The grid's label in the timeline: its label, with the attempt from the second one on.
-  std::string timeline_label(const sched_grid& g) const;
+  bool arranged_ = false;
   std::deque<sched_grid> grids_;
 };
 
