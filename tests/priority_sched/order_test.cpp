@@ -79,33 +79,14 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
   for (int p = least(); p >= greatest(); --p) levels.push_back(p);
   // Mutation (arrangement): every level's grid at the lowest priority.
   const bool mutated = sc::mutation_active("SCHED-05", sc::mutation_kind::arrangement);
-  sched_grid* fill = nullptr;
-  std::vector<sched_grid*> grids;
-  std::string not_built;
-  const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
-    sc::testing::sched_latch latch(*this);
-    const sc::stream fs = make(stream_flags::non_blocking, in_attempt("fill"), least());
-    fill = &grid("fill", fs, least(), wave(), 0, sc::testing::kFillSpinNs);
-    std::vector<sc::stream> streams;
-    grids.clear();
-    streams.reserve(levels.size());
-    for (int p : levels) {
-      const std::string name = "level" + std::to_string(p);
-      streams.push_back(make(stream_flags::non_blocking, in_attempt(name), mutated ? least() : p));
-      grids.push_back(&grid(name, streams.back(), p, wave()));
-    }
-    launch(*fill, fs);
-    for (std::size_t i = 0; i < levels.size(); ++i) {
-      latch.behind(streams[i]);
-      launch(*grids[i], streams[i]);
-    }
-    not_built = latch.open_when_started(*fill, wave());
-    if (!collect()) return std::nullopt;
-    if (!not_built.empty()) return std::string();  // a failure below, not another attempt
-    return ready_when_room(*fill, {grids.begin(), grids.end()});
-  });
-  if (!not_ready) return;
-  ASSERT_TRUE(not_built.empty()) << not_built;
+  std::vector<pending_grid> specs;
+  for (int p : levels) specs.push_back({"level" + std::to_string(p), mutated ? least() : p, p, wave()});
+  const fill_arrangement built = arrange_behind_fill(specs);
+  if (!built.not_ready) return;
+  ASSERT_TRUE(built.not_built.empty()) << built.not_built;
+  const sched_grid* fill = built.fill;
+  const std::vector<sched_grid*>& grids = built.pending;
+  const std::string& not_ready = *built.not_ready;
   // From the highest level down: each level fully dispatched before the next lower one starts.
   const sc::slack tol = stamp_slack();
   int ranks = 1;
@@ -127,7 +108,7 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
   sc::observe("distinct_dispatch_ranks", ranks);
   EXPECT_TRUE(sc::observed_row(
       "SCHED-05", "every_level_dispatched_before_the_next_lower",
-      decided(*not_ready, ordered,
+      decided(not_ready, ordered,
               std::to_string(ranks) + " dispatch ranks for " + std::to_string(levels.size()) + " levels")));
 }
 
@@ -145,48 +126,21 @@ TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
   sc::observe("connections", connections);
   // Mutation (arrangement): the high grid at the lowest priority.
   const bool mutated = sc::mutation_active("SCHED-07", sc::mutation_kind::arrangement);
-  sched_grid* fill = nullptr;
-  sched_grid* high = nullptr;
-  std::vector<sched_grid*> lows;
-  std::string not_built;
-  const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
-    sc::testing::sched_latch latch(*this);
-    const sc::stream fs = make(stream_flags::non_blocking, in_attempt("fill"), least());
-    fill = &grid("fill", fs, least(), wave(), 0, sc::testing::kFillSpinNs);
-    std::vector<sc::stream> streams;
-    lows.clear();
-    streams.reserve(kLowStreams);
-    for (unsigned i = 0; i < kLowStreams; ++i) {
-      const std::string name = "low" + std::to_string(i);
-      streams.push_back(make(stream_flags::non_blocking, in_attempt(name), least()));
-      // One block per SM: half a wave or less, so 16 of them stay short.
-      lows.push_back(&grid(name, streams.back(), least(), sms()));
-    }
-    const sc::stream hs =
-        make(stream_flags::non_blocking, in_attempt("high"), mutated ? least() : greatest());
-    high = &grid("high", hs, greatest(), wave());
-    launch(*fill, fs);
-    for (unsigned i = 0; i < kLowStreams; ++i) {
-      latch.behind(streams[i]);
-      launch(*lows[i], streams[i]);
-    }
-    latch.behind(hs);
-    launch(*high, hs);
-    not_built = latch.open_when_started(*fill, wave());
-    if (!collect()) return std::nullopt;
-    if (!not_built.empty()) return std::string();  // a failure below, not another attempt
-    std::vector<const sched_grid*> pending(lows.begin(), lows.end());
-    pending.push_back(high);
-    return ready_when_room(*fill, pending);
-  });
-  if (!not_ready) return;
-  ASSERT_TRUE(not_built.empty()) << not_built;
+  std::vector<pending_grid> specs;
+  // One block per SM: half a wave or less, so 16 of them stay short.
+  for (unsigned i = 0; i < kLowStreams; ++i) specs.push_back({"low" + std::to_string(i), least(), least(), sms()});
+  specs.push_back({"high", mutated ? least() : greatest(), greatest(), wave()});
+  const fill_arrangement built = arrange_behind_fill(specs);
+  if (!built.not_ready) return;
+  ASSERT_TRUE(built.not_built.empty()) << built.not_built;
+  const sched_grid* high = built.pending.back();
+  const std::vector<const sched_grid*> lows(built.pending.begin(), built.pending.end() - 1);
   const std::uint64_t high_first = sc::first_start_ns(high->host);
   unsigned ahead = 0;
   for (const sched_grid* g : lows) ahead += sc::first_start_ns(g->host) < high_first ? 1u : 0u;
   sc::observe("low_grids_started_before_high", static_cast<int>(ahead));
   EXPECT_TRUE(sc::observed_row("SCHED-07", "high_grid_dispatched_first.connections_" + connections,
-                               decided(*not_ready, ahead == 0,
+                               decided(*built.not_ready, ahead == 0,
                                        std::to_string(ahead) + " of " + std::to_string(kLowStreams) +
                                            " low grids started before the high grid")));
 }

@@ -208,6 +208,32 @@ std::optional<std::string> PrioritySched::arrange(const std::function<std::optio
   }
 }
 
+PrioritySched::fill_arrangement PrioritySched::arrange_behind_fill(const std::vector<pending_grid>& pending) {
+  fill_arrangement out;
+  out.not_ready = arrange([&]() -> std::optional<std::string> {
+    sched_latch latch(*this);
+    const stream fs = make(stream_flags::non_blocking, in_attempt("fill"), least_);
+    out.fill = &grid("fill", fs, least_, wave(), 0, kFillSpinNs);
+    std::vector<stream> streams;
+    streams.reserve(pending.size());
+    out.pending.clear();
+    for (const pending_grid& p : pending) {
+      streams.push_back(make(stream_flags::non_blocking, in_attempt(p.label), p.stream_priority));
+      out.pending.push_back(&grid(p.label, streams.back(), p.priority, p.blocks));
+    }
+    launch(*out.fill, fs);
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      latch.behind(streams[i]);
+      launch(*out.pending[i], streams[i]);
+    }
+    out.not_built = latch.open_when_started(*out.fill, wave());
+    if (!collect()) return std::nullopt;
+    if (!out.not_built.empty()) return std::string();  // a failure of the test, not another attempt
+    return ready_when_room(*out.fill, {out.pending.begin(), out.pending.end()});
+  });
+  return out;
+}
+
 gated_result decided(bool holds, const std::string& what) {
   return {holds ? gated_outcome::holds : gated_outcome::does_not_hold, what};
 }

@@ -103,6 +103,22 @@ class PrioritySched : public GpuTest {
   // "arrangement.attempts" and each discarded attempt's reason ("arrangement.attempt<n>.not_ready");
   // returns the last attempt's.
   std::optional<std::string> arrange(const std::function<std::optional<std::string>()>& attempt);
+  // SCHED-05's and SCHED-07's arrangement, built with arrange(): a fill wave spinning kFillSpinNs in a
+  // stream of the lowest priority, then each of `pending`, in order, in a stream of its own behind one
+  // latch, which opens once the fill's wave is resident; ready_when_room decides whether it was built.
+  struct pending_grid {
+    std::string label;
+    int stream_priority;  // its stream's priority (a mutation may make it differ from `priority`)
+    int priority;         // the priority the test states for it (block chart)
+    unsigned blocks;
+  };
+  struct fill_arrangement {
+    sched_grid* fill = nullptr;
+    std::vector<sched_grid*> pending;      // in launch order, of the judged attempt
+    std::string not_built;                 // why the latch's arrangement was not built (a failure)
+    std::optional<std::string> not_ready;  // what arrange() returned
+  };
+  fill_arrangement arrange_behind_fill(const std::vector<pending_grid>& pending);
   // `name` as the attempt under way labels it: unchanged in the first attempt, "<name> (attempt n)" from
   // the second on (grids, streams and host events of the timeline; the block chart).
   std::string in_attempt(const std::string& name) const;
