@@ -96,8 +96,7 @@ bool PrioritySched::wait_started(const sched_grid& g, unsigned n) {
   return true;
 }
 
-sched_latch::sched_latch(PrioritySched& t)
-    : t_(t), s_(t.make(stream_flags::non_blocking, t.in_attempt("latch"))) {
+sched_latch::sched_latch(PrioritySched& t) : t_(t), s_(t.make(stream_flags::non_blocking, "latch")) {
   t_.hold(latch_, s_);
   opened_ = event::create(event_flags::disable_timing);
   SC_CHECK_CUDA(cudaEventRecord(opened_.get(), s_.get()));
@@ -188,9 +187,9 @@ std::string PrioritySched::in_attempt(const std::string& name) const {
 }
 
 std::optional<std::string> PrioritySched::arrange(const std::function<std::optional<std::string>()>& attempt) {
-  if (arranged_) throw std::logic_error("PrioritySched::arrange: once per test");
+  // Every grid of the test is the arrangement's: an attempt put aside frees them all.
+  if (arranged_ || !grids_.empty()) throw std::logic_error("PrioritySched::arrange: once per test, before any grid");
   arranged_ = true;
-  const std::size_t before = grids_.size();  // grids made before the arrangement are not its own
   for (;;) {
     std::optional<std::string> why = attempt();
     const bool again = why.has_value() && !why->empty() && !HasFailure() && attempt_ < kArrangementAttempts;
@@ -201,7 +200,7 @@ std::optional<std::string> PrioritySched::arrange(const std::function<std::optio
     observe("arrangement.attempt" + std::to_string(attempt_) + ".not_ready", *why);
     // collect() drained the device and kept what the records showed; the next attempt starts from nothing.
     if (!collected_) drain();
-    grids_.erase(grids_.begin() + static_cast<std::ptrdiff_t>(before), grids_.end());
+    grids_.clear();
     collected_ = false;
     judged_ = true;
     ++attempt_;
@@ -212,13 +211,13 @@ PrioritySched::fill_arrangement PrioritySched::arrange_behind_fill(const std::ve
   fill_arrangement out;
   out.not_ready = arrange([&]() -> std::optional<std::string> {
     sched_latch latch(*this);
-    const stream fs = make(stream_flags::non_blocking, in_attempt("fill"), least_);
+    const stream fs = make(stream_flags::non_blocking, "fill", least_);
     out.fill = &grid("fill", fs, least_, wave(), 0, kFillSpinNs);
     std::vector<stream> streams;
     streams.reserve(pending.size());
     out.pending.clear();
     for (const pending_grid& p : pending) {
-      streams.push_back(make(stream_flags::non_blocking, in_attempt(p.label), p.stream_priority));
+      streams.push_back(make(stream_flags::non_blocking, p.label, p.stream_priority));
       out.pending.push_back(&grid(p.label, streams.back(), p.priority, p.blocks));
     }
     launch(*out.fill, fs);

@@ -94,14 +94,14 @@ class PrioritySched : public GpuTest {
   // when the kernels ran under a compute-sanitizer tool (requirement uninstrumented_kernels): the records
   // are written, the test is skipped with the tool's reason, and the caller returns without judging.
   bool collect();
-  // Builds an arrangement up to kArrangementAttempts times (once per test). `attempt` builds one (its
-  // streams named with in_attempt()), opens its latch and calls collect(); it returns why the arrangement
-  // proves nothing ("" when it was built: e.g. ready_when_room), or nullopt when collect() said not to
-  // judge. A reason is tried again only while the test has no failure so far: the attempt's grids are
-  // freed (their records were checked and their blocks stay in the timeline) and the next attempt makes
-  // its own. The last attempt is the one judged; the block chart shows it alone. Records
-  // "arrangement.attempts" and each discarded attempt's reason ("arrangement.attempt<n>.not_ready");
-  // returns the last attempt's.
+  // Builds an arrangement up to kArrangementAttempts times (once per test, before any grid). `attempt`
+  // builds one, opens its latch and calls collect(); it returns why the arrangement proves nothing ("" when
+  // it was built: e.g. ready_when_room), or nullopt when collect() said not to judge. A reason is tried
+  // again only while the test has no failure so far: the attempt's grids are freed (their records were
+  // checked and their blocks stay in the timeline) and the next attempt makes its own, in streams of its
+  // own with the same names (so the timeline draws the attempts in the same lanes). The last attempt is the
+  // one judged; the block chart shows it alone. Records "arrangement.attempts" and each discarded attempt's
+  // reason ("arrangement.attempt<n>.not_ready"); returns the last attempt's.
   std::optional<std::string> arrange(const std::function<std::optional<std::string>()>& attempt);
   // SCHED-05's and SCHED-07's arrangement, built with arrange(): a fill wave spinning kFillSpinNs in a
   // stream of the lowest priority, then each of `pending`, in order, in a stream of its own behind one
@@ -120,7 +120,7 @@ class PrioritySched : public GpuTest {
   };
   fill_arrangement arrange_behind_fill(const std::vector<pending_grid>& pending);
   // `name` as the attempt under way labels it: unchanged in the first attempt, "<name> (attempt n)" from
-  // the second on (grids, streams and host events of the timeline; the block chart).
+  // the second on (grids and host events of the timeline; the block chart).
   std::string in_attempt(const std::string& name) const;
   // The grid's records as the residency counter takes them.
   static residency_input residency(const sched_grid& g);
