@@ -53,6 +53,21 @@ def watchdog_tags(test: Test) -> List[Markup]:
     return tags
 
 
+def retried_tags(test: Test) -> List[Markup]:
+    """A tag when the test built its arrangement more than once (priority_sched: arrangement.attempts, the
+    judged attempt being the last); hovering it gives each discarded attempt's reason. A growing count is a
+    change in the machine's release latency worth seeing, although no attempt is a failure."""
+    observations = test["observations"]
+    attempts = observations.get("arrangement.attempts")
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 2:
+        return []
+    reasons = ["attempt %s: %s" % (key[len("arrangement.attempt"):-len(".not_ready")], fmt_value(value))
+               for key, value in sorted(observations.items())
+               if key.startswith("arrangement.attempt") and key.endswith(".not_ready")]
+    title = "the last attempt is the one judged; the ones before it proved nothing:\n" + "\n".join(reasons)
+    return [fill("retried_tag", attrs=attrs(title=title), attempts=str(attempts))]
+
+
 def evidence_lists(test: Test) -> List[Markup]:
     """The fired gates and the invalid gate checks of a test, one line each (at most MAX_EVIDENCE_LINES)."""
     out = []
@@ -118,6 +133,7 @@ def result_cell(t: Test) -> Markup:
         title = MUTATION_KIND_TITLE.get(kind) if isinstance(kind, str) else None
         result.append(fill("mutation_tag", attrs=attrs(title=title), mutation=t["mutation"],
                            kind=" (%s)" % fmt_value(kind) if kind else ""))
+    result.extend(retried_tags(t))
     if is_unjudged(t) or t["status"] == "skipped":
         result.append(fill("unjudged", reason=t["skip_reason"]) if is_unjudged(t) else
                       fill("skipped", reason=t["skip_reason"] or "(no reason given)"))

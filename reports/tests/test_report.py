@@ -268,6 +268,21 @@ class Evidence(ReportTestCase):
         self.assertIn("<li>gate 4: watchdog 20 ms, waited 20.10 ms; expected (a test of the watchdog itself)</li>",
                       row)
 
+    def test_an_arrangement_built_again_is_tagged_with_the_discarded_reasons(self):
+        retried = self.add_test("HighGridBehindBusyLowStreams", {"observations": {
+            "arrangement.attempts": 3, "arrangement.attempt1.not_ready": "grids started <19082 us> later",
+            "arrangement.attempt2.not_ready": "grids started 6737 us later"}},
+            suite="PrioritySched", family="priority_sched")
+        once = self.add_test("EveryPriorityLevelIsDispatchedInOrder", {"observations": {"arrangement.attempts": 1}},
+                             suite="PrioritySched", family="priority_sched")
+        _, page = self.generate()
+        row = self.row(page, retried)
+        self.assertIn('data-status="passed"', row)
+        self.assertRegex(row, r'<span class="tag retried" title="the last attempt is the one judged; the ones before '
+                              r'it proved nothing:\nattempt 1: grids started &lt;19082 us&gt; later\n'
+                              r'attempt 2: grids started 6737 us later">arrangement built 3 times</span>')
+        self.assertNotIn('class="tag retried"', self.row(page, once))
+
     def test_invalid_checks_are_listed_and_escaped(self):
         checks = ["absent_while_gated: the gate was never held, so it proves nothing",
                   "call_while_gated: the call <returned> after the gate was opened, so it proves nothing"]
