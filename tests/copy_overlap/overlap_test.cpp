@@ -84,11 +84,9 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
       a, "an H2D copy in b and a D2H copy in " + d2h_stream.name() + ", started together, and their synchronizes", [&] {
         cudaError_t code = cudaSuccess;
         {
-          // Both copies queued (or a call failed or threw): the start gate opens as this block ends.
-          struct opener {
-            sc::gate& g;
-            ~opener() { g.open(); }
-          } open_start{start};
+          // The start gate runs before the copies are queued behind it, and opens as this block ends (both
+          // copies queued, or a call failed or threw).
+          sc::held_window open_start(start);
           code = copy("h2d", dev_up.data(), up.data(), kCopyBytes, cudaMemcpyHostToDevice, b);
           if (code == cudaSuccess)
             code = copy("d2h", down.data(), dev_down.data(), kCopyBytes, cudaMemcpyDeviceToHost, d2h_stream);
