@@ -24,8 +24,9 @@
 #   Every source is also part of the main (legacy default stream) executable. Each executable gets
 #   SC_BUILD_VARIANT="legacy" / "ptds" / "ptds_nvcc".
 # - ENV_VARIANT (triples): tests matching a filter run in their own entries (<family>.<name>.Suite.Test)
-#   with the variable set before CUDA initializes, and not in the default entries. A filter starting
-#   with '+' keeps its tests in the default entries too (a behavior measured with and without the variable).
+#   with the variable set before CUDA initializes, and not in the default entries. A pattern of the filter
+#   starting with '+' keeps its tests in the default entries too (a behavior measured with and without the
+#   variable); each pattern says so for itself ("+A:B": A's tests run in both, B's in the entry only).
 #   Each entry also gets a host test, <family>.<name>.EnvironmentEntry.FilterSelectsATest (labels: the
 #   family and nogpu), that fails when its filter selects no test of the family.
 #
@@ -45,7 +46,10 @@
 #   test runs it in its one process, as its first test: every environment entry passes
 #   --streamcheck-first=<all FIRST patterns> and the fixture fails such a test if any test created a context
 #   before it in the process; the coverage check also fails unless an entry lists it first and selects at
-#   most one, and unless the FIRST patterns select some test of the family. An
+#   most one, and unless the FIRST patterns select some test of the family. GoogleTest runs the tests of one
+#   source file in the order they are defined, but across files in an order the linker decides (an H100
+#   machine's toolchain did not run them in SOURCES order): every test an environment entry selects must be
+#   defined after its FIRST test in the FIRST test's file. An
 #   environment entry whose own variable makes a process costly (CUDA_DEVICE_MAX_CONNECTIONS=32 creates 32
 #   hardware queues: about 0.6 s of context creation on an H100) is where this saves most.
 #
@@ -167,15 +171,21 @@ function(_sc_add_fast_entry exe prefix filter variant sets env first)
 endfunction()
 
 # One environment entry, after list(POP_FRONT remaining vname vfilter venv) (a macro: it sets the caller's
-# variables): a filter starting with '+' keeps its tests in the default entries too, and loses the '+'; any
-# other filter is added to `excluded` (the default entries leave its tests out); `vvar` becomes the name of
-# the variable the entry sets.
+# variables): each pattern of the filter starting with '+' keeps its tests in the default entries too, and
+# loses the '+'; every other pattern is added to `excluded` (the default entries leave its tests out);
+# `vfilter` becomes the filter without the '+' marks and `vvar` the name of the variable the entry sets.
 macro(_sc_variant_filter)
-  if(vfilter MATCHES "^\\+")
-    string(SUBSTRING "${vfilter}" 1 -1 vfilter)
-  else()
-    list(APPEND excluded "${vfilter}")
-  endif()
+  string(REPLACE ":" ";" _sc_patterns "${vfilter}")
+  set(_sc_plain "")
+  foreach(_sc_pattern IN LISTS _sc_patterns)
+    if(_sc_pattern MATCHES "^\\+")
+      string(SUBSTRING "${_sc_pattern}" 1 -1 _sc_pattern)
+    else()
+      list(APPEND excluded "${_sc_pattern}")
+    endif()
+    list(APPEND _sc_plain "${_sc_pattern}")
+  endforeach()
+  list(JOIN _sc_plain ":" vfilter)
   string(REGEX REPLACE "=.*$" "" vvar "${venv}")
 endmacro()
 
@@ -353,7 +363,7 @@ function(sc_behavior_family)
   set(remaining ${arg_ENV_VARIANT})
   while(remaining)
     list(POP_FRONT remaining vname vfilter venv)
-    string(REGEX REPLACE "^\\+" "" vfilter "${vfilter}")
+    string(REGEX REPLACE "(^|:)\\+" "\\1" vfilter "${vfilter}")
     set(check "${arg_FAMILY}.${vname}.EnvironmentEntry.FilterSelectsATest")
     add_test(NAME ${check}
              COMMAND ${CMAKE_COMMAND} "-DFILTER=${vfilter}" "-DVARIANT=${vname}" "-DEXES=${exes}"
