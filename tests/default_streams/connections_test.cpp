@@ -93,7 +93,7 @@ TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   constexpr unsigned kFresh = 16;
   // Reason: a 1-thread kernel whose stream has a free queue lands within microseconds of the window's start
   // (they were launched before it starts; last_landing_us records when the last was seen: with 32
-  // connections an H100 had all 16 landed at the window's first look, 0.2-0.7 us after its start, in 13
+  // connections an H100 had all 16 landed at the window's first look, 0.2-0.7 us after its start, in 25
   // runs); 100 ms is over 10^5 times that, and thousands of launches. Marks still absent at its end are
   // counted as held back.
   constexpr auto kLandingWindow = std::chrono::milliseconds{100};
