@@ -28,7 +28,7 @@
 #   starting with '+' keeps its tests in the default entries too (a behavior measured with and without the
 #   variable); each pattern says so for itself ("+A:B": A's tests run in both, B's in the entry only).
 #   Each entry also gets a host test, <family>.<name>.EnvironmentEntry.FilterSelectsATest (labels: the
-#   family and nogpu), that fails when its filter selects no test of the family.
+#   family and nogpu), that fails when a pattern of its filter selects no test of the family.
 #
 # - STREAMCHECK_MODE (cache option, README "Choosing the mode"): `isolated` (default) gives every test its
 #   own entry as described above; `fast` gives each executable one entry per environment entry and one for
@@ -47,9 +47,9 @@
 #   --streamcheck-first=<all FIRST patterns> and the fixture fails such a test if any test created a context
 #   before it in the process; the coverage check also fails unless an entry lists it first and selects at
 #   most one, and unless the FIRST patterns select some test of the family. GoogleTest runs the tests of one
-#   source file in the order they are defined, but across files in an order the linker decides (an H100
-#   machine's toolchain did not run them in SOURCES order): every test an environment entry selects must be
-#   defined after its FIRST test in the FIRST test's file. An
+#   source file in the order they are defined (after ordering suites by their first test), but across files
+#   in an order the linker decides (an H100 machine's toolchain did not run them in SOURCES order): every test
+#   an environment entry selects must be defined after its FIRST test, in its file and test suite. An
 #   environment entry whose own variable makes a process costly (CUDA_DEVICE_MAX_CONNECTIONS=32 creates 32
 #   hardware queues: about 0.6 s of context creation on an H100) is where this saves most.
 #

@@ -82,9 +82,9 @@ std::string connections() {
 // busy stream's pending work are held back. 8 streams each hold a gate and a mark pending behind it; then
 // 16 fresh streams get one mark each. How many fresh marks land while the gates are closed?
 // FIRST (CMakeLists.txt): defined before every other test of this file, so it is the first test of the conn1
-// and conn32 processes, whose other tests are all in this file (GoogleTest runs the tests of one file in the
-// order they are defined; across files it follows the linker, which an H100 machine's toolchain did not
-// keep in SOURCES order).
+// and conn32 processes, whose other tests are all in this file and suite (GoogleTest runs the tests of one
+// suite and file in the order they are defined; across files it follows the linker, which an H100 machine's
+// toolchain did not keep in SOURCES order).
 TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   sc::claim("DFLT-16", sc::verdict_kind::observed, "RTAS24 R2, Fig. 5, Corollaries 1-2");
   SC_REQUIRE(sc::requirement::async_launches);
