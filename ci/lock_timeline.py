@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Where a run's serial time goes: runs a command (a ctest run of the suite) and samples, every half
+millisecond, which process holds each GPU's lock (README, "Running tests in parallel"), then prints one line
+per holder (when it took the lock, for how long, which test entry it was) and, per GPU, the lock's total held
+time, the span from its first take to its last release, and the gaps in between when nobody held it.
+
+    ci/lock_timeline.py [--lock-dir DIR] [--interval-ms MS] [--json FILE] -- COMMAND [ARG...]
+
+e.g.  ci/lock_timeline.py -- ctest --test-dir build -L gpu -j 4
+
+The lock folder is found as the test processes find it: --lock-dir, else STREAMCHECK_GPU_LOCK_DIR, else TMPDIR,
+else /tmp; locks are the files streamcheck-gpu-<UUID>.lock there, also those created during the run. The
+holders come from /proc/locks (Linux): a process that takes and lets go of a lock between two samples is not
+seen, so a holder's time is exact to the interval. Exit status: the command's; 2 for a usage error, or when
+the command could not be started.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Tuple
+
+LOCK_PATTERN = "streamcheck-gpu-*.lock"
+
+
+def lock_dir(given: Optional[str]) -> str:
+    """The folder gpu_lock.cpp uses: the option, else STREAMCHECK_GPU_LOCK_DIR, else TMPDIR, else /tmp."""
+    if given:
+        return given
+    for name in ("STREAMCHECK_GPU_LOCK_DIR", "TMPDIR"):
+        value = os.environ.get(name)
+        if value:
+            return value
+    return "/tmp"
+
+
+def lock_files(folder: str) -> Dict[Tuple[int, int], str]:
+    """(device, inode) of each lock file in the folder -> the GPU's UUID (from the file name)."""
+    found = {}
+    for path in glob.glob(os.path.join(folder, LOCK_PATTERN)):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        uuid = os.path.basename(path)[len("streamcheck-gpu-"):-len(".lock")]
+        found[(st.st_dev, st.st_ino)] = uuid
+    return found
+
+
+def parse_device(field: str) -> Optional[Tuple[int, int]]:
+    """/proc/locks' "MAJ:MIN:INODE" (major and minor in hex) as (st_dev, inode), or None."""
+    parts = field.split(":")
+    if len(parts) != 3:
+        return None
+    try:
+        return os.makedev(int(parts[0], 16), int(parts[1], 16)), int(parts[2])
+    except ValueError:
+        return None
+
+
+def holders(proc_locks: str, locks: Dict[Tuple[int, int], str]) -> Dict[str, int]:
+    """UUID -> pid holding that GPU's lock, from the text of /proc/locks (blocked waiters, "->", skipped).
+    A lock is matched by device and inode, or by inode alone where the two device numbers differ (an overlay
+    file system may report its lower layer's device in /proc/locks)."""
+    by_inode: Dict[int, Optional[str]] = {}
+    for (_, inode), uuid in locks.items():
+        by_inode[inode] = uuid if inode not in by_inode else None  # None: two lock files share the inode
+    held = {}
+    for line in proc_locks.splitlines():
+        fields = line.split()
+        if len(fields) < 6 or "->" in fields or fields[1] != "FLOCK":
+            continue
+        key = parse_device(fields[5])
+        if key is None:
+            continue
+        uuid = locks.get(key) or by_inode.get(key[1])
+        if uuid is not None:
+            try:
+                held[uuid] = int(fields[4])
+            except ValueError:
+                continue
+    return held
+
+
+def describe(pid: int) -> str:
+    """What a holder was: its program and, for a test process, its gtest filter (a fast entry) or test."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return "(exited before it was described)"
+    if not argv:
+        return "?"
+    what = os.path.basename(argv[0])
+    for arg in argv[1:]:
+        if arg.startswith("--streamcheck-prefix="):
+            what += " " + arg.split("=", 1)[1]
+        elif arg.startswith("--gtest_filter="):
+            what += " " + arg.split("=", 1)[1]
+    return what
+
+
+def sample(command: List[str], folder: str, interval: float) -> Tuple[int, float, Dict[str, list]]:
+    """Runs the command, sampling; returns its exit status, its wall time and, per GPU UUID, the holds as
+    [pid, what, start, end] (seconds from the command's start)."""
+    start = time.monotonic()
+    child = subprocess.Popen(command)
+    locks: Dict[Tuple[int, int], str] = {}
+    last_scan = -1.0
+    current: Dict[str, list] = {}
+    holds: Dict[str, list] = {}
+    readable = True
+    while True:
+        now = time.monotonic() - start
+        # Lock files appear when the first process of a GPU tries to lock it: looked for at every sample until
+        # one exists, then every 50 ms (a second GPU's file may come later; its first hold is then seen up to
+        # 50 ms late).
+        if not locks or now - last_scan > 0.05:
+            locks = lock_files(folder)
+            last_scan = now
+        held = {}
+        if locks and readable:
+            try:
+                with open("/proc/locks") as f:
+                    held = holders(f.read(), locks)
+            except OSError:
+                readable = False
+        for uuid in set(current) | set(held):
+            pid = held.get(uuid)
+            hold = current.get(uuid)
+            if hold is not None and hold[0] != pid:
+                hold[3] = now
+                del current[uuid]
+            if pid is not None and uuid not in current:
+                current[uuid] = [pid, describe(pid), now, None]
+                holds.setdefault(uuid, []).append(current[uuid])
+        if child.poll() is not None:
+            break
+        time.sleep(interval)
+    wall = time.monotonic() - start
+    for hold in current.values():
+        hold[3] = wall
+    if not readable:
+        print("lock_timeline: /proc/locks could not be read: no holders recorded", file=sys.stderr)
+    return child.returncode, wall, holds
+
+
+def report(wall: float, holds: Dict[str, list]) -> dict:
+    """The printed figures, also written with --json."""
+    gpus = {}
+    for uuid, items in sorted(holds.items()):
+        items = sorted(items, key=lambda h: h[2])
+        gaps = [(b[2] - a[3], a[3]) for a, b in zip(items, items[1:]) if b[2] > a[3]]
+        gpus[uuid] = {
+            "holds": [{"pid": h[0], "what": h[1], "start_s": round(h[2], 4), "held_s": round(h[3] - h[2], 4)}
+                      for h in items],
+            "held_s": round(sum(h[3] - h[2] for h in items), 4),
+            "first_take_s": round(items[0][2], 4),
+            "last_release_s": round(items[-1][3], 4),
+            "idle_s": round(sum(g for g, _ in gaps), 4),
+            "idle_gaps": [{"at_s": round(at, 4), "length_s": round(g, 4)} for g, at in gaps],
+        }
+    return {"wall_s": round(wall, 4), "gpus": gpus}
+
+
+def print_report(figures: dict) -> None:
+    print("lock_timeline: the command took %.3f s" % figures["wall_s"])
+    if not figures["gpus"]:
+        print("lock_timeline: no process of the suite held a GPU lock (no GPU test ran, or the lock folder "
+              "differs: --lock-dir)")
+    for uuid, gpu in figures["gpus"].items():
+        print("GPU %s:" % uuid)
+        print("  %8s %8s %8s  %s" % ("pid", "taken s", "held s", "what"))
+        for h in gpu["holds"]:
+            print("  %8d %8.3f %8.3f  %s" % (h["pid"], h["start_s"], h["held_s"], h["what"][:110]))
+        span = gpu["last_release_s"] - gpu["first_take_s"]
+        print("  held %.3f s by %d process(es), from %.3f s to %.3f s (span %.3f s); free in between %.3f s%s"
+              % (gpu["held_s"], len(gpu["holds"]), gpu["first_take_s"], gpu["last_release_s"], span,
+                 gpu["idle_s"], "" if not gpu["idle_gaps"] else " (longest %.3f s at %.3f s)" % max(
+                     (g["length_s"], g["at_s"]) for g in gpu["idle_gaps"])))
+        print("  before the first take %.3f s, after the last release %.3f s"
+              % (gpu["first_take_s"], figures["wall_s"] - gpu["last_release_s"]))
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    if "--" not in argv:
+        print("usage: ci/lock_timeline.py [--lock-dir DIR] [--interval-ms MS] [--json FILE] -- COMMAND [ARG...]",
+              file=sys.stderr)
+        return 2
+    split = argv.index("--")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lock-dir")
+    parser.add_argument("--interval-ms", type=float, default=0.5)
+    parser.add_argument("--json")
+    args = parser.parse_args(argv[:split])
+    command = argv[split + 1:]
+    if not command or not args.interval_ms > 0:
+        print("lock_timeline: give a command after '--' and a positive --interval-ms", file=sys.stderr)
+        return 2
+    try:
+        status, wall, holds = sample(command, lock_dir(args.lock_dir), args.interval_ms / 1000.0)
+    except OSError as e:
+        print("lock_timeline: cannot run %s: %s" % (command[0], e), file=sys.stderr)
+        return 2
+    figures = report(wall, holds)
+    print_report(figures)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+            f.write("\n")
+    return status if status >= 0 else 128 - status  # a command ended by a signal: as a shell reports it
+
+
+if __name__ == "__main__":
+    sys.exit(main())
