@@ -299,6 +299,16 @@ function(sc_behavior_family)
   if(NOT rest_of_three EQUAL 0)
     message(FATAL_ERROR "sc_behavior_family: ENV_VARIANT takes triples <name> <gtest-filter> <VAR=value>")
   endif()
+  # Environment filters are positive patterns (fast mode composes them with its own negative parts, and the
+  # per-pattern '+' and the filter check read them pattern by pattern): no '-', no empty pattern.
+  set(remaining ${arg_ENV_VARIANT})
+  while(remaining)
+    list(POP_FRONT remaining vname vfilter venv)
+    if(vfilter MATCHES "-" OR vfilter MATCHES "(^:|::|:$|^$|(^|:)\\+(:|$))")
+      message(FATAL_ERROR "sc_behavior_family(${arg_FAMILY}): the filter '${vfilter}' of environment entry "
+                          "${vname} must be ':'-separated positive patterns (no '-', none empty)")
+    endif()
+  endwhile()
   foreach(source IN LISTS arg_NVCC_PER_THREAD_SOURCES)
     if(NOT source MATCHES "\\.cu$")
       message(FATAL_ERROR "sc_behavior_family: NVCC_PER_THREAD_SOURCES must be .cu files (${source})")
