@@ -209,5 +209,80 @@ class LockHolders(unittest.TestCase):
         self.assertIsNone(self.lt.parse_device("garbage"))
 
 
+class ResourceSpec(unittest.TestCase):
+    """cmake/gpu_resource_spec.cmake.in (run by ctest at each start): nvidia-smi's GPU list, kept in the build
+    folder under a key of the boot, the driver, its GPUs and the device files."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="streamcheck-spec-test-")
+        self.dir = Path(self._tmp.name)
+        self.build = self.dir / "build"
+        self.build.mkdir()
+        template = (CI.parent / "cmake" / "gpu_resource_spec.cmake.in").read_text()
+        self.script = self.build / "gpu_resource_spec.cmake"
+        self.script.write_text(template.replace("@CMAKE_BINARY_DIR@", str(self.build)))
+        self.root = self.dir / "root"
+        write(self.root / "proc/sys/kernel/random/boot_id", "boot-1\n")
+        write(self.root / "proc/driver/nvidia/version", "NVRM version: 580.0\n")
+        write(self.root / "proc/driver/nvidia/gpus/0000:01:00.0/information", "x\n")
+        write(self.root / "dev/nvidia0", "")
+        write(self.root / "dev/nvidiactl", "")
+        self.bin = self.dir / "bin"
+        self.bin.mkdir()
+        self.calls = self.dir / "calls"
+        self.smi(["0", "1"])
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def smi(self, indices, rc=0):
+        """A stand-in nvidia-smi that counts its calls and prints the given GPU indices."""
+        fake = self.bin / "nvidia-smi"
+        fake.write_text("#!/bin/sh\necho x >> '%s'\nprintf '%s'\nexit %d\n"
+                        % (self.calls, "".join(i + "\\n" for i in indices), rc))
+        fake.chmod(0o755)
+
+    def ctest_start(self, **env):
+        """Runs the script as ctest does; returns the spec's GPU ids (None: no spec) and nvidia-smi's calls."""
+        environ = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "STREAMCHECK_GPU_SLOTS")}
+        environ.update(PATH="%s:%s" % (self.bin, os.environ["PATH"]), STREAMCHECK_RESOURCE_SPEC_ROOT=str(self.root))
+        environ.update(env)
+        before = len(self.calls.read_text().splitlines()) if self.calls.exists() else 0
+        result = subprocess.run(["cmake", "-P", str(self.script)], env=environ, capture_output=True, text=True,
+                                timeout=60)
+        self.assertEqual(0, result.returncode, result.stderr)
+        after = len(self.calls.read_text().splitlines()) if self.calls.exists() else 0
+        spec = self.build / "gpu_resource_spec.json"
+        ids = [g["id"] for g in json.loads(spec.read_text())["local"][0]["gpus"]] if spec.exists() else None
+        return ids, after - before
+
+    def test_asked_once_then_kept(self):
+        self.assertEqual((["0", "1"], 1), self.ctest_start())
+        self.assertEqual((["0", "1"], 0), self.ctest_start())
+        self.assertEqual((["0"], 0), self.ctest_start(CUDA_VISIBLE_DEVICES="1"))
+
+    def test_asked_again_when_the_gpus_change(self):
+        self.ctest_start()
+        self.smi(["0", "1", "2"])
+        write(self.root / "dev/nvidia2", "")
+        self.assertEqual((["0", "1", "2"], 1), self.ctest_start())
+        write(self.root / "proc/driver/nvidia/gpus/0000:02:00.0/information", "x\n")
+        self.assertEqual((["0", "1", "2"], 1), self.ctest_start())
+        write(self.root / "proc/sys/kernel/random/boot_id", "boot-2\n")
+        self.smi(["0"])
+        self.assertEqual((["0"], 1), self.ctest_start())
+        write(self.root / "proc/driver/nvidia/version", "NVRM version: 590.0\n")
+        self.assertEqual((["0"], 1), self.ctest_start())
+        self.assertEqual((["0"], 0), self.ctest_start())
+
+    def test_a_failed_query_is_not_kept(self):
+        self.smi([], rc=9)
+        self.assertEqual((None, 1), self.ctest_start())
+        self.assertEqual((None, 1), self.ctest_start())
+        self.smi(["0"])
+        self.assertEqual((["0"], 1), self.ctest_start())
+        self.assertEqual((["0"], 0), self.ctest_start())
+
+
 if __name__ == "__main__":
     unittest.main()
