@@ -221,36 +221,42 @@ class ResourceSpec(unittest.TestCase):
         template = (CI.parent / "cmake" / "gpu_resource_spec.cmake.in").read_text()
         self.script = self.build / "gpu_resource_spec.cmake"
         self.script.write_text(template.replace("@CMAKE_BINARY_DIR@", str(self.build)))
+        self.kept = self.build / "gpu_resource_ids.txt"
         self.root = self.dir / "root"
         write(self.root / "proc/sys/kernel/random/boot_id", "boot-1\n")
         write(self.root / "proc/driver/nvidia/version", "NVRM version: 580.0\n")
-        write(self.root / "proc/driver/nvidia/gpus/0000:01:00.0/information", "x\n")
+        for bus in ("0000:01:00.0", "0000:02:00.0"):
+            write(self.root / "proc/driver/nvidia/gpus" / bus / "information", "x\n")
         write(self.root / "dev/nvidia0", "")
+        write(self.root / "dev/nvidia1", "")
         write(self.root / "dev/nvidiactl", "")
         self.bin = self.dir / "bin"
-        self.bin.mkdir()
         self.calls = self.dir / "calls"
         self.smi(["0", "1"])
 
     def tearDown(self):
         self._tmp.cleanup()
 
-    def smi(self, indices, rc=0):
-        """A stand-in nvidia-smi that counts its calls and prints the given GPU indices."""
-        fake = self.bin / "nvidia-smi"
+    def smi(self, lines, rc=0, folder=None):
+        """A stand-in nvidia-smi that counts its calls and prints the given lines."""
+        folder = folder or self.bin
+        folder.mkdir(exist_ok=True)
+        fake = folder / "nvidia-smi"
         fake.write_text("#!/bin/sh\necho x >> '%s'\nprintf '%s'\nexit %d\n"
-                        % (self.calls, "".join(i + "\\n" for i in indices), rc))
+                        % (self.calls, "".join(line + "\\n" for line in lines), rc))
         fake.chmod(0o755)
 
-    def ctest_start(self, **env):
+    def ctest_start(self, path_first=None, **env):
         """Runs the script as ctest does; returns the spec's GPU ids (None: no spec) and nvidia-smi's calls."""
         environ = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "STREAMCHECK_GPU_SLOTS")}
-        environ.update(PATH="%s:%s" % (self.bin, os.environ["PATH"]), STREAMCHECK_RESOURCE_SPEC_ROOT=str(self.root))
+        path = [str(p) for p in (path_first, self.bin) if p is not None]
+        environ.update(PATH=":".join(path + [os.environ["PATH"]]), STREAMCHECK_RESOURCE_SPEC_ROOT=str(self.root))
         environ.update(env)
         before = len(self.calls.read_text().splitlines()) if self.calls.exists() else 0
         result = subprocess.run(["cmake", "-P", str(self.script)], env=environ, capture_output=True, text=True,
                                 timeout=60)
         self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual("", result.stderr)
         after = len(self.calls.read_text().splitlines()) if self.calls.exists() else 0
         spec = self.build / "gpu_resource_spec.json"
         ids = [g["id"] for g in json.loads(spec.read_text())["local"][0]["gpus"]] if spec.exists() else None
@@ -260,28 +266,60 @@ class ResourceSpec(unittest.TestCase):
         self.assertEqual((["0", "1"], 1), self.ctest_start())
         self.assertEqual((["0", "1"], 0), self.ctest_start())
         self.assertEqual((["0"], 0), self.ctest_start(CUDA_VISIBLE_DEVICES="1"))
+        self.assertEqual([self.kept.name], [p.name for p in self.build.glob("gpu_resource_ids*")])
+
+    def test_files_outside_the_key_keep_it(self):
+        self.ctest_start()
+        for name in ("nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia-caps/nvidia-cap1"):
+            write(self.root / "dev" / name, "")
+        self.assertEqual((["0", "1"], 0), self.ctest_start())
 
     def test_asked_again_when_the_gpus_change(self):
         self.ctest_start()
         self.smi(["0", "1", "2"])
         write(self.root / "dev/nvidia2", "")
+        write(self.root / "proc/driver/nvidia/gpus/0000:03:00.0/information", "x\n")
         self.assertEqual((["0", "1", "2"], 1), self.ctest_start())
-        write(self.root / "proc/driver/nvidia/gpus/0000:02:00.0/information", "x\n")
-        self.assertEqual((["0", "1", "2"], 1), self.ctest_start())
+        self.assertEqual((["0", "1", "2"], 0), self.ctest_start())
         write(self.root / "proc/sys/kernel/random/boot_id", "boot-2\n")
-        self.smi(["0"])
-        self.assertEqual((["0"], 1), self.ctest_start())
+        self.assertEqual((["0", "1", "2"], 1), self.ctest_start())
         write(self.root / "proc/driver/nvidia/version", "NVRM version: 590.0\n")
-        self.assertEqual((["0"], 1), self.ctest_start())
-        self.assertEqual((["0"], 0), self.ctest_start())
+        self.assertEqual((["0", "1", "2"], 1), self.ctest_start())
+        (self.root / "dev/nvidia2").unlink()
+        self.assertEqual((["0", "1", "2"], 1), self.ctest_start())
+        other = self.dir / "other-bin"
+        self.smi(["0", "1", "2"], folder=other)
+        self.assertEqual((["0", "1", "2"], 1), self.ctest_start(path_first=other))
+        self.assertEqual((["0", "1", "2"], 0), self.ctest_start(path_first=other))
 
     def test_a_failed_query_is_not_kept(self):
         self.smi([], rc=9)
         self.assertEqual((None, 1), self.ctest_start())
         self.assertEqual((None, 1), self.ctest_start())
-        self.smi(["0"])
+        self.smi(["0", "1"])
+        self.assertEqual((["0", "1"], 1), self.ctest_start())
+        self.assertEqual((["0", "1"], 0), self.ctest_start())
+
+    def test_a_garbled_answer_is_used_once(self):
+        self.smi(["0", "1", "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error"])
+        self.assertEqual((["0", "1"], 1), self.ctest_start())
+        self.assertEqual((["0", "1"], 1), self.ctest_start())
+        self.assertFalse(self.kept.exists())
+
+    def test_fewer_than_the_driver_lists_is_not_kept(self):
+        self.smi(["0"])  # as under cgroup device rules: the files of both GPUs stay, one may be used
         self.assertEqual((["0"], 1), self.ctest_start())
-        self.assertEqual((["0"], 0), self.ctest_start())
+        self.assertEqual((["0"], 1), self.ctest_start())
+        self.assertFalse(self.kept.exists())
+
+    def test_a_damaged_file_is_asked_over(self):
+        for text in ("", "abc", "set(_sc_cached_key \"abc", "0" * 64 + " 0,1", "f" * 64 + " 0,1 end\n"):
+            self.kept.write_text(text)
+            self.assertEqual((["0", "1"], 1), self.ctest_start(), text)
+            self.assertEqual((["0", "1"], 0), self.ctest_start(), text)
+        line = self.kept.read_text()
+        self.kept.write_text(line[:line.index(",") + 1])  # the right key, cut short after "0,"
+        self.assertEqual((["0", "1"], 1), self.ctest_start())
 
 
 if __name__ == "__main__":
