@@ -220,7 +220,9 @@ class ResourceSpec(unittest.TestCase):
         self.build.mkdir()
         template = (CI.parent / "cmake" / "gpu_resource_spec.cmake.in").read_text()
         self.script = self.build / "gpu_resource_spec.cmake"
-        self.script.write_text(template.replace("@CMAKE_BINARY_DIR@", str(self.build)))
+        # What ctest reads: the spec file the script names (none: no spec).
+        self.script.write_text(template.replace("@CMAKE_BINARY_DIR@", str(self.build)) +
+                               'message("spec file: ${CTEST_RESOURCE_SPEC_FILE}")\n')
         self.kept = self.build / "gpu_resource_ids.txt"
         self.root = self.dir / "root"
         write(self.root / "proc/sys/kernel/random/boot_id", "boot-1\n")
@@ -256,10 +258,11 @@ class ResourceSpec(unittest.TestCase):
         result = subprocess.run(["cmake", "-P", str(self.script)], env=environ, capture_output=True, text=True,
                                 timeout=60)
         self.assertEqual(0, result.returncode, result.stderr)
-        self.assertEqual("", result.stderr)
+        lines = result.stderr.splitlines()
+        self.assertEqual(1, len(lines), result.stderr)
         after = len(self.calls.read_text().splitlines()) if self.calls.exists() else 0
-        spec = self.build / "gpu_resource_spec.json"
-        ids = [g["id"] for g in json.loads(spec.read_text())["local"][0]["gpus"]] if spec.exists() else None
+        spec = lines[0][len("spec file: "):]
+        ids = [g["id"] for g in json.loads(Path(spec).read_text())["local"][0]["gpus"]] if spec else None
         return ids, after - before
 
     def test_asked_once_then_kept(self):
@@ -267,6 +270,24 @@ class ResourceSpec(unittest.TestCase):
         self.assertEqual((["0", "1"], 0), self.ctest_start())
         self.assertEqual((["0"], 0), self.ctest_start(CUDA_VISIBLE_DEVICES="1"))
         self.assertEqual([self.kept.name], [p.name for p in self.build.glob("gpu_resource_ids*")])
+
+    def test_runs_started_together_read_their_own_spec(self):
+        self.ctest_start()
+        environ = dict(os.environ, PATH="%s:%s" % (self.bin, os.environ["PATH"]),
+                       STREAMCHECK_RESOURCE_SPEC_ROOT=str(self.root))
+        runs = []
+        for i in range(24):
+            env = dict(environ, CUDA_VISIBLE_DEVICES=["0", "0,1"][i % 2], STREAMCHECK_GPU_SLOTS=str(1 + i % 3))
+            runs.append((env, subprocess.Popen(["cmake", "-P", str(self.script)], env=env, stderr=subprocess.PIPE,
+                                               text=True)))
+        for env, run in runs:
+            _, err = run.communicate(timeout=60)
+            self.assertEqual(0, run.returncode, err)
+            gpus = json.loads(Path(err.strip()[len("spec file: "):]).read_text())["local"][0]["gpus"]
+            self.assertEqual(len(env["CUDA_VISIBLE_DEVICES"].split(",")), len(gpus))
+            self.assertEqual({int(env["STREAMCHECK_GPU_SLOTS"])}, {g["slots"] for g in gpus})
+        self.assertEqual(6, len(list(self.build.glob("gpu_resource_spec-*.json"))))
+        self.assertEqual([], [p.name for p in self.build.glob("gpu_resource_spec-*.json.*")])
 
     def test_files_outside_the_key_keep_it(self):
         self.ctest_start()
