@@ -285,6 +285,8 @@ function(sc_behavior_family)
   if(NOT DEFINED arg_TIMEOUT)
     set(arg_TIMEOUT 60)
   endif()
+  # The resource spec for a ctest run of this folder alone too (it reads itself once per run).
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${CMAKE_BINARY_DIR}/gpu_resource_spec.cmake")
   foreach(pattern IN LISTS arg_FIRST)
     if(pattern IN_LIST arg_ISOLATED)
       message(FATAL_ERROR "sc_behavior_family(${arg_FAMILY}): '${pattern}' is both ISOLATED and FIRST")

@@ -313,6 +313,42 @@ class ResourceSpec(unittest.TestCase):
         self.assertEqual((["0", "1", "2"], 1), self.ctest_start(path_first=other))
         self.assertEqual((["0", "1", "2"], 0), self.ctest_start(path_first=other))
 
+    def test_one_gpu_kept_and_read_back(self):
+        write(self.root / "proc/driver/nvidia/gpus/0000:01:00.0/information", "x\n")
+        for extra in self.root.glob("proc/driver/nvidia/gpus/0000:02*"):
+            (extra / "information").unlink()
+            extra.rmdir()
+        self.smi(["", "0\r", ""])
+        self.assertEqual((["0"], 1), self.ctest_start())
+        self.assertEqual((["0"], 0), self.ctest_start())
+
+    def test_read_once_per_run_whatever_the_folders_including_it(self):
+        twice = self.build / "twice.cmake"
+        twice.write_text('include("%s")\ninclude("%s")\n' % (self.script, self.script))
+        self.smi([], rc=9)  # never kept: each reading would ask
+        environ = dict(os.environ, PATH="%s:%s" % (self.bin, os.environ["PATH"]),
+                       STREAMCHECK_RESOURCE_SPEC_ROOT=str(self.root))
+        subprocess.run(["cmake", "-P", str(twice)], env=environ, check=True, capture_output=True, timeout=60)
+        self.assertEqual(1, len(self.calls.read_text().splitlines()))
+
+    def test_another_cgroup_asks_again(self):
+        write(self.root / "proc/self/cgroup", "0::/job_1\n")
+        self.ctest_start()
+        self.assertEqual((["0", "1"], 0), self.ctest_start())
+        write(self.root / "proc/self/cgroup", "0::/job_2\n")
+        self.assertEqual((["0", "1"], 1), self.ctest_start())
+
+    def test_a_damaged_spec_is_written_again(self):
+        self.ctest_start()
+        for spec in self.build.glob("gpu_resource_spec-*.json"):
+            spec.write_text("")
+        self.assertEqual((["0", "1"], 0), self.ctest_start())
+
+    def test_brackets_and_semicolons_in_an_answer_split_no_line(self):
+        self.smi(["[N/A", "0", "1;2", "1"])
+        self.assertEqual((["0", "1"], 1), self.ctest_start())
+        self.assertFalse(self.kept.exists())
+
     def test_a_failed_query_is_not_kept(self):
         self.smi([], rc=9)
         self.assertEqual((None, 1), self.ctest_start())
@@ -334,10 +370,15 @@ class ResourceSpec(unittest.TestCase):
         self.assertFalse(self.kept.exists())
 
     def test_a_damaged_file_is_asked_over(self):
-        for text in ("", "abc", "set(_sc_cached_key \"abc", "0" * 64 + " 0,1", "f" * 64 + " 0,1 end\n"):
+        key = None
+        for text in ("", "abc", "set(_sc_cached_key \"abc", "0" * 64 + " 0,1", "f" * 64 + " 0,1 end\n",
+                     "KEY  end\n", "KEY 0,,1 end\n"):
+            if "KEY" in text:
+                text = text.replace("KEY", key)
             self.kept.write_text(text)
             self.assertEqual((["0", "1"], 1), self.ctest_start(), text)
             self.assertEqual((["0", "1"], 0), self.ctest_start(), text)
+            key = self.kept.read_text().split()[0]
         line = self.kept.read_text()
         self.kept.write_text(line[:line.index(",") + 1])  # the right key, cut short after "0,"
         self.assertEqual((["0", "1"], 1), self.ctest_start())
