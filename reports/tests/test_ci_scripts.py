@@ -289,6 +289,12 @@ class ResourceSpec(unittest.TestCase):
         self.assertEqual(6, len(list(self.build.glob("gpu_resource_spec-*.json"))))
         self.assertEqual([], [p.name for p in self.build.glob("gpu_resource_spec-*.json.*")])
 
+    def test_visible_devices_as_cuda_counts_them(self):
+        for visible, ids in (("1", ["0"]), ("1,0", ["0", "1"]), ("0,2,1", ["0"]), ("5", None), ("", None),
+                             (" 1 , 0 ", ["0", "1"]), ("0,,1", ["0"]), ("GPU-aa,MIG-bb", ["0", "1"]),
+                             ("0,1,GPU-aa,7", ["0", "1", "2"])):
+            self.assertEqual(ids, self.ctest_start(CUDA_VISIBLE_DEVICES=visible)[0], visible)
+
     def test_files_outside_the_key_keep_it(self):
         self.ctest_start()
         for name in ("nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia-caps/nvidia-cap1"):
