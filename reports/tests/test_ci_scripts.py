@@ -292,7 +292,8 @@ class ResourceSpec(unittest.TestCase):
     def test_visible_devices_as_cuda_counts_them(self):
         for visible, ids in (("1", ["0"]), ("1,0", ["0", "1"]), ("0,2,1", ["0"]), ("5", None), ("", None),
                              (" 1 , 0 ", ["0", "1"]), ("0,,1", ["0"]), ("GPU-aa,MIG-bb", ["0", "1"]),
-                             ("0,1,GPU-aa,7", ["0", "1", "2"])):
+                             ("0,1,GPU-aa,7", ["0", "1", "2"]), ("1gpu,0", ["0", "1"]), ("0,-1,1", ["0"]),
+                             ("1,01", None), ("1,0,1", None), ("x,0", None)):
             self.assertEqual(ids, self.ctest_start(CUDA_VISIBLE_DEVICES=visible)[0], visible)
 
     def test_files_outside_the_key_keep_it(self):
