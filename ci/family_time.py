@@ -2,8 +2,8 @@
 """Where a run's time went, per family: ctest's wall time per entry (from its JUnit file) split into
 process start-up and exit (what the fixture did not see), fixture set-up (device choice, and once per
 process, which under ctest is every entry, the CUDA context, kernel loading and calibration) and the test
-bodies (with teardown). In fast mode an entry is a process running many tests (its manifest in the run
-folder's fast/ says which), and its set-up and bodies are the sums of its tests'. A second table splits the
+bodies (with teardown). In fast mode an entry is a process running many tests (its list in the run folder's
+entries/ says which), and its set-up and bodies are the sums of its tests'. A second table splits the
 set-up into its steps (observation schema 1.6), for the first test of each process (which creates the
 context) and for the tests after it.
 
@@ -77,9 +77,9 @@ def main() -> int:
         r = rows[family]
         r[0] += 1
         r[1] += seconds
-        # Fast mode: one entry ran many tests in one process (its manifest lists them); its set-up and
+        # Fast mode: one entry ran many tests in one process (its list names them); its set-up and
         # bodies are the sums of its tests'. An isolated entry is its one test.
-        inside = [t for t in run["fast_entries"].get(name, [name]) if t in fixture]
+        inside = [t for t in run["entries"].get(name, [name]) if t in fixture]
         if inside:
             r[2] += 1
             r[3] += seconds

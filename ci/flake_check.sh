@@ -3,7 +3,7 @@
 # folder, and tallies failures per test. Exit status 0 only when every run passed.
 #
 #   ci/flake_check.sh BUILD_DIR LABEL [N=20]
-#   STREAMCHECK_MODE=fast ci/flake_check.sh BUILD_DIR LABEL [N]   (the same in fast mode: ci/mode.sh)
+#   STREAMCHECK_MODE=fast ci/flake_check.sh BUILD_DIR LABEL [N]   (the same in fast mode)
 #
 # Prints one line per run (ctest's summary and wall time), then the tests that failed and how often, then
 # the wall time's minimum, median and maximum. Logs of failed runs are kept in BUILD_DIR/flake/.
@@ -24,9 +24,7 @@ if [ ! -f "$build/CTestTestfile.cmake" ]; then
   exit 2
 fi
 src_reports=$(cd "$(dirname "${BASH_SOURCE[0]}")/../reports" && pwd)
-# shellcheck source=ci/mode.sh
-. "$(dirname "${BASH_SOURCE[0]}")/mode.sh"
-sc_use_mode "$build" || exit 2
+echo "flake_check: mode ${STREAMCHECK_MODE:-isolated}"
 logs="$build/flake"
 mkdir -p "$logs"
 rm -f "$logs"/*.log "$logs"/failed-*.txt

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Gate for a GPU runner (driver or toolkit upgrade, new GPU, virtualized GPU): build, run the gate families,
-# and judge the run with reports/streamcheck_gate.py (the one gate; README, "For GPU CI").
+# Gate for a GPU runner (driver or toolkit upgrade, new GPU, virtualized GPU): build, run every GPU test, and
+# judge the run with reports/streamcheck_gate.py (the one gate; README, "Gating a runner"). Which rows gate is
+# the baselines' policy (baselines/sm_<cc>.json), not a list of families.
 #
 #   ci/gate.sh [BUILD_DIR] [-- extra ctest arguments]
 #
@@ -9,20 +10,20 @@
 # new run at all). Writes BUILD_DIR/gate-summary.md (also appended to $GITHUB_STEP_SUMMARY when set) and
 # BUILD_DIR/gate-junit.xml (claim IDs, skip reasons).
 #
-# Mode: fast unless STREAMCHECK_MODE says otherwise (README "Choosing the mode": a runner gating many machines
-# pays the suite's time on each; the gate reads both modes alike, and a test that breaks its fast process
-# leaves the rest of its entry not run, which the gate calls not trustworthy).
+# Mode: fast unless STREAMCHECK_MODE says otherwise (a runner gating many machines pays the suite's time on
+# each; the gate reads both modes alike, and a test that breaks its fast process leaves the rest of its
+# entry not run, which the gate calls not trustworthy). The build directory serves both modes.
 set -uo pipefail
 export STREAMCHECK_MODE=${STREAMCHECK_MODE:-fast}
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${1:-$src/build-gate}
+build=${1:-$src/build}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
 mkdir -p "$build"
 stamp="$build/.gate-started"
 touch "$stamp"
 rm -f "$build/junit.xml"
-bash "$src/ci/run_suite.sh" "$build" -- -L '^(instruments|harness|priority_flags)$' --no-tests=error "$@"
+bash "$src/ci/run_suite.sh" "$build" -- -L '^gpu$' --no-tests=error "$@"
 suite_rc=$?
 run=$(readlink -f "$build/results/latest" 2>/dev/null || true)
 if [ -z "$run" ] || [ ! -f "$run/env.json" ] || [ ! "$run/env.json" -nt "$stamp" ]; then

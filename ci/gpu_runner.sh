@@ -6,7 +6,7 @@
 set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$1
-build=${2:-$src/build-gpu}
+build=${2:-$src/build}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
 bash "$src/ci/run_suite.sh" "$build" 2>&1 | tee "$out/suite.log"

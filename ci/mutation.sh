@@ -3,7 +3,7 @@
 # that ID's edge or expectation) and require that exactly the tests claiming that ID fail.
 #
 #   ci/mutation.sh BUILD_DIR LABEL ID [ID ...]
-#   STREAMCHECK_MODE=fast ci/mutation.sh BUILD_DIR LABEL ID ...   (the same in fast mode: ci/mode.sh)
+#   STREAMCHECK_MODE=fast ci/mutation.sh BUILD_DIR LABEL ID ...   (the same in fast mode)
 #
 # Prints one line per ID (with the kind of mutation its tests applied: arrangement or expectation) and a
 # summary that counts both kinds; exits 1 if any mutation survived or hit other tests.
@@ -11,13 +11,11 @@ set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(cd "$1" && pwd) label=$2
 shift 2
-# shellcheck source=ci/mode.sh
-. "$src/ci/mode.sh"
-sc_use_mode "$build" || exit 2
+echo "mutation: mode ${STREAMCHECK_MODE:-isolated}"
 failed=0
 lines=()
 for id in "$@"; do
-  (cd "$build" && STREAMCHECK_MUTATE="$id" STREAMCHECK_GPU_SLOTS=${STREAMCHECK_GPU_SLOTS:-4} \
+  (cd "$build" && STREAMCHECK_MUTATE="$id" \
      ctest -L "^${label}\$" -j "${MUTATION_JOBS:-4}" --timeout 120 >"$build/mutation-$id.log" 2>&1)
   line=$(python3 "$src/ci/mutation_check.py" "$(readlink -f "$build/results/latest")" "$id")
   status=$?

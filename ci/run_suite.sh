@@ -10,9 +10,8 @@
 # so the GPUs' differences (environment, statuses, observed values) are side by side. Exit status: the
 # worst of the runs'.
 #
-# Environment: CUDA_ARCHITECTURES (e.g. 90; default: the project's default), STREAMCHECK_DEVICE,
-# STREAMCHECK_MODE (isolated or fast: configures the build directory for that mode, which then stays; unset:
-# the build directory's mode, isolated for a new one).
+# Environment: CUDA_ARCHITECTURES (e.g. 90; default: the project's default), STREAMCHECK_MODE (isolated, the
+# default, or fast: how ctest runs the tests; the build directory is the same for both).
 # Exit status: ctest's (0 = every test passed or skipped with a reason).
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,10 +26,8 @@ build=${1:-$src/build}
 
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-# Cache options from the environment; CMake itself rejects a STREAMCHECK_MODE other than isolated or fast.
 options=()
 [ -n "${CUDA_ARCHITECTURES:-}" ] && options+=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHITECTURES")
-[ -n "${STREAMCHECK_MODE:-}" ] && options+=(-DSTREAMCHECK_MODE="$STREAMCHECK_MODE")
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$src" -B "$build" "${generator[@]}" "${options[@]}"
 elif [ ${#options[@]} -gt 0 ]; then

@@ -21,18 +21,12 @@ from typing import Dict, List, Optional, Tuple
 ERROR_EXITCODE = 86
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 DEFAULT_TOOLS = ("memcheck", "racecheck", "synccheck")
-GPU_FAMILIES = ("instruments", "harness", "priority_flags", "default_streams", "host_funcs", "copy_overlap",
-                "priority_sched", "events")
 # racecheck and synccheck look at shared memory and block barriers. The kernels of default_streams (gate,
 # mark, fill, mismatch count) use neither, so those tools have nothing to check there; every other family
 # runs kernels with __shared__ stamps and __syncthreads (spin, scheduling spin, gap log, grid gate; events
-# spins for its host-wait figures).
-DEFAULT_LABELS = {
-    "memcheck": GPU_FAMILIES,
-    "initcheck": GPU_FAMILIES,
-    "racecheck": tuple(f for f in GPU_FAMILIES if f != "default_streams"),
-    "synccheck": tuple(f for f in GPU_FAMILIES if f != "default_streams"),
-}
+# spins for its host-wait figures). Every tool runs every GPU family (the labels of the entries labelled gpu)
+# but these.
+LEFT_OUT = {"racecheck": ("default_streams",), "synccheck": ("default_streams",)}
 
 # Tests that pass bad arguments on purpose: the API errors they provoke are the behavior under test, so
 # the tool does not report API errors for them (--report-api-errors no). Errors in device code still count.
@@ -84,22 +78,18 @@ def property_of(test: dict, name: str, default=None):
     return default
 
 
-def lock_budget(build: Path) -> float:
-    """The part of a GPU entry's TIMEOUT that is the wait for the GPU lock (CMakeCache.txt; 0 if absent): this
-    script runs one entry at a time, so it waits for none of its own (cmake/StreamcheckFamily.cmake). Another
-    run holding the same GPU meanwhile would make an entry wait, and its deadline would then call it hung."""
-    cache = build / "CMakeCache.txt"
-    if cache.exists():
-        for line in cache.read_text(errors="replace").splitlines():
-            if line.startswith("STREAMCHECK_GPU_LOCK_BUDGET:"):
-                value = line.split("=", 1)[-1].strip()
-                return float(value) if value.isdigit() else 0.0
-    return 0.0
+def gpu_families(listing: dict) -> Tuple[str, ...]:
+    """The family labels of the GPU entries (every label of an entry labelled gpu but gpu itself)."""
+    labels = set()
+    for test in listing.get("tests", []):
+        test_labels = property_of(test, "LABELS", []) or []
+        if "gpu" in test_labels:
+            labels.update(test_labels)
+    return tuple(sorted(labels - {"gpu"}))
 
 
-def gpu_entries(listing: dict, labels: Tuple[str, ...], lock_wait_s: float = 0.0) -> List[dict]:
-    """The GPU ctest entries of the given families, in ctest's order; "timeout" is the entry's own limit (its
-    TIMEOUT less `lock_wait_s`, the share that is the wait for the GPU lock)."""
+def gpu_entries(listing: dict, labels: Tuple[str, ...]) -> List[dict]:
+    """The GPU ctest entries of the given families, in ctest's order, with their own time limit."""
     entries = []
     for test in listing.get("tests", []):
         test_labels = property_of(test, "LABELS", []) or []
@@ -113,7 +103,7 @@ def gpu_entries(listing: dict, labels: Tuple[str, ...], lock_wait_s: float = 0.0
             "gtest": gtest_name(test["name"], command),
             "command": command,
             "environment": property_of(test, "ENVIRONMENT", []) or [],
-            "timeout": max(1.0, float(property_of(test, "TIMEOUT", 60.0) or 60.0) - lock_wait_s),
+            "timeout": float(property_of(test, "TIMEOUT", 60.0) or 60.0),
             "workdir": property_of(test, "WORKING_DIRECTORY"),
         })
     return entries
@@ -202,7 +192,10 @@ def run_one(sanitizer: str, tool: str, entry: dict, log: Path, deadline_s: float
 
 
 def ctest_listing(build: Path) -> dict:
-    out = subprocess.run(["ctest", "--show-only=json-v1"], cwd=build, capture_output=True, text=True, check=True)
+    """ctest's entries in isolated mode: one process per test is what the job is."""
+    env = dict(os.environ, STREAMCHECK_MODE="isolated")
+    out = subprocess.run(["ctest", "--show-only=json-v1"], cwd=build, env=env, capture_output=True, text=True,
+                         check=True)
     return json.loads(out.stdout)
 
 
@@ -272,14 +265,14 @@ def main(argv: List[str]) -> int:
     only = os.environ.get("SANITIZER_FILTER", "")
     deadline_floor = float(os.environ.get("SANITIZER_TEST_TIMEOUT", "120"))
     listing = ctest_listing(build)
-    lock_wait = lock_budget(build)
+    families = gpu_families(listing)
     begin = fixture_command(listing, "streamcheck.run.begin")
     finish = fixture_command(listing, "streamcheck.run.finish")
     all_ok = True
     report: List[str] = []
     for tool in tools:
-        labels = labels_override or DEFAULT_LABELS[tool]
-        entries = [e for e in gpu_entries(listing, labels, lock_wait) if not only or fnmatch.fnmatchcase(e["name"], only)]
+        labels = labels_override or tuple(f for f in families if f not in LEFT_OUT.get(tool, ()))
+        entries = [e for e in gpu_entries(listing, labels) if not only or fnmatch.fnmatchcase(e["name"], only)]
         if not entries:
             print("sanitizer %s: no GPU test selected (labels %s%s)" % (tool, " ".join(labels),
                                                                       ", filter " + only if only else ""))
@@ -287,7 +280,7 @@ def main(argv: List[str]) -> int:
             continue
         logs = build / "sanitizer" / tool
         logs.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ, STREAMCHECK_SANITIZER=tool)
+        env = dict(os.environ, STREAMCHECK_SANITIZER=tool, STREAMCHECK_MODE="isolated")
         if begin:  # a results folder of its own, whose env.json records the tool
             subprocess.run(begin, env=env, cwd=build, stdout=subprocess.DEVNULL, check=False)
         run_folder = str((build / "results" / "latest").resolve())

@@ -25,11 +25,5 @@ if [ $# -lt 1 ]; then
   exit 2
 fi
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# One process per test is what the job is: a build directory configured for fast mode is switched to
-# isolated for the job and back afterwards (ci/mode.sh; nothing is recompiled).
-if [ -f "$1/CMakeCache.txt" ]; then
-  # shellcheck source=ci/mode.sh
-  . "$src/ci/mode.sh"
-  STREAMCHECK_MODE=isolated sc_use_mode "$1" || exit 2
-fi
+# One process per test is what the job is: it lists and runs the isolated mode's entries.
 python3 "$src/ci/sanitizer.py" "$@"

@@ -32,10 +32,6 @@ BASELINE_LABEL = {"match": "match", "differs": "differs", "differs-gating": "dif
                   "no-baseline": "no baseline", "no-entry": "no entry", "no-baseline-dir": "no baselines folder",
                   "not-compared": "not compared (under a tool)"}
 
-# A test whose claims are all observed and which met a row without a baseline ends skipped with a message
-# starting so (observation schema 1.3): its values were recorded but not judged.
-UNJUDGED_PREFIX = "no baseline:"
-
 MUTATION_KIND_TITLE = {
     "arrangement": "the mutation changed what the test sets up, so the observation itself must tell the difference",
     "expectation": "the mutation changed only the expected value: it proves the assertion can fire, not that the "

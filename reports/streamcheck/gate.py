@@ -5,8 +5,8 @@
        gates differs (differs-gating; no-baseline-dir, a wrong source tree, fails the same way)
     2  the run is not trustworthy, whatever its tests say: no GPU was used, tracing (CUPTI) was off where it is
        required, the results folder is incomplete (no env.json, a result file unreadable, a test ctest ran
-       without its GoogleTest XML, or in fast mode a test its entry's manifest lists without its XML, a test
-       with a claim without its observation file, the run not finished,
+       without any list of its tests, a test an entry listed without its result, a test with a claim without
+       its observation file, the run not finished,
        env.json's XML count not matching), a gate watchdog fired unexpectedly, or a mutation was active
 
 Also the run as a Markdown summary (GitHub step summary, GitLab note) and as JUnit XML whose test cases carry
@@ -44,13 +44,6 @@ def ctest_entries(path: Path) -> Dict[str, str]:
     return entries
 
 
-def writes_gtest_xml(name: str) -> bool:
-    """Whether a ctest entry is a GoogleTest test (one XML file in gtest/): not the run's own steps, the
-    report's unit tests, an environment entry's filter check or a fast-mode host check."""
-    return not (name.startswith("streamcheck.run.") or name.startswith("reports.") or ".EnvironmentEntry." in name
-                or ".FastMode." in name)
-
-
 def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_tracing: bool = True) -> Dict[str, Any]:
     """{code, untrustworthy: [reason], regressions: [reason], failed: [name], facts} of a run read by load_run."""
     env = run["env"]
@@ -74,23 +67,13 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
     if not tests:
         untrustworthy.append("the run holds no test result")
     if ctest is not None:
-        fast = run.get("fast_entries") or {}
         for name, status in sorted(ctest.items()):
-            if name in fast:
-                # A fast-mode entry: one process for many tests, each of which must have left its XML.
-                if status == "notrun":
-                    continue
-                for test_name in fast[name]:
-                    if test_name not in tests:
-                        untrustworthy.append("%s: ctest ran it (in %s, %s) but it left no GoogleTest XML "
-                                             "(crashed or timed out?)" % (test_name, name, status))
-                continue
-            if writes_gtest_xml(name) and status != "notrun" and name not in tests:
-                untrustworthy.append("%s: ctest ran it (%s) but it left no GoogleTest XML (crashed or timed out?)"
-                                     % (name, status))
+            if status not in ("run", "notrun") and name not in run["entries"] and not name.startswith("streamcheck.run."):
+                untrustworthy.append("%s: ctest ran it (%s) and it left no list of its tests (it ended before its "
+                                     "first test?)" % (name, status))
     for name, t in sorted(tests.items()):
-        if t["xml_file"] is None:
-            untrustworthy.append("%s: an observation file but no GoogleTest XML (the process ended early?)" % name)
+        if t["xml_file"] is None and t["observation_file"] is not None:
+            untrustworthy.append("%s: an observation file but no GoogleTest XML (its process ended early)" % name)
         elif t["claims"] and t["observation_file"] is None and not t["observation_unreadable"]:
             untrustworthy.append("%s: claims %s but wrote no observation file" % (name, ", ".join(claim_ids(t))))
         for fired in unexpected_watchdogs(t):
@@ -98,7 +81,7 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
                 name, fired.get("summary") or "gate %s holding %s" % (fmt_value(fired.get("gate")),
                                                                       fmt_value(fired.get("held")))))
 
-    # Fast mode: tests after one that left its process unusable never ran; their results are missing.
+    # Tests an entry was asked to run that never ran: after a test that left its process unusable, or a crash.
     not_run: Dict[str, List[str]] = {}
     for name, t in sorted(tests.items()):
         if not_run_after_process_ended(t):

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .common import COVERAGE_ORDER, DASHES, TEST_LABEL, TEST_ORDER, UNJUDGED_PREFIX, InputError, dig, fmt_value
+from .common import COVERAGE_ORDER, DASHES, TEST_LABEL, TEST_ORDER, InputError, dig, fmt_value
 from .results import BASELINE_SCHEMA, check_member, check_schema, new_test, read_json, read_text
 
 
@@ -230,7 +230,7 @@ def label_of(test: Dict[str, Any]) -> str:
 
 def is_unjudged(test: Dict[str, Any]) -> bool:
     """A skip of the baseline rule: observed values recorded but not judged (no baseline file or entry)."""
-    return test["status"] == "skipped" and (test["skip_reason"] or "").startswith(UNJUDGED_PREFIX)
+    return test["status"] == "skipped" and test["skip_kind"] == "no_baseline"
 
 
 def baseline_differences(tests: Iterable[Dict[str, Any]]) -> Dict[str, List[str]]:

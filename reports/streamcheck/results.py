@@ -1,5 +1,6 @@
-"""The one reader of a run folder (build/results/runs/<id>/): env.json, gtest/*.xml, observations/*.json and
-instruments/*.json, read into plain dictionaries. The report, the run comparison, the gate, the baseline
+"""The one reader of a run folder (build/results/runs/<id>/): env.json, entries/*.json (each ctest entry's list
+of the tests it was about to run), gtest/*.xml (GoogleTest's own XML, one file per entry: one test, or in fast
+mode many), observations/*.json and instruments/*.json, read into plain dictionaries. The report, the run comparison, the gate, the baseline
 writer and the ci/ scripts all read runs through load_run().
 
 A folder that is not a run (missing, no env.json, env.json unreadable or of another schema) is an InputError.
@@ -85,12 +86,8 @@ def check_member(doc: Dict[str, Any], key: str, kind: type, path: Path, what: st
     return value
 
 
-# How the fast-mode listener words the failure of a test that never ran (fixtures/src/fast_mode.cpp).
-NOT_RUN_PREFIX = "not run: "
-
-
 def not_run_after_process_ended(test: Dict[str, Any]) -> bool:
-    """Fast mode: the test never ran because an earlier test ended its process (the reason is in
+    """The test never ran because its process ended, or was left unusable, before it (the reason is in
     test["not_run_reason"]); neither a failure nor a pass."""
     return test["status"] == "notrun" and bool(test["not_run_reason"])
 
@@ -105,9 +102,11 @@ def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
         "run": None,
         "status": "notrun",
         "skip_reason": None,
+        "skip_kind": None,
         "skip_location": None,
         "failures": [],
         "not_run_reason": None,
+        "ended_process": None,
         "claims": [],
         "observations": {},
         "baseline": [],
@@ -191,7 +190,15 @@ def parse_gtest_xml(path: Path, stem: str) -> List[Dict[str, Any]]:
         classname = case.get("classname") or ""
         name = case.get("name") or ""
         gname = "%s.%s" % (classname, name) if classname else name
-        ctest = stem if len(cases) == 1 else "%s.%s" % (stem.split(".", 1)[0], gname)
+        # The file is named after its ctest entry: <prefix><Suite>.<Test>, or <prefix>fast for many tests.
+        if stem.endswith("." + gname) or stem == gname:
+            ctest = stem
+        elif stem.endswith(".fast"):
+            ctest = stem[: -len("fast")] + gname
+        elif len(cases) == 1:
+            ctest = stem
+        else:
+            ctest = "%s.%s" % (stem.split(".", 1)[0], gname)
         test = new_test(ctest, gname)
         test["xml_file"] = str(path)
         test["source_file"] = case.get("file")
@@ -205,14 +212,7 @@ def parse_gtest_xml(path: Path, stem: str) -> List[Dict[str, Any]]:
                 text = body if len(body.strip()) >= len(message.strip()) else message
                 failures.append(text.strip("\n") or "(%s without a message)" % child.tag)
         skipped = case.find("skipped")
-        if failures and case.get("status") == "notrun" and all(f.startswith(NOT_RUN_PREFIX) for f in failures):
-            # Fast mode: an earlier test of the same process left it unusable, so this one never ran. Its
-            # XML carries a <failure> for tools that read only GoogleTest's format; here it is "not run".
-            test["status"] = "notrun"
-            test["not_run_reason"] = failures[0][len(NOT_RUN_PREFIX):]
-            test["notes"].append(failures[0])
-            failures = []
-        elif failures:
+        if failures:
             test["status"] = "failed"
         elif skipped is not None or case.get("result") == "skipped":
             test["status"] = "skipped"
@@ -333,12 +333,24 @@ def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> 
     # Schema 1.5: per-block records of the scheduling tests, drawn as SM x time.
     test["block_chart"] = check_member(doc, "block_chart", dict, path, "the observation")
     outcome = doc.get("outcome")
-    if test["xml_file"] is None:
-        # The fixture wrote its record, then the process ended before GoogleTest wrote the XML.
-        test["status"] = "failed" if outcome == "failed" else "notrun"
-        test["notes"].append("no GoogleTest XML (the test process ended before writing it?); the observation "
-                             "file says %s" % fmt_value(outcome))
-    elif isinstance(outcome, str) and outcome != test["status"] and test["status"] != "notrun":
+    test["skip_kind"] = check_member(doc, "skip_kind", str, path, "the observation")
+    test["ended_process"] = check_member(doc, "ended_process", str, path, "the observation")
+    if test["ended_process"]:
+        test["notes"].append("ended its process: %s" % test["ended_process"])
+    if outcome == "not_run":
+        # An earlier test left the process unusable; GoogleTest's XML calls this one skipped.
+        test["status"] = "notrun"
+        test["not_run_reason"] = check_member(doc, "skip_reason", str, path, "the observation") or "not run"
+        test["skip_reason"] = None
+    elif test["xml_file"] is None:
+        # The process ended before GoogleTest wrote its XML: the observation file has the result.
+        test["status"] = outcome if outcome in ("passed", "failed", "skipped") else "notrun"
+        test["failures"] = [str(f) for f in checked_list(doc, "failures", str, "a string", path)]
+        if test["status"] == "skipped":
+            test["skip_reason"] = check_member(doc, "skip_reason", str, path, "the observation")
+        test["notes"].append("no GoogleTest XML (its process ended before writing it); the observation file "
+                             "says %s" % fmt_value(outcome))
+    elif isinstance(outcome, str) and outcome != test["status"]:
         test["notes"].append("the observation file says %s, the XML says %s" % (outcome, test["status"]))
 
 
@@ -349,15 +361,15 @@ def run_mode(env: Dict[str, Any]) -> str:
     return mode if isinstance(mode, str) and mode else "isolated"
 
 
-def load_fast_entries(run_dir: Path, problems: List[str]) -> Dict[str, List[str]]:
-    """Fast mode's manifests (<run>/fast/<entry>.json): ctest entry -> the ctest names of the tests its
-    process was asked to run. A test of a manifest without its XML was asked for but left no result."""
+def load_entries(run_dir: Path, problems: List[str]) -> Dict[str, List[str]]:
+    """Each ctest entry's list (<run>/entries/<entry>.json): entry -> the ctest names of the tests its process
+    was about to run. A listed test with no result was asked for and never finished."""
     entries: Dict[str, List[str]] = {}
-    for path in result_files(run_dir / "fast", "*.json"):
+    for path in result_files(run_dir / "entries", "*.json"):
         try:
-            doc = read_json(path, "fast-mode manifest")
+            doc = read_json(path, "entry list")
             if not isinstance(doc, dict):
-                raise InputError("%s: a fast-mode manifest must be a JSON object" % path)
+                raise InputError("%s: an entry list must be a JSON object" % path)
             tests = checked_list(doc, "tests", str, "a string", path)
             entry = doc.get("entry") if isinstance(doc.get("entry"), str) and doc.get("entry") else path.stem
         except InputError as e:
@@ -365,6 +377,24 @@ def load_fast_entries(run_dir: Path, problems: List[str]) -> Dict[str, List[str]
             continue
         entries[entry] = list(tests)
     return entries
+
+
+def add_tests_without_result(run: Dict[str, Any]) -> None:
+    """Tests an entry listed that left neither XML nor observation file: not run, and why as far as the folder
+    tells (a test of the same entry that ended the process, else a crash or a timeout)."""
+    tests = run["tests"]
+    for entry, names in sorted(run["entries"].items()):
+        ender = next((t for t in (tests.get(n) for n in names) if t is not None and t["ended_process"]), None)
+        for name in names:
+            if name in tests:
+                continue
+            test = new_test(name, None)
+            test["run"] = run["id"]
+            test["not_run_reason"] = ("%s ended the process: %s" % (ender["ctest_name"], ender["ended_process"]) if ender else
+                                      "its process (ctest entry %s) ended without a result for it: a crash or a "
+                                      "timeout?" % entry)
+            test["notes"].append("not run: " + test["not_run_reason"])
+            tests[name] = test
 
 
 def load_env(run_dir: Path) -> Dict[str, Any]:
@@ -406,9 +436,9 @@ def load_run(run_dir: Path) -> Dict[str, Any]:
     run_id = str(run_id) if run_id else run_dir.resolve().name
     run: Dict[str, Any] = {"dir": str(run_dir), "id": run_id, "env": env, "tests": {}, "instruments": {},
                            "notes": [], "problems": [], "xml_files": 0, "observation_files": 0,
-                           "mode": run_mode(env), "fast_entries": {}}
+                           "mode": run_mode(env), "entries": {}}
     problems: List[str] = run["problems"]
-    run["fast_entries"] = load_fast_entries(run_dir, problems)
+    run["entries"] = load_entries(run_dir, problems)
 
     tests: Dict[str, Dict[str, Any]] = run["tests"]
     gtest_dir = run_dir / "gtest"
@@ -467,6 +497,7 @@ def load_run(run_dir: Path) -> Dict[str, Any]:
         ident = doc.get("id") if isinstance(doc.get("id"), str) and doc.get("id") else path.stem
         instruments[ident] = doc
 
+    add_tests_without_result(run)
     counted = dig(env, "run", "gtest_xml_files")
     if isinstance(counted, int) and not isinstance(counted, bool) and counted != run["xml_files"]:
         run["notes"].append("env.json counts %d GoogleTest XML file(s); %d found" % (counted, run["xml_files"]))

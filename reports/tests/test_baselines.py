@@ -33,9 +33,11 @@ def b200_run(root):
         skip = None if kind == "documented" else "x.cpp:1\nno baseline: the observed value(s) were recorded"
         write(run / "gtest" / (ctest + ".xml"), gtest_xml(suite, name, skip=skip))
         mine = rows[:2] if kind == "documented" else rows[2:]
-        write(run / "observations" / (ctest + ".json"), json.dumps(observation(
-            ctest, "%s.%s" % (suite, name), [(mine[0]["id"], kind, "RT")], baseline=mine,
-            outcome="passed" if skip is None else "skipped")))
+        doc = observation(ctest, "%s.%s" % (suite, name), [(mine[0]["id"], kind, "RT")], baseline=mine,
+                          outcome="passed" if skip is None else "skipped")
+        if skip is not None:
+            doc["skip_kind"] = "no_baseline"
+        write(run / "observations" / (ctest + ".json"), json.dumps(doc))
     return run
 
 

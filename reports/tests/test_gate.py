@@ -136,39 +136,41 @@ class Gate(unittest.TestCase):
         self.assertEqual(len(verdict["untrustworthy"]), 1)
         self.assertIn("priority_flags.PriorityFlags.Hangs: ctest ran it (fail)", verdict["untrustworthy"][0])
 
-    def test_fast_mode_entries_are_judged_by_their_tests(self):
-        # A fast-mode run: ctest knows one entry per executable; its manifest lists the tests it ran.
+    def test_every_test_an_entry_listed_has_a_result(self):
+        # Each ctest entry lists the tests it is about to run (entries/<entry>.json); here a fast entry.
         self.edit_env(lambda d: d["run"].update(mode="fast"))
-        write(self.run / "fast" / "priority_flags.fast.json", json.dumps({
-            "entry": "priority_flags.fast",
-            "tests": ["priority_flags.PriorityFlags.RangeIsOrdered", "priority_flags.PriorityFlags.SpecialHandles"]}))
+        listed = ["priority_flags.PriorityFlags.RangeIsOrdered", "priority_flags.PriorityFlags.SpecialHandles"]
+        write(self.run / "entries" / "priority_flags.fast.json",
+              json.dumps({"entry": "priority_flags.fast", "tests": listed}))
         junit = self.root / "junit.xml"
         write(junit, '<testsuite><testcase name="streamcheck.run.begin" status="run"/>'
-                     '<testcase name="priority_flags.fast" status="run"/>'
-                     '<testcase name="priority_flags.FastMode.CoversEveryTest" status="run"/></testsuite>')
+                     '<testcase name="priority_flags.fast" status="fail"/></testsuite>')
         self.assertEqual(load_run(self.run)["mode"], "fast")
-        self.assertEqual(self.code(ctest_junit=junit)["code"], 0)
-        # The process ended before a listed test wrote its XML: the run is not trustworthy, naming that test.
-        write(self.run / "fast" / "priority_flags.fast.json", json.dumps({
-            "entry": "priority_flags.fast", "tests": ["priority_flags.PriorityFlags.RangeIsOrdered",
-                                                      "priority_flags.PriorityFlags.Crashes"]}))
+        self.assertEqual(self.code(ctest_junit=junit)["untrustworthy"], [])
+        # The process ended before a listed test left any result: not run, naming the entry.
+        write(self.run / "entries" / "priority_flags.fast.json",
+              json.dumps({"entry": "priority_flags.fast", "tests": listed + ["priority_flags.PriorityFlags.Crashes"]}))
         verdict = self.code(ctest_junit=junit)
         self.assertEqual(verdict["code"], 2)
         self.assertEqual(len(verdict["untrustworthy"]), 1, verdict["untrustworthy"])
-        self.assertIn("priority_flags.PriorityFlags.Crashes: ctest ran it (in priority_flags.fast, run)",
-                      verdict["untrustworthy"][0])
-        # A fast entry that left no manifest at all (it ended before its first test) is a missing result too.
-        (self.run / "fast" / "priority_flags.fast.json").unlink()
+        self.assertIn("1 test(s) not run (priority_flags.PriorityFlags.Crashes)", verdict["untrustworthy"][0])
+        self.assertIn("ctest entry priority_flags.fast", verdict["untrustworthy"][0])
+        # An entry ctest ran that failed and left no list at all (it ended before its first test).
+        (self.run / "entries" / "priority_flags.fast.json").unlink()
         verdict = self.code(ctest_junit=junit)
         self.assertEqual(verdict["code"], 2)
-        self.assertIn("priority_flags.fast: ctest ran it (run)", verdict["untrustworthy"][0])
+        self.assertIn("priority_flags.fast: ctest ran it (fail)", verdict["untrustworthy"][0])
 
-    def test_fast_mode_tests_not_run_after_a_broken_process_make_the_run_untrustworthy(self):
-        # The fast-mode listener's XML for a test that never ran: notrun, with a failure saying why.
-        reason = "priority_flags.PriorityFlags.RangeIsOrdered left the process unusable: a watchdog fired"
+    def test_tests_not_run_after_a_broken_process_make_the_run_untrustworthy(self):
+        # An earlier test left the process unusable: GoogleTest's XML calls the later tests skipped, their
+        # observation files say not_run and why.
+        reason = "not run: an earlier test of this process left it unusable: a watchdog fired"
         for name in ("Later", "Last"):
-            write(self.run / "gtest" / ("priority_flags.PriorityFlags.%s.xml" % name),
-                  gtest_xml("PriorityFlags", name, failures=["not run: " + reason], notrun=True))
+            ctest = "priority_flags.PriorityFlags.%s" % name
+            write(self.run / "gtest" / (ctest + ".xml"), gtest_xml("PriorityFlags", name, skip="x.cpp:1\n" + reason))
+            doc = observation(ctest, "PriorityFlags." + name, [], outcome="not_run")
+            doc.update(skip_reason=reason, skip_kind="not_run")
+            write(self.run / "observations" / (ctest + ".json"), json.dumps(doc))
         self.edit_env(lambda d: d["run"].update(gtest_xml_files=5))
         verdict = self.code()
         self.assertEqual(verdict["code"], 2, verdict)
@@ -178,6 +180,24 @@ class Gate(unittest.TestCase):
         self.assertIn("2 test(s) not run (priority_flags.PriorityFlags.Last, priority_flags.PriorityFlags.Later)",
                       verdict["untrustworthy"][0])
         self.assertIn(reason, verdict["untrustworthy"][0])
+
+    def test_a_test_that_ended_its_process_names_itself_for_the_tests_after_it(self):
+        # end_test_process: the ending test's observation file has the result, no XML was written, and the
+        # tests the entry listed after it have no result at all.
+        (self.run / "gtest" / "priority_flags.PriorityFlags.RangeIsOrdered.xml").unlink()
+        path = self.run / "observations" / "priority_flags.PriorityFlags.RangeIsOrdered.json"
+        doc = json.loads(path.read_text())
+        doc.update(outcome="failed", failures=["x.cpp:9: the chain is stuck"], ended_process="the chain is stuck")
+        write(path, json.dumps(doc))
+        write(self.run / "entries" / "priority_flags.fast.json", json.dumps({
+            "entry": "priority_flags.fast", "tests": ["priority_flags.PriorityFlags.RangeIsOrdered",
+                                                      "priority_flags.PriorityFlags.After"]}))
+        tests = load_run(self.run)["tests"]
+        self.assertEqual(tests["priority_flags.PriorityFlags.RangeIsOrdered"]["status"], "failed")
+        self.assertEqual(tests["priority_flags.PriorityFlags.RangeIsOrdered"]["failures"], ["x.cpp:9: the chain is stuck"])
+        self.assertEqual(tests["priority_flags.PriorityFlags.After"]["status"], "notrun")
+        self.assertEqual(tests["priority_flags.PriorityFlags.After"]["not_run_reason"],
+                         "priority_flags.PriorityFlags.RangeIsOrdered ended the process: the chain is stuck")
 
     def test_runs_before_env_1_2_read_as_isolated(self):
         self.edit_env(lambda d: d["run"].pop("mode", None))
@@ -223,13 +243,13 @@ class Gate(unittest.TestCase):
         self.assertIn('-nt "$stamp"', text)
         for template in ("github-actions-gpu.yml", "gitlab-ci-gpu.yml"):
             self.assertIn("ci/gate.sh", (REPORTS.parent / "ci" / template).read_text())
-        self.assertIn("junit: build-gate/gate-junit.xml", (REPORTS.parent / "ci" / "gitlab-ci-gpu.yml").read_text())
+        self.assertIn("junit: build/gate-junit.xml", (REPORTS.parent / "ci" / "gitlab-ci-gpu.yml").read_text())
 
     def test_both_templates_have_the_sanitizer_job_on_a_build_it_configures(self):
         for template in ("github-actions-gpu.yml", "gitlab-ci-gpu.yml"):
             text = (REPORTS.parent / "ci" / template).read_text()
-            self.assertIn("bash ci/sanitizer.sh build-sanitizer", text, template)
-            self.assertLess(text.index("-B build-sanitizer"), text.index("ci/sanitizer.sh build-sanitizer"), template)
+            self.assertIn("bash ci/sanitizer.sh build", text, template)
+            self.assertLess(text.index("-B build"), text.index("ci/sanitizer.sh build"), template)
 
 
 if __name__ == "__main__":

@@ -85,16 +85,12 @@ class Lists(unittest.TestCase):
             suite, test = name.split(".")
             self.assertIn("(%s, %s)" % (suite, test), sources, name)
 
-    def test_every_gpu_family_is_in_the_job(self):
-        # The GPU families of tests/*/CMakeLists.txt (sc_behavior_family(FAMILY <label> ...)) are the job's.
-        import re
-        families = set()
-        for cmake in (ROOT / "tests").glob("*/CMakeLists.txt"):
-            text = cmake.read_text()
-            if "NOGPU" not in text:
-                families |= set(re.findall(r"sc_behavior_family\(FAMILY\s+(\w+)", text))
-        self.assertTrue(families)
-        self.assertEqual(sorted(families), sorted(sanitizer.GPU_FAMILIES))
+    def test_the_families_are_the_labels_of_the_gpu_entries(self):
+        listing = {"tests": [
+            {"name": "a", "properties": [{"name": "LABELS", "value": ["default_streams", "gpu"]}]},
+            {"name": "b", "properties": [{"name": "LABELS", "value": ["unit", "nogpu"]}]},
+            {"name": "c", "properties": [{"name": "LABELS", "value": ["gpu", "harness"]}]}]}
+        self.assertEqual(("default_streams", "harness"), sanitizer.gpu_families(listing))
 
     def test_entries_come_from_the_gpu_labels_with_their_environment(self):
         listing = {"tests": [
@@ -112,15 +108,6 @@ class Lists(unittest.TestCase):
         self.assertEqual("DefaultStreams.X", entries[0]["gtest"])
         self.assertEqual(["CUDA_LAUNCH_BLOCKING=1"], entries[0]["environment"])
         self.assertEqual(90.0, entries[0]["timeout"])
-        # The share of TIMEOUT that is the wait for the GPU lock is not the entry's own limit.
-        self.assertEqual(60.0, sanitizer.gpu_entries(listing, ("default_streams",), 30.0)[0]["timeout"])
-
-    def test_the_lock_budget_comes_from_the_cmake_cache(self):
-        import tempfile
-        with tempfile.TemporaryDirectory() as d:
-            self.assertEqual(0.0, sanitizer.lock_budget(Path(d)))
-            (Path(d) / "CMakeCache.txt").write_text("X:BOOL=ON\nSTREAMCHECK_GPU_LOCK_BUDGET:INTERNAL=330\n")
-            self.assertEqual(330.0, sanitizer.lock_budget(Path(d)))
 
     def test_discovered_entries_without_a_filter_take_suite_and_test_from_the_ctest_name(self):
         # PRE_TEST discovery runs the test through a wrapper whose command has no --gtest_filter (seen on the

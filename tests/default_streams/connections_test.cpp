@@ -81,10 +81,9 @@ std::string connections() {
 // streams than connections produce false dependencies: streams whose head shares a hardware queue with a
 // busy stream's pending work are held back. 8 streams each hold a gate and a mark pending behind it; then
 // 16 fresh streams get one mark each. How many fresh marks land while the gates are closed?
-// FIRST (CMakeLists.txt): defined before every other test of this file, so it is the first test of the conn1
-// and conn32 processes, whose other tests are all in this file and suite (GoogleTest runs the tests of one
-// suite and file in the order they are defined; across files it follows the linker, which an H100 machine's
-// toolchain did not keep in SOURCES order).
+// What ran before it in its process does not change the count: its 24 streams are created one after the other,
+// and the driver hands connections out to new streams in turn, so the 8 busy streams cover all 8 default
+// connections, and with 32 the 24 streams get 24 different ones, wherever the turn stood.
 TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   sc::claim("DFLT-16", sc::verdict_kind::observed, "RTAS24 R2, Fig. 5, Corollaries 1-2");
   SC_REQUIRE(sc::requirement::async_launches);

@@ -53,11 +53,11 @@ void EventsAndWaits::wait(const stream& s, const event& e, const std::string& ev
 }
 
 std::string EventsAcrossDevices::skip_before_context(int device, int device_count) const {
-  return choose_peer_device_from_environment(device, device_count).why_not;
+  return choose_peer_device(device, device_count).why_not;
 }
 
 std::vector<int> EventsAcrossDevices::more_devices(int device, int device_count) const {
-  return {choose_peer_device_from_environment(device, device_count).index};
+  return {choose_peer_device(device, device_count).index};
 }
 
 void EventsAcrossDevices::SetUp() {
@@ -65,12 +65,7 @@ void EventsAcrossDevices::SetUp() {
   if (IsSkipped() || HasFatalFailure()) return;
   int count = 0;
   SC_CHECK_CUDA(cudaGetDeviceCount(&count));
-  peer_choice choice;
-  try {
-    choice = choose_peer_device_from_environment(device(), count);
-  } catch (const config_error& e) {
-    FAIL() << e.what();
-  }
+  const peer_choice choice = choose_peer_device(device(), count);
   if (choice.index < 0) GTEST_SKIP() << choice.why_not;
   cudaDeviceProp peer_props{};
   SC_CHECK_CUDA(cudaGetDeviceProperties(&peer_props, choice.index));
@@ -78,7 +73,6 @@ void EventsAcrossDevices::SetUp() {
   // tests on it meanwhile, although CTest did not give it to this test.
   peer_ = choice.index;
   observe("peer.index", peer_);
-  observe("peer.chosen_by", choice.source);
   observe("peer.name", std::string(peer_props.name));
   observe("peer.compute_capability", peer_props.major * 10 + peer_props.minor);
   // The peer's context exists before any gate closes, and (except in the lazy-loading test) so do its

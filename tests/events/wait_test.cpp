@@ -7,7 +7,7 @@
 #include <string>
 
 #include "events.hpp"
-#include "sc/fixtures/fast_mode.hpp"
+#include "sc/fixtures/process.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/kernels/launch.hpp"
 

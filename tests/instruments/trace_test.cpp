@@ -91,14 +91,14 @@ TEST_F(Instruments, NvtxRangesReachCuptiWhenRouted) {
   sc::observe("ranges_seen", static_cast<int>(t.ranges.size()));
 }
 
-// INST-06 negative control (ctest entry instruments.nvtx_off.*, STREAMCHECK_NVTX_ROUTING=off): without the
-// variable, the same range never reaches CUPTI.
+// INST-06 negative control (ctest entry instruments.nvtx_off.*, NVTX_INJECTION64_PATH=/dev/null: no library):
+// unrouted, the same range never reaches CUPTI.
 TEST_F(Instruments, NvtxRangesStayOutOfCuptiWhenNotRouted) {
   sc::claim("INST-06", sc::verdict_kind::documented, "CUPTI nvtx sample; NVTX nvtxInit.h (negative control)");
   SC_REQUIRE_TRACING();
   if (sc::trace::state().nvtx_routed)
     GTEST_SKIP() << "NVTX is routed in this process; this control runs as instruments.nvtx_off.* "
-                    "(STREAMCHECK_NVTX_ROUTING=off)";
+                    "(NVTX_INJECTION64_PATH=/dev/null)";
   { const nvtx3::scoped_range_in<sc::nvtx_domain> probe{"INST-06 probe"}; }
   const sc::timeline t = timeline().collect();
   // Mutation (expectation only): no arrangement can deliver a range to CUPTI once NVTX initialized

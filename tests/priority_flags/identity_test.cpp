@@ -56,9 +56,9 @@ TEST_F(PriorityFlags, StreamGetDeviceReturnsTheStreamsDevice) {
   sc::claim("PRIO-13", sc::verdict_kind::documented, "RT cudaStreamGetDevice; DRV cuStreamGetDevice");
   int devices = 0;
   SC_CHECK_CUDA(cudaGetDeviceCount(&devices));
-  // Mutation: with a second GPU (arrangement) the created stream is made on the other device (whose GPU lock
-  // SetUp took: PriorityFlags::more_devices); with one GPU no stream of another device can exist, so only
-  // the expected device changes (expectation).
+  // Mutation: with a second GPU (arrangement) the created stream is made on the other device (without its GPU
+  // lock: the mutation job runs one family at a time, and no test of this family measures time); with one GPU
+  // no stream of another device can exist, so only the expected device changes (expectation).
   const bool elsewhere = devices > 1 && sc::mutation_active("PRIO-13", sc::mutation_kind::arrangement);
   const int expected = devices > 1 ? device() : sc::mutate("PRIO-13", sc::mutation_kind::expectation, device(), device() + 1);
   std::vector<stream> streams;

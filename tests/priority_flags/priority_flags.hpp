@@ -19,11 +19,6 @@ class PriorityFlags : public GpuTest {
     if (IsSkipped() || HasFatalFailure()) return;
     SC_CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least_, &greatest_));
   }
-  // PRIO-13's mutation makes a stream on another device where there is one: that device is locked too.
-  std::vector<int> more_devices(int device, int device_count) const override {
-    if (device_count > 1 && mutation_requested("PRIO-13")) return {(device + 1) % device_count};
-    return {};
-  }
   // Skip rule of the family: no priorities, no priority rows.
   bool priorities_missing() const { return least_ == greatest_; }
   static constexpr const char* kNoPriorities = "no stream priorities (least == greatest)";

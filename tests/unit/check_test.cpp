@@ -67,7 +67,7 @@ struct taken_arguments {
   sc::run_context context;
 };
 
-taken_arguments take(std::vector<std::string> args) {
+taken_arguments take(std::vector<std::string> args, const char* build = "legacy") {
   args.insert(args.begin(), "exe");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -75,7 +75,7 @@ taken_arguments take(std::vector<std::string> args) {
   int argc = static_cast<int>(args.size());
   const sc::run_context saved = sc::context();
   taken_arguments t;
-  t.problem = sc::take_streamcheck_arguments(argc, argv.data());
+  t.problem = sc::take_streamcheck_arguments(argc, argv.data(), "fam", build);
   for (int i = 1; i < argc; ++i) t.kept.emplace_back(argv[i]);
   t.context = sc::context();
   sc::context() = saved;
@@ -83,70 +83,29 @@ taken_arguments take(std::vector<std::string> args) {
 }
 
 TEST(TestMain, StreamcheckArgumentsAreTakenOutOfArgv) {
-  const taken_arguments t = take({"--streamcheck-results=/tmp/r", "--gtest_brief=1", "--streamcheck-source=/src",
-                                  "--streamcheck-prefix=fam."});
+  const taken_arguments t = take({"--streamcheck-results=/tmp/r", "--gtest_brief=1"});
   EXPECT_EQ("", t.problem);
   EXPECT_EQ(std::vector<std::string>{"--gtest_brief=1"}, t.kept);
   EXPECT_EQ("/tmp/r", t.context.results_dir);
-  EXPECT_EQ("/src", t.context.source_dir);
   EXPECT_EQ("fam.", t.context.test_prefix);
 }
 
-// The environment entry's name and the variable it sets arrive apart; the longer option is not mistaken
-// for the shorter one.
-TEST(TestMain, VariantAndTheVariableItSetsAreTakenApart) {
-  const taken_arguments t =
-      take({"--streamcheck-variant-sets=CUDA_LAUNCH_BLOCKING", "--streamcheck-variant=launch_blocking"});
+// The prefix of the ctest names: the family, the build (the legacy build adds nothing) and the entry.
+TEST(TestMain, EntryAndTheVariableItSetsMakeThePrefix) {
+  const taken_arguments t = take({"--streamcheck-entry=launch_blocking,CUDA_LAUNCH_BLOCKING"}, "ptds");
   EXPECT_EQ("", t.problem);
   EXPECT_TRUE(t.kept.empty());
-  EXPECT_EQ("launch_blocking", t.context.env_variant);
-  EXPECT_EQ("CUDA_LAUNCH_BLOCKING", t.context.env_variant_sets);
-}
-
-TEST(TestMain, FirstFilterIsTaken) {
-  const taken_arguments t = take({"--streamcheck-first=*.Fresh*:*.Other", "--streamcheck-mode=fast"});
-  EXPECT_EQ("", t.problem);
-  EXPECT_TRUE(t.kept.empty());
-  EXPECT_EQ("*.Fresh*:*.Other", t.context.first_filter);
-}
-
-// The entry's budgets (StreamcheckFamily.cmake): whole seconds, anything else is an error naming the option.
-TEST(TestMain, HoldLimitAndLockWaitAreTakenAsSeconds) {
-  const taken_arguments t = take({"--streamcheck-hold-limit=60", "--streamcheck-lock-wait=330"});
-  EXPECT_EQ("", t.problem);
-  EXPECT_TRUE(t.kept.empty());
-  EXPECT_EQ(60, t.context.hold_limit_s);
-  EXPECT_EQ(330, t.context.lock_wait_s);
-  for (const char* bad : {"--streamcheck-hold-limit=0", "--streamcheck-hold-limit=1m", "--streamcheck-lock-wait=-5",
-                          "--streamcheck-lock-wait=+5", "--streamcheck-lock-wait=9999999999"}) {
-    const taken_arguments b = take({bad});
-    EXPECT_NE(std::string::npos, b.problem.find(std::string(bad).substr(0, std::string(bad).find('=')))) << bad;
-  }
+  EXPECT_EQ("launch_blocking", t.context.entry);
+  EXPECT_EQ("CUDA_LAUNCH_BLOCKING", t.context.entry_sets);
+  EXPECT_EQ("fam.ptds.launch_blocking.", t.context.test_prefix);
+  for (const char* bad : {"--streamcheck-entry=conn1", "--streamcheck-entry=,X", "--streamcheck-entry=conn1,"})
+    EXPECT_NE(std::string::npos, take({bad}).problem.find("NAME,VARIABLE")) << bad;
 }
 
 TEST(TestMain, UnknownStreamcheckOptionIsAnError) {
   const taken_arguments t = take({"--streamcheck-result=/tmp/r"});
   EXPECT_NE(std::string::npos, t.problem.find("--streamcheck-result=/tmp/r")) << t.problem;
 }
-
-// The filters the suite writes (StreamcheckFamily.cmake) select what GoogleTest's own matcher selects.
-TEST(FilterSelects, GoogleTestFilterSyntax) {
-  EXPECT_TRUE(sc::filter_selects("*", "A.b"));
-  EXPECT_FALSE(sc::filter_selects("", "A.b"));
-  EXPECT_TRUE(sc::filter_selects("*.FreshStreams*", "DefaultStreams.FreshStreamsBehindBusyStreams"));
-  EXPECT_FALSE(sc::filter_selects("*.FreshStreams*", "DefaultStreams.OversubscribedStreams"));
-  EXPECT_TRUE(sc::filter_selects("*.Over*:*.Fresh*", "DefaultStreams.FreshStreams"));
-  EXPECT_TRUE(sc::filter_selects("A.?c", "A.bc"));
-  EXPECT_FALSE(sc::filter_selects("A.?c", "A.c"));
-  EXPECT_FALSE(sc::filter_selects("*-*.Fresh*", "DefaultStreams.FreshStreams"));
-  EXPECT_TRUE(sc::filter_selects("*-*.Fresh*:*.First*", "DefaultStreams.Other"));
-  EXPECT_FALSE(sc::filter_selects("-*.First*", "DefaultStreams.FirstLaunch"));
-  EXPECT_TRUE(sc::filter_selects("-*.First*", "DefaultStreams.Other"));
-  EXPECT_TRUE(sc::filter_selects("a*b*c", "axxbyyc"));
-  EXPECT_FALSE(sc::filter_selects("a*b*c", "axxbyy"));
-  EXPECT_FALSE(sc::filter_selects("A.b", "A.bc"));
-}
-
 
 }  // namespace
 
