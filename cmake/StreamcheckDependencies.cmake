@@ -1,18 +1,14 @@
 # GoogleTest, nlohmann/json: through their CMake packages.
 #
 # GoogleTest: the installed package first (Debian libgtest-dev, the GPU runners' distribution package).
-# Without it, FetchContent builds it from source. Offline machines point that at a local tree:
-#   -DSC_GTEST_SOURCE_DIR=/usr/src/googletest        (a checkout or the Debian "googletest" sources)
-# which is passed to FetchContent as FETCHCONTENT_SOURCE_DIR_GOOGLETEST, so nothing is downloaded.
+# Without it, FetchContent builds it from source. Offline machines point FetchContent at a local tree
+# (a checkout, or Debian's "googletest" sources), so nothing is downloaded:
+#   -DFETCHCONTENT_SOURCE_DIR_GOOGLETEST=/usr/src/googletest
 find_package(GTest 1.12 QUIET)
 if(NOT TARGET GTest::gtest)
   include(FetchContent)
-  set(SC_GTEST_SOURCE_DIR "" CACHE PATH "Local GoogleTest source tree for offline builds")
-  if(SC_GTEST_SOURCE_DIR)
-    if(NOT EXISTS "${SC_GTEST_SOURCE_DIR}/CMakeLists.txt")
-      message(FATAL_ERROR "SC_GTEST_SOURCE_DIR=${SC_GTEST_SOURCE_DIR} holds no CMakeLists.txt")
-    endif()
-    set(FETCHCONTENT_SOURCE_DIR_GOOGLETEST "${SC_GTEST_SOURCE_DIR}")
+  if(FETCHCONTENT_SOURCE_DIR_GOOGLETEST AND NOT EXISTS "${FETCHCONTENT_SOURCE_DIR_GOOGLETEST}/CMakeLists.txt")
+    message(FATAL_ERROR "FETCHCONTENT_SOURCE_DIR_GOOGLETEST=${FETCHCONTENT_SOURCE_DIR_GOOGLETEST} holds no CMakeLists.txt")
   endif()
   if(FETCHCONTENT_SOURCE_DIR_GOOGLETEST)
     set(_sc_gtest_from "${FETCHCONTENT_SOURCE_DIR_GOOGLETEST}")

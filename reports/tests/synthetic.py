@@ -29,7 +29,7 @@ def env_doc(run_id, uuid=UUID_A, driver=13000, runtime=13000, commit="c9f25ae7e9
         "build": {"build_type": "RelWithDebInfo", "cuda_architectures": "90", "generator": "Ninja"},
         "host": {"hostname": "runner", "machine": "x86_64", "os": "Linux"},
         "cuda": {"driver_version": driver, "runtime_version": runtime},
-        "environment": {"CUDA_LAUNCH_BLOCKING": None, "STREAMCHECK_DEVICE": "0"},
+        "environment": {"CUDA_LAUNCH_BLOCKING": None, "CUDA_VISIBLE_DEVICES": "0"},
         "tracing": {"enabled": False, "reason": "CUPTI tracing is not part of this build yet"},
         "instruments": {"INST-01": {"id": "INST-01", "test": "instruments.Instruments.TickIsMeasured",
                                     "figures": {"tick_ns": 32, "reads": 4096}}},

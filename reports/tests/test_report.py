@@ -334,7 +334,7 @@ class Evidence(ReportTestCase):
 
     def test_missing_baselines_folder_is_a_failure_row(self):
         baseline = [{"id": "PRIO-07", "key": "legacy.priority", "observed": 0, "status": "no-baseline-dir",
-                     "detail": "the source tree /nowhere (from --streamcheck-source) has no baselines folder"}]
+                     "detail": "the source tree /nowhere this binary was built from has no baselines folder"}]
         ctest = self.add_test("WrongSource", claims=[("PRIO-07", "observed", "not stated in docs")],
                               baseline=baseline, failures=["x.cpp:1\ncannot be compared"])
         _, page = self.generate()
@@ -810,14 +810,14 @@ class Timelines(ReportTestCase):
         self.assertGreater(width, 0.7 * timeline.TL_PLOT_W)
 
     def test_tracing_off_shows_the_reason_and_no_drawing(self):
-        ctest = self.add_test("Untraced", timeline_doc(tracing=False, reason="STREAMCHECK_TRACE=0 <off>"))
+        ctest = self.add_test("Untraced", timeline_doc(tracing=False, reason="libcupti could not be loaded <off>"))
         _, page = self.generate()
         row = re.search(r'<tr id="t-%s".*?</tr>(.*?)(?=<tr id=|</table>)' % re.escape(ctest), page, re.S)
         self.assertIsNotNone(row)
-        self.assertIn("no timeline: tracing off (STREAMCHECK_TRACE=0 &lt;off&gt;)", row.group(0))
+        self.assertIn("no timeline: tracing off (libcupti could not be loaded &lt;off&gt;)", row.group(0))
         self.assertNotIn("<svg", row.group(0))
         self.assertNotIn('id="tl-%s"' % ctest, page)
-        self.assertIn("1 test with tracing off (STREAMCHECK_TRACE=0 &lt;off&gt;)", page)
+        self.assertIn("1 test with tracing off (libcupti could not be loaded &lt;off&gt;)", page)
 
     def test_traced_test_with_nothing_recorded_gets_a_note_and_no_drawing(self):
         ctest = self.add_test("Quiet", timeline_doc(unlabelled=0))
