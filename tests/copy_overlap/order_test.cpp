@@ -26,7 +26,8 @@ constexpr std::uint32_t kMemsetWord = 0x3d3d3d3du;
 // (the kernels read in reverse order, so a half-finished copy shows), and CUPTI's intervals must follow
 // each other in the same order.
 TEST_F(CopyOverlap, CopiesMemsetsAndKernelsOfOneStreamRunInOrder) {
-  sc::claim("COPY-01", sc::verdict_kind::documented, "RT stream semantics (copies, memsets and kernels in one stream)");
+  const sc::claim copy01("COPY-01", sc::verdict_kind::documented,
+                         "RT stream semantics (copies, memsets and kernels in one stream)");
   const std::size_t n = kCheckedBytes / sizeof(std::uint32_t);
   sc::pinned_buffer<std::uint32_t> src(n);
   sc::pinned_buffer<std::uint32_t> out(n);
@@ -41,7 +42,7 @@ TEST_F(CopyOverlap, CopiesMemsetsAndKernelsOfOneStreamRunInOrder) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
   // Mutation (arrangement): the H2D copy goes into another stream, held until s has finished.
-  const bool unordered = sc::mutation_active("COPY-01", sc::mutation_kind::arrangement);
+  const bool unordered = copy01.mutated(sc::mutation_kind::arrangement);
   sc::gate later;
   hold(later, other);
   sc::gate g;
@@ -90,13 +91,14 @@ TEST_F(CopyOverlap, CopiesMemsetsAndKernelsOfOneStreamRunInOrder) {
 // COPY-02 · SYNC (cudaMemcpyAsync with pinned host memory, and device to device, is asynchronous); COPY-11
 // · SYNC (cudaMemsetAsync is always asynchronous): each call returns while a gate holds its stream.
 TEST_F(CopyOverlap, PinnedAndDeviceCopiesAndAsyncMemsetsReturnWhileTheStreamIsGated) {
-  sc::claim("COPY-02", sc::verdict_kind::documented, "SYNC (cudaMemcpyAsync: pinned and D2D are asynchronous)");
-  sc::claim("COPY-11", sc::verdict_kind::documented, "SYNC (cudaMemsetAsync is asynchronous)");
+  const sc::claim copy02("COPY-02", sc::verdict_kind::documented,
+                         "SYNC (cudaMemcpyAsync: pinned and D2D are asynchronous)");
+  const sc::claim copy11("COPY-11", sc::verdict_kind::documented, "SYNC (cudaMemsetAsync is asynchronous)");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   // Mutation (arrangement, COPY-02): the host buffers are pageable instead of pinned.
-  const bool pageable_host = sc::mutation_active("COPY-02", sc::mutation_kind::arrangement);
+  const bool pageable_host = copy02.mutated(sc::mutation_kind::arrangement);
   // Mutation (arrangement, COPY-11): the memset is followed by a synchronize of its stream.
-  const bool then_sync = sc::mutation_active("COPY-11", sc::mutation_kind::arrangement);
+  const bool then_sync = copy11.mutated(sc::mutation_kind::arrangement);
   sc::pinned_buffer<std::uint32_t> pinned_host(n);
   sc::testing::pageable plain_host(kCopyBytes);
   std::uint32_t* host = pageable_host ? plain_host.data() : pinned_host.data();
@@ -130,12 +132,13 @@ TEST_F(CopyOverlap, PinnedAndDeviceCopiesAndAsyncMemsetsReturnWhileTheStreamIsGa
 // order (a mark after it lands after it). Observed beside it: cudaMemset on pinned host memory, which
 // the same page calls synchronous, against the same gate.
 TEST_F(CopyOverlap, SynchronousMemsetOfDeviceMemoryReturnsBeforeItRuns) {
-  sc::claim("COPY-11", sc::verdict_kind::documented, "SYNC (cudaMemset of device memory: asynchronous to the host)");
+  const sc::claim copy11("COPY-11", sc::verdict_kind::documented,
+                         "SYNC (cudaMemset of device memory: asynchronous to the host)");
   const std::size_t n = kCheckedBytes / sizeof(std::uint32_t);
   sc::device_buffer<std::uint32_t> dev(n);
   sc::mapped<std::uint32_t> pinned_target(n);
   // Mutation (arrangement): the documented call targets pinned host memory instead of device memory.
-  const bool pinned = sc::mutation_active("COPY-11", sc::mutation_kind::arrangement);
+  const bool pinned = copy11.mutated(sc::mutation_kind::arrangement);
   void* target = pinned ? static_cast<void*>(pinned_target.host()) : static_cast<void*>(dev.data());
   const sc::stream legacy = sc::stream::legacy();
   sc::marks m;
@@ -158,7 +161,7 @@ TEST_F(CopyOverlap, SynchronousMemsetOfDeviceMemoryReturnsBeforeItRuns) {
     });
     drain();
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-    EXPECT_TRUE(sc::observed_row("COPY-11", "pinned_host_memset_returned_while_gated", seen.returned));
+    EXPECT_TRUE(copy11.observed_row("pinned_host_memset_returned_while_gated", seen.returned));
   }
 }
 

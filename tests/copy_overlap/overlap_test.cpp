@@ -33,20 +33,20 @@ constexpr double kMutualOverlap = 0.5;
 // stream B completes while a gate kernel in stream A is still resident, and CUPTI puts the copy inside the
 // kernel.
 TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
-  sc::claim("COPY-03", sc::verdict_kind::observed, "PG 2.3 (copy/compute overlap)");
+  const sc::claim copy03("COPY-03", sc::verdict_kind::observed, "PG 2.3 (copy/compute overlap)");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   sc::pinned_buffer<std::uint32_t> src(n);
   sc::device_buffer<std::uint32_t> dst(n);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   // Mutation (arrangement): the copy goes into A, behind the gate (one stream instead of two).
-  const sc::stream& target = sc::mutation_active("COPY-03", sc::mutation_kind::arrangement) ? a : b;
+  const sc::stream& target = copy03.mutated(sc::mutation_kind::arrangement) ? a : b;
   const sc::gated_result done =
       completes_beside_gate(a, "a pinned H2D copy in " + target.name() + " and its synchronize", [&] {
         const cudaError_t code = copy("h2d", dst.data(), src.data(), kCopyBytes, cudaMemcpyHostToDevice, target);
         return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
       });
-  EXPECT_TRUE(sc::observed_row("COPY-03", "copy_completed_while_kernel_resident", done));
+  EXPECT_TRUE(copy03.observed_row("copy_completed_while_kernel_resident", done));
   if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
   const sc::timeline t = timeline().collect();
   const sc::timeline_item* c = one(t, "h2d");
@@ -55,13 +55,14 @@ TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
   observe_copy("h2d", *c);
   const double inside = covered_fraction(*c, *k);
   sc::observe("copy_covered_by_kernel", inside);
-  EXPECT_TRUE(sc::matches_baseline("COPY-03", "copy_inside_kernel", inside >= kInside));
+  EXPECT_TRUE(copy03.matches_baseline("copy_inside_kernel", inside >= kInside));
 }
 
 // COPY-04 · PG 2.3; deviceQuery ("copy engines"): with asyncEngineCount >= 2, an H2D copy and a D2H copy
 // in two more streams both complete while a kernel is resident, and overlap each other.
 TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
-  sc::claim("COPY-04", sc::verdict_kind::observed, "PG 2.3 (asyncEngineCount: concurrent copies in both directions)");
+  const sc::claim copy04("COPY-04", sc::verdict_kind::observed,
+                         "PG 2.3 (asyncEngineCount: concurrent copies in both directions)");
   if (async_engines() < 2)
     GTEST_SKIP() << "asyncEngineCount is " << async_engines() << ": this device cannot copy in both directions at once";
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
@@ -73,7 +74,7 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::stream c = make(stream_flags::non_blocking, "c");
   // Mutation (arrangement): the D2H copy goes into B after the H2D copy (one stream instead of two).
-  const sc::stream& d2h_stream = sc::mutation_active("COPY-04", sc::mutation_kind::arrangement) ? b : c;
+  const sc::stream& d2h_stream = copy04.mutated(sc::mutation_kind::arrangement) ? b : c;
   // Both copies wait on a start gate that opens once both are queued, so they start together however long
   // the host took between the two calls: on two H100s testing at once, the shorter copy was once less than
   // half covered (a 32 MiB copy lasts about 0.6 ms; a delay of 0.3 ms between the calls is enough).
@@ -94,7 +95,7 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
         if (code == cudaSuccess) code = cudaStreamSynchronize(b.get());
         return code == cudaSuccess ? cudaStreamSynchronize(d2h_stream.get()) : code;
       });
-  EXPECT_TRUE(sc::observed_row("COPY-04", "both_copies_completed_while_kernel_resident", done));
+  EXPECT_TRUE(copy04.observed_row("both_copies_completed_while_kernel_resident", done));
   if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
   const sc::timeline t = timeline().collect();
   const sc::timeline_item* h2d = one(t, "h2d");
@@ -105,27 +106,28 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   const bool h2d_shorter = h2d->end_ns - h2d->start_ns <= d2h->end_ns - d2h->start_ns;
   const double mutual = h2d_shorter ? covered_fraction(*h2d, *d2h) : covered_fraction(*d2h, *h2d);
   sc::observe("shorter_copy_covered_by_the_other", mutual);
-  EXPECT_TRUE(sc::matches_baseline("COPY-04", "copies_overlap_each_other", mutual >= kMutualOverlap));
+  EXPECT_TRUE(copy04.matches_baseline("copies_overlap_each_other", mutual >= kMutualOverlap));
 }
 
 // COPY-06 · old guide ("will not overlap"); PG 2.3.2.3 (observed): does an async copy from pageable
 // memory in stream B complete while a kernel in stream A is resident?
 TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
-  sc::claim("COPY-06", sc::verdict_kind::observed, "old guide (pageable copies do not overlap); PG 2.3.2.3");
+  const sc::claim copy06("COPY-06", sc::verdict_kind::observed,
+                         "old guide (pageable copies do not overlap); PG 2.3.2.3");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   sc::testing::pageable src(kCopyBytes, 7u);
   sc::device_buffer<std::uint32_t> dst(n);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   // Mutation (arrangement): the copy goes into A, behind the gate.
-  const sc::stream& target = sc::mutation_active("COPY-06", sc::mutation_kind::arrangement) ? a : b;
+  const sc::stream& target = copy06.mutated(sc::mutation_kind::arrangement) ? a : b;
   const sc::gated_result done =
       completes_beside_gate(a, "a pageable H2D copy in " + target.name() + " and its synchronize", [&] {
         const cudaError_t code =
             copy("h2d pageable", dst.data(), src.data(), kCopyBytes, cudaMemcpyHostToDevice, target);
         return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
       });
-  EXPECT_TRUE(sc::observed_row("COPY-06", "pageable_copy_completed_while_kernel_resident", done));
+  EXPECT_TRUE(copy06.observed_row("pageable_copy_completed_while_kernel_resident", done));
   if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
   const sc::timeline t = timeline().collect();
   const sc::timeline_item* k = one(t, "gate@a");
@@ -203,7 +205,8 @@ sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned b
 }
 
 TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
-  sc::claim("COPY-12", sc::verdict_kind::observed, "vlasiator PR #1125 review (memsets on SMs?); catalog Q5");
+  const sc::claim copy12("COPY-12", sc::verdict_kind::observed,
+                         "vlasiator PR #1125 review (memsets on SMs?); catalog Q5");
   const unsigned threads = static_cast<unsigned>(std::min(1024, properties().maxThreadsPerBlock));
   int per_sm = 0;
   SC_CHECK_CUDA(sc::kernels::gate_grid_occupancy(threads, &per_sm));
@@ -227,21 +230,21 @@ TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
   }
   const sm_room free_room = try_beside_grid_gate(*this, "some_free", some_free, threads);
   // Mutation (arrangement): the "full" grid is the some-SMs-free one, so the control kernel runs.
-  const bool mutated = sc::mutation_active("COPY-12", sc::mutation_kind::arrangement);
+  const bool mutated = copy12.mutated(sc::mutation_kind::arrangement);
   const sm_room full_room = try_beside_grid_gate(*this, "full", mutated ? some_free : full, threads);
   const sm_room one_room = try_beside_grid_gate(*this, "one_per_sm", sms, threads);
   // The controls: room on an SM lets a kernel run, no room holds it back. Without both, the memset rows
   // below say nothing about thread slots.
-  EXPECT_TRUE(sc::observed_row("COPY-12", "control_kernel_ran_with_free_sms", free_room.kernel_ran));
-  EXPECT_TRUE(sc::observed_row("COPY-12", "control_kernel_ran_while_sms_full", full_room.kernel_ran));
-  EXPECT_TRUE(sc::observed_row("COPY-12", "memset_ran_with_free_sms", free_room.memset_ran));
-  EXPECT_TRUE(sc::observed_row("COPY-12", "memset_ran_while_sms_full", full_room.memset_ran));
-  EXPECT_TRUE(sc::observed_row("COPY-12", "d2d_copy_ran_with_free_sms", free_room.d2d_ran));
-  EXPECT_TRUE(sc::observed_row("COPY-12", "d2d_copy_ran_while_sms_full", full_room.d2d_ran));
+  EXPECT_TRUE(copy12.observed_row("control_kernel_ran_with_free_sms", free_room.kernel_ran));
+  EXPECT_TRUE(copy12.observed_row("control_kernel_ran_while_sms_full", full_room.kernel_ran));
+  EXPECT_TRUE(copy12.observed_row("memset_ran_with_free_sms", free_room.memset_ran));
+  EXPECT_TRUE(copy12.observed_row("memset_ran_while_sms_full", full_room.memset_ran));
+  EXPECT_TRUE(copy12.observed_row("d2d_copy_ran_with_free_sms", free_room.d2d_ran));
+  EXPECT_TRUE(copy12.observed_row("d2d_copy_ran_while_sms_full", full_room.d2d_ran));
   // One gate block per SM leaves half the thread slots of every SM free (per_sm >= 2): does another
   // kernel use them?
-  EXPECT_TRUE(sc::observed_row("COPY-12", "control_kernel_ran_beside_one_gate_block_per_sm", one_room.kernel_ran));
-  EXPECT_TRUE(sc::observed_row("COPY-12", "memset_ran_beside_one_gate_block_per_sm", one_room.memset_ran));
+  EXPECT_TRUE(copy12.observed_row("control_kernel_ran_beside_one_gate_block_per_sm", one_room.kernel_ran));
+  EXPECT_TRUE(copy12.observed_row("memset_ran_beside_one_gate_block_per_sm", one_room.memset_ran));
   if (const std::string why = untraced_reason(); !why.empty()) {
     sc::observe("channels", why);
     return;
@@ -256,7 +259,7 @@ TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
 // lowest-priority stream issued first, one in the highest-priority stream issued second, both held behind
 // one gate (an event wait): which starts first once the gate opens, and how much they overlap.
 TEST_F(CopyOverlap, StreamPriorityAndCopies) {
-  sc::claim("COPY-13", sc::verdict_kind::observed, "RT cudaStreamCreateWithPriority note; PG 2.3.9.1");
+  const sc::claim copy13("COPY-13", sc::verdict_kind::observed, "RT cudaStreamCreateWithPriority note; PG 2.3.9.1");
   SC_REQUIRE_TRACING();
   int least = 0;
   int greatest = 0;
@@ -272,7 +275,7 @@ TEST_F(CopyOverlap, StreamPriorityAndCopies) {
   const sc::stream high = make(stream_flags::non_blocking, "high", greatest);
   // Mutation (arrangement): the copies do not wait for the event, so nothing holds them; the gating check
   // below ("no copy finished while the gate was closed") must then fail.
-  const bool unheld = sc::mutation_active("COPY-13", sc::mutation_kind::arrangement);
+  const bool unheld = copy13.mutated(sc::mutation_kind::arrangement);
   sc::gate g;
   hold_behind(g, gs, unheld ? std::vector<const sc::stream*>{} : std::vector<const sc::stream*>{&low, &high});
   // The low-priority copy is issued first, so a high-priority copy that starts first was moved ahead.
@@ -297,7 +300,7 @@ TEST_F(CopyOverlap, StreamPriorityAndCopies) {
               (static_cast<double>(h->start_ns) - static_cast<double>(l->start_ns)) / 1000.0);
   const bool h_shorter = h->end_ns - h->start_ns <= l->end_ns - l->start_ns;
   sc::observe("shorter_copy_covered_by_the_other", h_shorter ? covered_fraction(*h, *l) : covered_fraction(*l, *h));
-  EXPECT_TRUE(sc::matches_baseline("COPY-13", "high_priority_copy_started_first", h->start_ns < l->start_ns));
+  EXPECT_TRUE(copy13.matches_baseline("high_priority_copy_started_first", h->start_ns < l->start_ns));
 }
 
 }  // namespace

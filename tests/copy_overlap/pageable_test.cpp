@@ -21,13 +21,14 @@ using sc::testing::pageable;
 // return while a gate holds its stream? Figures beside it (never judged): H2D and D2H bandwidth, pinned
 // and pageable, from CUPTI.
 TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
-  sc::claim("COPY-05", sc::verdict_kind::observed, "SYNC (cudaMemcpyAsync from pageable memory might be synchronous)");
+  const sc::claim copy05("COPY-05", sc::verdict_kind::observed,
+                         "SYNC (cudaMemcpyAsync from pageable memory might be synchronous)");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   pageable plain(kCopyBytes, 3u);
   sc::pinned_buffer<std::uint32_t> pinned(n);
   sc::device_buffer<std::uint32_t> dev(n);
   // Mutation (arrangement): the copies come from pinned memory instead.
-  const bool use_pinned = sc::mutation_active("COPY-05", sc::mutation_kind::arrangement);
+  const bool use_pinned = copy05.mutated(sc::mutation_kind::arrangement);
   const std::uint32_t* src = use_pinned ? pinned.data() : plain.data();
   const sc::stream s = make(stream_flags::non_blocking, "s");
   SC_CHECK_CUDA(copy("warm-up", dev.data(), src, kCopyBytes, cudaMemcpyHostToDevice, s));
@@ -36,13 +37,13 @@ TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
   const cudaError_t right_after = cudaStreamQuery(s.get());
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   sc::observe("query_right_after_return", sc::error_name(right_after));
-  EXPECT_TRUE(sc::matches_baseline("COPY-05", "h2d_complete_on_return", right_after == cudaSuccess));
+  EXPECT_TRUE(copy05.matches_baseline("h2d_complete_on_return", right_after == cudaSuccess));
   const sc::return_observation seen =
       call_while_held(s, [&] { return copy("gated", dev.data(), src, kCopyBytes, cudaMemcpyHostToDevice, s); });
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
   sc::observe("gated.took_us", static_cast<long long>(seen.took.count()));
-  EXPECT_TRUE(sc::observed_row("COPY-05", "h2d_returned_while_gated", seen.returned));
+  EXPECT_TRUE(copy05.observed_row("h2d_returned_while_gated", seen.returned));
   // Figures.
   SC_CHECK_CUDA(copy("pinned H2D", dev.data(), pinned.data(), kCopyBytes, cudaMemcpyHostToDevice, s));
   SC_CHECK_CUDA(copy("pinned D2H", pinned.data(), dev.data(), kCopyBytes, cudaMemcpyDeviceToHost, s));
@@ -68,33 +69,35 @@ TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
 // COPY-07 · SYNC 11.x ("returns only once the copy has completed"); current: "might be synchronous"
 // (observed): does a D2H cudaMemcpyAsync into pageable memory return while a gate holds its stream?
 TEST_F(CopyOverlap, PageableDeviceToHostCopyAgainstAGatedStream) {
-  sc::claim("COPY-07", sc::verdict_kind::observed, "SYNC (pageable D2H cudaMemcpyAsync returns after completion)");
+  const sc::claim copy07("COPY-07", sc::verdict_kind::observed,
+                         "SYNC (pageable D2H cudaMemcpyAsync returns after completion)");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   pageable plain(kCopyBytes);
   sc::pinned_buffer<std::uint32_t> pinned(n);
   sc::device_buffer<std::uint32_t> dev(n);
   // Mutation (arrangement): the destination is pinned memory.
-  std::uint32_t* dst = sc::mutation_active("COPY-07", sc::mutation_kind::arrangement) ? pinned.data() : plain.data();
+  std::uint32_t* dst = copy07.mutated(sc::mutation_kind::arrangement) ? pinned.data() : plain.data();
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::return_observation seen =
       call_while_held(s, [&] { return copy("d2h", dst, dev.data(), kCopyBytes, cudaMemcpyDeviceToHost, s); });
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
   sc::observe("took_us", static_cast<long long>(seen.took.count()));
-  EXPECT_TRUE(sc::observed_row("COPY-07", "d2h_returned_while_gated", seen.returned));
+  EXPECT_TRUE(copy07.observed_row("d2h_returned_while_gated", seen.returned));
 }
 
 // COPY-08 · old guide ("Concurrent Execution between Host and Device": copies of 64 KB or less are
 // asynchronous) vs SYNC ("might be synchronous") (observed, contested): small pageable H2D
 // cudaMemcpyAsync against a gate in the same stream at 4 KB, 64 KB, 64 KB + 1 and 1 MiB.
 TEST_F(CopyOverlap, SmallPageableCopiesAgainstAGatedStream) {
-  sc::claim("COPY-08", sc::verdict_kind::observed, "old guide (<= 64 KB asynchronous) vs SYNC (might be synchronous)");
+  const sc::claim copy08("COPY-08", sc::verdict_kind::observed,
+                         "old guide (<= 64 KB asynchronous) vs SYNC (might be synchronous)");
   const std::vector<std::size_t> sizes = {4096, 65536, 65537, 1u << 20};
   pageable plain(1u << 20, 5u);
   sc::device_buffer<std::uint32_t> dev((1u << 20) / sizeof(std::uint32_t));
   // Mutation (arrangement): each copy is followed by a synchronize of its stream (pinned sources would not
   // do: on the H100 every size returns while gated, so pinned and pageable read the same).
-  const bool then_sync = sc::mutation_active("COPY-08", sc::mutation_kind::arrangement);
+  const bool then_sync = copy08.mutated(sc::mutation_kind::arrangement);
   const std::uint32_t* src = plain.data();
   const sc::stream s = make(stream_flags::non_blocking, "s");
   for (const std::size_t bytes : sizes) {
@@ -106,7 +109,7 @@ TEST_F(CopyOverlap, SmallPageableCopiesAgainstAGatedStream) {
     drain();
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
     sc::observe("took_us." + std::to_string(bytes), static_cast<long long>(seen.took.count()));
-    EXPECT_TRUE(sc::observed_row("COPY-08", "returned_while_gated." + std::to_string(bytes), seen.returned));
+    EXPECT_TRUE(copy08.observed_row("returned_while_gated." + std::to_string(bytes), seen.returned));
   }
 }
 
@@ -115,15 +118,15 @@ TEST_F(CopyOverlap, SmallPageableCopiesAgainstAGatedStream) {
 // host-side synchronization. With a gate in the legacy stream (where cudaMemcpy is issued): the first two
 // must not return while it is closed, the third must.
 TEST_F(CopyOverlap, SynchronousCopyRules) {
-  sc::claim("COPY-09", sc::verdict_kind::documented,
-            "SYNC (cudaMemcpy: pageable H2D syncs first, D2H completes, D2D does not sync)");
+  const sc::claim copy09("COPY-09", sc::verdict_kind::documented,
+                         "SYNC (cudaMemcpy: pageable H2D syncs first, D2H completes, D2D does not sync)");
   const std::size_t bytes = std::size_t{1} << 20;
   const std::size_t n = bytes / sizeof(std::uint32_t);
   pageable plain(bytes, 9u);
   sc::device_buffer<std::uint32_t> x(n);
   sc::device_buffer<std::uint32_t> y(n);
   // Mutation (arrangement): the gate holds a non-blocking stream instead of the legacy stream.
-  const bool elsewhere = sc::mutation_active("COPY-09", sc::mutation_kind::arrangement);
+  const bool elsewhere = copy09.mutated(sc::mutation_kind::arrangement);
   const sc::stream nb = make(stream_flags::non_blocking, "nb");
   const sc::stream legacy = sc::stream::legacy();
   const sc::stream& held = elsewhere ? nb : legacy;
@@ -159,14 +162,14 @@ TEST_F(CopyOverlap, SynchronousCopyRules) {
 // synchronous D2H cudaMemcpy waits for earlier work in blocking streams (documented), and (observed) not
 // for work in non-blocking streams.
 TEST_F(CopyOverlap, SynchronousDeviceToHostCopyAgainstBusyStreams) {
-  sc::claim("COPY-10", sc::verdict_kind::documented,
-            "SYNC (issued to the default stream) + SSB (legacy waits for blocking streams)");
+  const sc::claim copy10("COPY-10", sc::verdict_kind::documented,
+                         "SYNC (issued to the default stream) + SSB (legacy waits for blocking streams)");
   const std::size_t bytes = std::size_t{1} << 20;
   sc::pinned_buffer<std::uint32_t> host(bytes / sizeof(std::uint32_t));
   sc::device_buffer<std::uint32_t> dev(bytes / sizeof(std::uint32_t));
   // Mutation (arrangement): the "blocking" stream is made non-blocking.
   const stream_flags first =
-      sc::mutate("COPY-10", sc::mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking);
+      copy10.mutate(sc::mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking);
   const sc::stream s1 = make(first, "s1");
   const sc::stream s2 = make(stream_flags::non_blocking, "s2");
   const auto d2h = [&] {
@@ -180,8 +183,7 @@ TEST_F(CopyOverlap, SynchronousDeviceToHostCopyAgainstBusyStreams) {
   const sc::return_observation behind_non_blocking = call_while_held(s2, d2h);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, behind_non_blocking.code);
-  EXPECT_TRUE(
-      sc::observed_row("COPY-10", "d2h_returned_while_non_blocking_stream_gated", behind_non_blocking.returned));
+  EXPECT_TRUE(copy10.observed_row("d2h_returned_while_non_blocking_stream_gated", behind_non_blocking.returned));
 }
 
 }  // namespace

@@ -40,20 +40,48 @@ struct host_call {
 std::vector<host_call> calls(void*& device, void*& host, void*& pageable, cudaStream_t& made, cudaStream_t other) {
   return {
       {"cudaStreamCreate", [] {}, [&made] { return cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking); },
-       [&made] { sc::note_teardown(cudaStreamDestroy(made), "cudaStreamDestroy"); made = nullptr; }},
+       [&made] {
+         sc::note_teardown(cudaStreamDestroy(made), "cudaStreamDestroy");
+         made = nullptr;
+       }},
       {"cudaStreamDestroy(idle)", [&made] { SC_CHECK_CUDA(cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking)); },
-       [&made] { const cudaError_t c = cudaStreamDestroy(made); made = nullptr; return c; }, [] {}},
+       [&made] {
+         const cudaError_t c = cudaStreamDestroy(made);
+         made = nullptr;
+         return c;
+       },
+       [] {}},
       {"cudaMalloc", [] {}, [&device] { return cudaMalloc(&device, kBytes); },
-       [&device] { sc::note_teardown(cudaFree(device), "cudaFree"); device = nullptr; }},
+       [&device] {
+         sc::note_teardown(cudaFree(device), "cudaFree");
+         device = nullptr;
+       }},
       {"cudaFree", [&device] { SC_CHECK_CUDA(cudaMalloc(&device, kBytes)); },
-       [&device] { const cudaError_t c = cudaFree(device); device = nullptr; return c; }, [] {}},
+       [&device] {
+         const cudaError_t c = cudaFree(device);
+         device = nullptr;
+         return c;
+       },
+       [] {}},
       {"cudaMallocHost", [] {}, [&host] { return cudaMallocHost(&host, kBytes); },
-       [&host] { sc::note_teardown(cudaFreeHost(host), "cudaFreeHost"); host = nullptr; }},
+       [&host] {
+         sc::note_teardown(cudaFreeHost(host), "cudaFreeHost");
+         host = nullptr;
+       }},
       {"cudaFreeHost", [&host] { SC_CHECK_CUDA(cudaMallocHost(&host, kBytes)); },
-       [&host] { const cudaError_t c = cudaFreeHost(host); host = nullptr; return c; }, [] {}},
+       [&host] {
+         const cudaError_t c = cudaFreeHost(host);
+         host = nullptr;
+         return c;
+       },
+       [] {}},
       {"cudaHostRegister", [&pageable] { pageable = std::aligned_alloc(4096, kBytes); },
        [&pageable] { return cudaHostRegister(pageable, kBytes, cudaHostRegisterDefault); },
-       [&pageable] { sc::note_teardown(cudaHostUnregister(pageable), "cudaHostUnregister"); std::free(pageable); pageable = nullptr; }},
+       [&pageable] {
+         sc::note_teardown(cudaHostUnregister(pageable), "cudaHostUnregister");
+         std::free(pageable);
+         pageable = nullptr;
+       }},
       {"cudaFuncSetAttribute(carveout)", [] {}, [] { return sc::kernels::set_empty_kernel_carveout(50); }, [] {}},
       {"cudaMallocAsync+cudaFreeAsync", [] {},
        [other] {
@@ -136,13 +164,14 @@ class other_thread_probe {
   std::thread thread_;  // last: started once every member above exists
 };
 
-void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const sc::stream& s1,
-                              const sc::stream& s2, const sc::stream& other) {
+void measure_blocking_sources(DefaultStreams& t, const sc::claim& dflt18, const sc::claim& dflt19,
+                              stream_flags gated_flags, const sc::stream& s1, const sc::stream& s2,
+                              const sc::stream& other) {
   const std::string kind = gated_flags == stream_flags::blocking ? "blocking_gate" : "non_blocking_gate";
   // Mutations (arrangement): DFLT-19, every call first synchronizes the gated stream (so it must wait);
   // DFLT-18, the mark meant for s2 goes into the gated s1 (so it cannot run).
-  const bool call_waits = sc::mutation_active("DFLT-19", sc::mutation_kind::arrangement);
-  const sc::stream& after = sc::mutation_active("DFLT-18", sc::mutation_kind::arrangement) ? s1 : s2;
+  const bool call_waits = dflt19.mutated(sc::mutation_kind::arrangement);
+  const sc::stream& after = dflt18.mutated(sc::mutation_kind::arrangement) ? s1 : s2;
   void* device = nullptr;
   void* host = nullptr;
   void* pageable = nullptr;
@@ -170,12 +199,11 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
           other_stream_ran = sc::present_while_gated(m, 1, g, kMarkDeadline);
         };
         steps.while_pending = [&] { probe.go(g); };
-        const std::function<cudaError_t()> call =
-            call_waits ? std::function<cudaError_t()>([&] {
-              const cudaError_t synced = cudaStreamSynchronize(s1.get());
-              return synced != cudaSuccess ? synced : c.call();
-            })
-                       : c.call;
+        const std::function<cudaError_t()> call = call_waits ? std::function<cudaError_t()>([&] {
+          const cudaError_t synced = cudaStreamSynchronize(s1.get());
+          return synced != cudaSuccess ? synced : c.call();
+        })
+                                                             : c.call;
         seen = sc::call_while_gated(call, g, sc::kReturnWindow, steps);
       }
     }
@@ -187,17 +215,17 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
     sc::observe(key + ".rc", sc::error_name(seen.code));
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
     EXPECT_TRUE(probe.error().empty()) << "the other thread's launch failed: " << probe.error();
-    EXPECT_TRUE(sc::observed_row("DFLT-19", key + ".returned_while_gated", seen.returned));
+    EXPECT_TRUE(dflt19.observed_row(key + ".returned_while_gated", seen.returned));
     const bool returned = seen.returned.outcome() == sc::gated_outcome::holds;
     if (returned) sc::observe(key + ".took_us", static_cast<long long>(seen.took.count()));
     if (returned && seen.code == cudaSuccess) {
-      EXPECT_TRUE(sc::observed_row("DFLT-18", key + ".other_stream_ran", other_stream_ran));
+      EXPECT_TRUE(dflt18.observed_row(key + ".other_stream_ran", other_stream_ran));
     }
     if (probe.asked()) {
       sc::observe(key + ".other_thread_launch_returned", probe.launch_returned());
       sc::observe(key + ".other_thread_mark_ran", probe.mark_ran());
-      EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".other_thread_launch_returned", probe.launch_returned()));
-      EXPECT_TRUE(sc::matches_baseline("DFLT-19", key + ".other_thread_mark_ran", probe.mark_ran()));
+      EXPECT_TRUE(dflt19.matches_baseline(key + ".other_thread_launch_returned", probe.launch_returned()));
+      EXPECT_TRUE(dflt19.matches_baseline(key + ".other_thread_mark_ran", probe.mark_ran()));
     }
   }
 }
@@ -205,24 +233,24 @@ void measure_blocking_sources(DefaultStreams& t, stream_flags gated_flags, const
 // DFLT-18, DFLT-19 · PG 2.3.8 and the old guide's "Implicit Synchronization" list; ECRTS18 Table 3
 // (observed): with a blocking stream gated, which calls return, and does blocking s2 then run?
 TEST_F(DefaultStreams, BlockingSourcesWithABlockingStreamBusy) {
-  sc::claim("DFLT-18", sc::verdict_kind::observed, "PG 2.3.8; old guide Implicit Synchronization");
-  sc::claim("DFLT-19", sc::verdict_kind::observed, "ECRTS18 Table 3; EXAM test_blocking_sources.py");
+  const sc::claim dflt18("DFLT-18", sc::verdict_kind::observed, "PG 2.3.8; old guide Implicit Synchronization");
+  const sc::claim dflt19("DFLT-19", sc::verdict_kind::observed, "ECRTS18 Table 3; EXAM test_blocking_sources.py");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s1 = make(stream_flags::blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
   const sc::stream other = make(stream_flags::non_blocking, "other");
-  measure_blocking_sources(*this, stream_flags::blocking, s1, s2, other);
+  measure_blocking_sources(*this, dflt18, dflt19, stream_flags::blocking, s1, s2, other);
 }
 
 // DFLT-18, DFLT-19 · ECRTS18 Table 3 (observed): the same with a non-blocking stream gated.
 TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
-  sc::claim("DFLT-18", sc::verdict_kind::observed, "PG 2.3.8; old guide Implicit Synchronization");
-  sc::claim("DFLT-19", sc::verdict_kind::observed, "ECRTS18 Table 3; EXAM test_blocking_sources.py");
+  const sc::claim dflt18("DFLT-18", sc::verdict_kind::observed, "PG 2.3.8; old guide Implicit Synchronization");
+  const sc::claim dflt19("DFLT-19", sc::verdict_kind::observed, "ECRTS18 Table 3; EXAM test_blocking_sources.py");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
   const sc::stream other = make(stream_flags::non_blocking, "other");
-  measure_blocking_sources(*this, stream_flags::non_blocking, s1, s2, other);
+  measure_blocking_sources(*this, dflt18, dflt19, stream_flags::non_blocking, s1, s2, other);
 }
 
 // DFLT-18 (documented part) · SYNC: a synchronous cudaMemset to device memory is asynchronous with respect
@@ -232,11 +260,11 @@ TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
 // gated: the call returns while gated, and a mark in blocking s2 issued after it stays absent. With a
 // non-blocking s1 gated: the call returns, and the mark runs (DFLT-04).
 TEST_F(DefaultStreams, SynchronousMemsetAndDeviceCopyAreLegacyStreamWork) {
-  sc::claim("DFLT-18", sc::verdict_kind::documented,
-            "SYNC (Memset; Memcpy device to device: no host-side synchronization); SSB legacy stream");
+  const sc::claim dflt18("DFLT-18", sc::verdict_kind::documented,
+                         "SYNC (Memset; Memcpy device to device: no host-side synchronization); SSB legacy stream");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the mark meant for s2 goes into the gated s1.
-  const bool into_gated = sc::mutation_active("DFLT-18", sc::mutation_kind::arrangement);
+  const bool into_gated = dflt18.mutated(sc::mutation_kind::arrangement);
   sc::device_buffer<char> memory(2 * kBytes);
   struct call {
     const char* name;

@@ -56,7 +56,7 @@ struct held_back_arrangement {
 // The DFLT-15 arrangement: a gate runs in A and a mark waits behind it in A (pending at the head of A's
 // queue); then an independent mark goes to B. Records whether B's mark stayed absent while A was gated
 // (held_back); an invalid check fails the test and compares nothing.
-void independent_work_held_back(sc::testing::DefaultStreams& t, const std::string& key,
+void independent_work_held_back(sc::testing::DefaultStreams& t, const sc::claim& dflt15, const std::string& key,
                                 const held_back_arrangement& how) {
   sc::marks m;
   const sc::stream a = t.make(stream_flags::non_blocking, "a");
@@ -69,7 +69,7 @@ void independent_work_held_back(sc::testing::DefaultStreams& t, const std::strin
   const sc::gated_result held_back = sc::absent_while_gated(m, 1, g);
   g.open();
   t.drain();
-  EXPECT_TRUE(sc::observed_row("DFLT-15", key, held_back));
+  EXPECT_TRUE(dflt15.observed_row(key, held_back));
 }
 
 std::string connections() {
@@ -85,7 +85,7 @@ std::string connections() {
 // and the driver hands connections out to new streams in turn, so the 8 busy streams cover all 8 default
 // connections, and with 32 the 24 streams get 24 different ones, wherever the turn stood.
 TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
-  sc::claim("DFLT-16", sc::verdict_kind::observed, "RTAS24 R2, Fig. 5, Corollaries 1-2");
+  const sc::claim dflt16("DFLT-16", sc::verdict_kind::observed, "RTAS24 R2, Fig. 5, Corollaries 1-2");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
   constexpr unsigned kBusy = 8;
@@ -98,7 +98,7 @@ TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   constexpr auto kLandingWindow = std::chrono::milliseconds{100};
   // Mutation (arrangement), per entry: with 32 connections (every stream has its own queue) the fresh
   // marks go behind the gates; otherwise nothing is pending behind the gates (no queue head waits).
-  const bool mutated = sc::mutation_active("DFLT-16", sc::mutation_kind::arrangement);
+  const bool mutated = dflt16.mutated(sc::mutation_kind::arrangement);
   const bool own_queues = connections() == "32";
   sc::marks m;
   std::vector<sc::stream> busy;
@@ -138,14 +138,15 @@ TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   // Evidence for the window: how long after its start the last fresh mark was seen (absent: none landed).
   if (landed > 0)
     sc::observe(key + ".last_landing_us", std::chrono::duration<double, std::micro>(last_landing - start).count());
-  EXPECT_TRUE(sc::matches_baseline("DFLT-16", key + ".fresh_marks_landed", static_cast<int>(landed)));
+  EXPECT_TRUE(dflt16.matches_baseline(key + ".fresh_marks_landed", static_cast<int>(landed)));
 }
 
 // DFLT-17 · RT stream and event semantics; ROCm hipSharedQueueAnyOrderOverlap pattern: under
 // oversubscription (32 streams; 1, 8 or 32 connections) every event dependency is honored: 16
 // producer/consumer pairs ping-pong 50 times; producers write late, consumers read early in reverse order.
 TEST_F(DefaultStreams, OversubscribedStreamsKeepEveryEventDependency) {
-  sc::claim("DFLT-17", sc::verdict_kind::documented, "RT cudaStreamWaitEvent, cudaEventRecord (stream semantics)");
+  const sc::claim dflt17("DFLT-17", sc::verdict_kind::documented,
+                         "RT cudaStreamWaitEvent, cudaEventRecord (stream semantics)");
   constexpr unsigned kPairs = 16;
   constexpr unsigned kReps = 50;
   constexpr std::uint32_t kElements = 4096;
@@ -165,12 +166,13 @@ TEST_F(DefaultStreams, OversubscribedStreamsKeepEveryEventDependency) {
     produced.push_back(sc::event::create(sc::event_flags::disable_timing));
     consumed.push_back(sc::event::create(sc::event_flags::disable_timing));
   }
-  const bool wait_for_data = !sc::mutation_active("DFLT-17", sc::mutation_kind::arrangement);
+  const bool wait_for_data = !dflt17.mutated(sc::mutation_kind::arrangement);
   for (unsigned rep = 0; rep < kReps; ++rep) {
     for (unsigned p = 0; p < kPairs; ++p) {
       const std::uint32_t value = (p + 1) * 1000u + rep + 1;
       if (rep > 0) SC_CHECK_CUDA(cudaStreamWaitEvent(producers[p].get(), consumed[p].get(), 0));
-      SC_CHECK_CUDA(sc::kernels::launch_fill_late(producers[p].get(), data[p].data(), kElements, value, kProducerDelayNs));
+      SC_CHECK_CUDA(
+          sc::kernels::launch_fill_late(producers[p].get(), data[p].data(), kElements, value, kProducerDelayNs));
       SC_CHECK_CUDA(cudaEventRecord(produced[p].get(), producers[p].get()));
       if (wait_for_data) SC_CHECK_CUDA(cudaStreamWaitEvent(consumers[p].get(), produced[p].get(), 0));
       SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(consumers[p].get(), data[p].data(), kElements, value,
@@ -184,49 +186,50 @@ TEST_F(DefaultStreams, OversubscribedStreamsKeepEveryEventDependency) {
   sc::observe("connections", connections());
   sc::observe("checks", static_cast<int>(kPairs * kReps));
   sc::observe("mismatched_elements", static_cast<int>(wrong));
-  EXPECT_EQ(0u, wrong) << "consumers read data their producers had not written yet, with "
-                       << connections() << " connections";
+  EXPECT_EQ(0u, wrong) << "consumers read data their producers had not written yet, with " << connections()
+                       << " connections";
 }
 
 // DFLT-15 · RTAS24 rule R2; Megatron-LM #533 (observed): with CUDA_DEVICE_MAX_CONNECTIONS=1 all streams
 // share one hardware queue in host enqueue order, so a kernel pending behind a gate in A holds back a
 // later, independent kernel in B (a false dependency).
 TEST_F(DefaultStreams, WithOneConnectionAPendingKernelHoldsBackAnotherStream) {
-  sc::claim("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2; Megatron-LM #533, #5105; ColossalAI #5891");
+  const sc::claim dflt15("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2; Megatron-LM #533, #5105; ColossalAI #5891");
   SC_REQUIRE(sc::requirement::async_launches);
   if (!variable_is("CUDA_DEVICE_MAX_CONNECTIONS", "1"))
     GTEST_SKIP() << "needs CUDA_DEVICE_MAX_CONNECTIONS=1 before CUDA starts (ctest entry default_streams.conn1.*)";
   held_back_arrangement how;
   // Mutation (arrangement): nothing pending in A, so nothing shares B's queue position.
-  how.drop_pending = !sc::mutation_active("DFLT-15", sc::mutation_kind::arrangement);
-  independent_work_held_back(*this, "held_back", how);
+  how.drop_pending = !dflt15.mutated(sc::mutation_kind::arrangement);
+  independent_work_held_back(*this, dflt15, "held_back", how);
 }
 
 // DFLT-15 negative control (default connections): the same arrangement does not hold B back.
 TEST_F(DefaultStreams, WithDefaultConnectionsAPendingKernelDoesNotHoldBackAnotherStream) {
-  sc::claim("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2 (negative control: default connections)");
+  const sc::claim dflt15("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2 (negative control: default connections)");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
   held_back_arrangement how;
   // Mutation (arrangement): B's mark goes behind the gate in A.
-  how.b_behind_gate = sc::mutation_active("DFLT-15", sc::mutation_kind::arrangement);
-  independent_work_held_back(*this, "default.held_back", how);
+  how.b_behind_gate = dflt15.mutated(sc::mutation_kind::arrangement);
+  independent_work_held_back(*this, dflt15, "default.held_back", how);
 }
 
 // DFLT-22 · PG (environment variables) negative control: without CUDA_LAUNCH_BLOCKING a launch returns
 // while its kernel still runs.
 TEST_F(DefaultStreams, LaunchReturnsBeforeTheKernelEnds) {
-  sc::claim("DFLT-22", sc::verdict_kind::documented, "PG environment variables (CUDA_LAUNCH_BLOCKING unset)");
+  const sc::claim dflt22("DFLT-22", sc::verdict_kind::documented,
+                         "PG environment variables (CUDA_LAUNCH_BLOCKING unset)");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the call also synchronizes the gate's stream.
-  const bool then_sync = sc::mutation_active("DFLT-22", sc::mutation_kind::arrangement);
+  const bool then_sync = dflt22.mutated(sc::mutation_kind::arrangement);
   EXPECT_TRUE(gate_launch_while_gated(*this, then_sync).returned) << "the launch waited for its kernel";
 }
 
 // DFLT-22 · PG (environment variables): with CUDA_LAUNCH_BLOCKING=1 a kernel launch returns only after
 // the kernel has completed: the launch of a gate cannot return while the gate is closed.
 TEST_F(DefaultStreams, LaunchReturnsOnlyAfterTheKernelWithLaunchBlocking) {
-  sc::claim("DFLT-22", sc::verdict_kind::documented, "PG environment variables (CUDA_LAUNCH_BLOCKING=1)");
+  const sc::claim dflt22("DFLT-22", sc::verdict_kind::documented, "PG environment variables (CUDA_LAUNCH_BLOCKING=1)");
   if (!variable_is("CUDA_LAUNCH_BLOCKING", "1"))
     GTEST_SKIP() << "needs CUDA_LAUNCH_BLOCKING=1 before CUDA starts (ctest entry default_streams.launch_blocking.*)";
   // The one test that holds a stream under synchronous launches on purpose: the gate's own launch is the
@@ -236,7 +239,7 @@ TEST_F(DefaultStreams, LaunchReturnsOnlyAfterTheKernelWithLaunchBlocking) {
   // Mutation (expectation only): under CUDA_LAUNCH_BLOCKING=1 every launch is synchronous, so no
   // arrangement can make one return while its kernel runs; the entry without the variable is the
   // arrangement-mutated partner.
-  if (sc::mutation_active("DFLT-22", sc::mutation_kind::expectation))
+  if (dflt22.mutated(sc::mutation_kind::expectation))
     EXPECT_TRUE(seen.returned) << "(mutated expectation)";
   else
     EXPECT_TRUE(sc::does_not_hold(seen.returned)) << "the launch returned while its kernel was held";

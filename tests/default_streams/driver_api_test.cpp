@@ -2,9 +2,8 @@
 // is the legacy stream (legacy entry points, as a default build binds them), streams made with
 // cuStreamCreate(CU_STREAM_DEFAULT) are blocking and CU_STREAM_NON_BLOCKING ones are not. The
 // arrangements, expectations and mutations are the runtime tests' (legacy_rules.hpp); only the API differs.
-#include <gtest/gtest.h>
-
 #include <cuda.h>
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
@@ -50,8 +49,8 @@ class DriverDefaultStreams : public DefaultStreams {
               });
             },
             [this](const sc::stream& s, const sc::event& e) {
-              SC_CHECK_CU(api_->cuStreamWaitEvent(reinterpret_cast<CUstream>(s.get()),
-                                                  reinterpret_cast<CUevent>(e.get()), 0));
+              SC_CHECK_CU(
+                  api_->cuStreamWaitEvent(reinterpret_cast<CUstream>(s.get()), reinterpret_cast<CUevent>(e.get()), 0));
             }};
   }
 
@@ -62,36 +61,37 @@ class DriverDefaultStreams : public DefaultStreams {
 // DFLT-02 · DRV cuLaunchKernel (hStream 0 is the NULL stream); SSB: a kernel launched into the NULL
 // stream waits for earlier work in a blocking stream made with cuStreamCreate(CU_STREAM_DEFAULT).
 TEST_F(DriverDefaultStreams, NullStreamLaunchWaitsForEarlierBlockingStreamWork) {
-  sc::claim("DFLT-02", sc::verdict_kind::documented, "DRV cuLaunchKernel on the NULL stream; SSB");
+  const sc::claim dflt02("DFLT-02", sc::verdict_kind::documented, "DRV cuLaunchKernel on the NULL stream; SSB");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::legacy_waits_for_earlier_blocking_work(*this, driver_path());
+  sc::testing::legacy_waits_for_earlier_blocking_work(*this, dflt02, driver_path());
 }
 
 // DFLT-03 · DRV cuLaunchKernel; SSB example k1(s); k2(0); k3(s), the marks launched with the driver API.
 TEST_F(DriverDefaultStreams, BlockingStreamLaunchWaitsForEarlierNullStreamWork) {
-  sc::claim("DFLT-03", sc::verdict_kind::documented, "DRV cuLaunchKernel; SSB example k1<<<s>>>, k2<<<0>>>, k3<<<s>>>");
+  const sc::claim dflt03("DFLT-03", sc::verdict_kind::documented,
+                         "DRV cuLaunchKernel; SSB example k1<<<s>>>, k2<<<0>>>, k3<<<s>>>");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::blocking_waits_for_earlier_legacy_work(*this, driver_path());
+  sc::testing::blocking_waits_for_earlier_legacy_work(*this, dflt03, driver_path());
 }
 
 // DFLT-04 · DRV cuStreamCreate (CU_STREAM_NON_BLOCKING: "work running in the created stream may run
 // concurrently with work in stream 0 ... performs no implicit synchronization with stream 0"): in both
 // directions.
 TEST_F(DriverDefaultStreams, NonBlockingStreamAndNullStreamDoNotWaitForEachOther) {
-  sc::claim("DFLT-04", sc::verdict_kind::documented, "DRV cuStreamCreate (CU_STREAM_NON_BLOCKING)");
+  const sc::claim dflt04("DFLT-04", sc::verdict_kind::documented, "DRV cuStreamCreate (CU_STREAM_NON_BLOCKING)");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::testing::enqueue_path path = driver_path();
-  sc::testing::non_blocking_does_not_wait_for_legacy_work(*this, path);
-  sc::testing::legacy_does_not_wait_for_non_blocking_work(*this, path);
+  sc::testing::non_blocking_does_not_wait_for_legacy_work(*this, dflt04, path);
+  sc::testing::legacy_does_not_wait_for_non_blocking_work(*this, dflt04, path);
 }
 
 // DFLT-05 · DRV cuStreamWaitEvent on the NULL stream; SSB ("such as a kernel launch or
 // cudaStreamWaitEvent()"): the wait is a NULL-stream action, so later blocking work waits for it.
 TEST_F(DriverDefaultStreams, NullStreamWaitEventHoldsLaterBlockingWorkOnly) {
-  sc::claim("DFLT-05", sc::verdict_kind::documented, "DRV cuStreamWaitEvent on the NULL stream; SSB");
+  const sc::claim dflt05("DFLT-05", sc::verdict_kind::documented, "DRV cuStreamWaitEvent on the NULL stream; SSB");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
-  sc::testing::wait_on_legacy_holds_later_blocking_work_only(*this, driver_path());
+  sc::testing::wait_on_legacy_holds_later_blocking_work_only(*this, dflt05, driver_path());
 }
 
 }  // namespace

@@ -51,7 +51,8 @@ class green_context {
 // no blocking stream can be made in a green context, its streams read back non-blocking and belong to
 // it, and it has no per-thread default stream.
 TEST_F(DefaultStreams, GreenContextStreamsAreNonBlockingAndHaveNoPerThreadStream) {
-  sc::claim("DFLT-21", sc::verdict_kind::documented, "DRV cuGreenCtxStreamCreate, cuStreamGetCtx_v2 (green contexts)");
+  const sc::claim dflt21("DFLT-21", sc::verdict_kind::documented,
+                         "DRV cuGreenCtxStreamCreate, cuStreamGetCtx_v2 (green contexts)");
   std::string missing;
   const sc::green_context_api* g = sc::green_contexts(missing);
   if (g == nullptr) GTEST_SKIP() << "the driver has no green contexts (" << missing << " not found)";
@@ -82,8 +83,7 @@ TEST_F(DefaultStreams, GreenContextStreamsAreNonBlockingAndHaveNoPerThreadStream
   CUcontext as_context = nullptr;
   SC_CHECK_CU(g->cuCtxFromGreenCtx(&as_context, green.get()));
   SC_CHECK_CU(g->cuCtxPushCurrent(as_context));
-  const CUstream asked =
-      sc::mutation_active("DFLT-21", sc::mutation_kind::arrangement) ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD;
+  const CUstream asked = dflt21.mutated(sc::mutation_kind::arrangement) ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD;
   const CUresult per_thread_rc = g->cuStreamGetCtx_v2(asked, &context, &owner);
   CUcontext popped = nullptr;
   SC_CHECK_CU(g->cuCtxPopCurrent(&popped));

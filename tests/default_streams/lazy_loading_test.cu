@@ -20,14 +20,14 @@ __global__ void first_launched_while_gated(unsigned* flag) {
 // kernel "might require context synchronization", so it may wait for a kernel spinning in another stream.
 // Measured in the default entry (lazy) and in default_streams.eager.* (CUDA_MODULE_LOADING=EAGER).
 TEST_F(DefaultStreams, FirstLaunchOfAnUnloadedKernelWhileAGateRuns) {
-  sc::claim("DFLT-20", sc::verdict_kind::observed, "old guide Lazy Loading (possible issues)");
+  const sc::claim dflt20("DFLT-20", sc::verdict_kind::observed, "old guide Lazy Loading (possible issues)");
   SC_REQUIRE(sc::requirement::async_launches);
   const char* loading = std::getenv("CUDA_MODULE_LOADING");
   const std::string mode = loading == nullptr ? "default" : loading;
   // Mutation (arrangement), per entry: under lazy loading the kernel is loaded before the gate closes
   // (the launch then has nothing to load); with eager loading the call also synchronizes the gated
   // stream (it then must wait).
-  const bool mutated = sc::mutation_active("DFLT-20", sc::mutation_kind::arrangement);
+  const bool mutated = dflt20.mutated(sc::mutation_kind::arrangement);
   const bool eager = mode == "EAGER";
   if (mutated && !eager) {
     cudaFuncAttributes attributes{};
@@ -49,7 +49,7 @@ TEST_F(DefaultStreams, FirstLaunchOfAnUnloadedKernelWhileAGateRuns) {
   drain();
   sc::observe("module_loading", mode);
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-  EXPECT_TRUE(sc::observed_row("DFLT-20", mode + ".returned_while_gated", seen.returned));
+  EXPECT_TRUE(dflt20.observed_row(mode + ".returned_while_gated", seen.returned));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The DFLT-02..05 arrangements, written once and run through two APIs: the runtime (legacy_test.cpp) and
 // the driver API (driver_api_test.cpp). A path says how a test creates streams, launches a mark and
-// waits for an event; the arrangement, its expectations and its mutation are the same for both.
+// waits for an event; the arrangement, its expectations and its mutation (of the claim `c` the test made)
+// are the same for both.
 #pragma once
 
 #include <functional>
@@ -25,9 +26,10 @@ inline enqueue_path runtime_path(DefaultStreams& t) {
 }
 
 // DFLT-02: an action in the legacy stream first waits for all earlier work in blocking streams.
-inline void legacy_waits_for_earlier_blocking_work(DefaultStreams& t, const enqueue_path& p) {
+inline void legacy_waits_for_earlier_blocking_work(DefaultStreams& t, const claim& c, const enqueue_path& p) {
   marks m;
-  const stream s1 = p.make(mutate("DFLT-02", mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking), "s1");
+  const stream s1 =
+      p.make(c.mutate(mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking), "s1");
   gate g;
   t.hold(g, s1);
   p.drop(m, p.null_stream, 1);
@@ -43,10 +45,11 @@ inline void legacy_waits_for_earlier_blocking_work(DefaultStreams& t, const enqu
 
 // DFLT-03, SSB example k1(s); k2(0); k3(s): k1 holds blocking s1, k2 goes to the legacy stream, k3 to
 // blocking s2: k2 waits for k1 (first edge) and k3 for k2 (second edge: nothing else could hold k3 back).
-inline void blocking_waits_for_earlier_legacy_work(DefaultStreams& t, const enqueue_path& p) {
+inline void blocking_waits_for_earlier_legacy_work(DefaultStreams& t, const claim& c, const enqueue_path& p) {
   marks m;
   const stream s1 = p.make(stream_flags::blocking, "s1");
-  const stream s2 = p.make(mutate("DFLT-03", mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking), "s2");
+  const stream s2 =
+      p.make(c.mutate(mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking), "s2");
   gate k1;
   t.hold(k1, s1);
   p.drop(m, p.null_stream, 2);
@@ -62,9 +65,10 @@ inline void blocking_waits_for_earlier_legacy_work(DefaultStreams& t, const enqu
 }
 
 // DFLT-04, one direction: the legacy stream does not wait for a non-blocking stream.
-inline void legacy_does_not_wait_for_non_blocking_work(DefaultStreams& t, const enqueue_path& p) {
+inline void legacy_does_not_wait_for_non_blocking_work(DefaultStreams& t, const claim& c, const enqueue_path& p) {
   marks m;
-  const stream s1 = p.make(mutate("DFLT-04", mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking), "s1");
+  const stream s1 =
+      p.make(c.mutate(mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking), "s1");
   gate g;
   t.hold(g, s1);
   p.drop(m, p.null_stream, 1);
@@ -76,9 +80,10 @@ inline void legacy_does_not_wait_for_non_blocking_work(DefaultStreams& t, const 
 }
 
 // DFLT-04, the other direction: a non-blocking stream does not wait for legacy work.
-inline void non_blocking_does_not_wait_for_legacy_work(DefaultStreams& t, const enqueue_path& p) {
+inline void non_blocking_does_not_wait_for_legacy_work(DefaultStreams& t, const claim& c, const enqueue_path& p) {
   marks m;
-  const stream s2 = p.make(mutate("DFLT-04", mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking), "s2");
+  const stream s2 =
+      p.make(c.mutate(mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking), "s2");
   gate g;
   t.hold(g, p.null_stream);
   p.drop(m, s2, 3);
@@ -91,7 +96,7 @@ inline void non_blocking_does_not_wait_for_legacy_work(DefaultStreams& t, const 
 
 // DFLT-05: a wait on the legacy stream is a legacy action: later blocking-stream work waits for it (and
 // so for busy blocking s1), non-blocking work does not.
-inline void wait_on_legacy_holds_later_blocking_work_only(DefaultStreams& t, const enqueue_path& p) {
+inline void wait_on_legacy_holds_later_blocking_work_only(DefaultStreams& t, const claim& c, const enqueue_path& p) {
   marks m;
   const stream idle = p.make(stream_flags::non_blocking, "idle");
   const stream s1 = p.make(stream_flags::blocking, "s1");
@@ -102,7 +107,7 @@ inline void wait_on_legacy_holds_later_blocking_work_only(DefaultStreams& t, con
   SC_CHECK_CUDA(synchronize_within(idle, kWorkDeadline));  // the event is complete: the wait is a no-op
   gate g;
   t.hold(g, s1);
-  if (!mutation_active("DFLT-05", mutation_kind::arrangement)) p.wait_event(p.null_stream, done);
+  if (!c.mutated(mutation_kind::arrangement)) p.wait_event(p.null_stream, done);
   p.drop(m, s2, 2);
   p.drop(m, s3, 3);
   {

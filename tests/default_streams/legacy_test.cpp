@@ -18,53 +18,56 @@ using DefaultStreams = sc::testing::DefaultStreams;
 // DFLT-02 · SSB "Legacy default stream": an action in the legacy stream first waits for all earlier work
 // in blocking streams. (Arrangements of DFLT-02..05: legacy_rules.hpp, shared with the driver-API tests.)
 TEST_F(DefaultStreams, LegacyStreamWaitsForEarlierBlockingStreamWork) {
-  sc::claim("DFLT-02", sc::verdict_kind::documented, "SSB: the legacy stream first waits on all blocking streams");
+  const sc::claim dflt02("DFLT-02", sc::verdict_kind::documented,
+                         "SSB: the legacy stream first waits on all blocking streams");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::legacy_waits_for_earlier_blocking_work(*this, sc::testing::runtime_path(*this));
+  sc::testing::legacy_waits_for_earlier_blocking_work(*this, dflt02, sc::testing::runtime_path(*this));
 }
 
 // DFLT-04 · SSB; RT cudaStreamCreateWithFlags: a non-blocking stream does not synchronize with the
 // legacy stream — here the legacy stream does not wait for it. (Mirror and negative control of DFLT-02.)
 TEST_F(DefaultStreams, LegacyStreamDoesNotWaitForNonBlockingStreamWork) {
-  sc::claim("DFLT-04", sc::verdict_kind::documented, "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
+  const sc::claim dflt04("DFLT-04", sc::verdict_kind::documented,
+                         "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::legacy_does_not_wait_for_non_blocking_work(*this, sc::testing::runtime_path(*this));
+  sc::testing::legacy_does_not_wait_for_non_blocking_work(*this, dflt04, sc::testing::runtime_path(*this));
 }
 
 // DFLT-03 · SSB example k1(s); k2(0); k3(s): work issued to a blocking stream after a legacy-stream
 // action waits for it.
 TEST_F(DefaultStreams, BlockingStreamWaitsForEarlierLegacyWork) {
-  sc::claim("DFLT-03", sc::verdict_kind::documented, "SSB example k1<<<s>>>, k2<<<0>>>, k3<<<s>>>");
+  const sc::claim dflt03("DFLT-03", sc::verdict_kind::documented, "SSB example k1<<<s>>>, k2<<<0>>>, k3<<<s>>>");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::blocking_waits_for_earlier_legacy_work(*this, sc::testing::runtime_path(*this));
+  sc::testing::blocking_waits_for_earlier_legacy_work(*this, dflt03, sc::testing::runtime_path(*this));
 }
 
 // DFLT-04 · SSB: the other direction — a non-blocking stream does not wait for legacy work.
 // (Mirror and negative control of DFLT-03.)
 TEST_F(DefaultStreams, NonBlockingStreamDoesNotWaitForLegacyWork) {
-  sc::claim("DFLT-04", sc::verdict_kind::documented, "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
+  const sc::claim dflt04("DFLT-04", sc::verdict_kind::documented,
+                         "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::non_blocking_does_not_wait_for_legacy_work(*this, sc::testing::runtime_path(*this));
+  sc::testing::non_blocking_does_not_wait_for_legacy_work(*this, dflt04, sc::testing::runtime_path(*this));
 }
 
 // DFLT-05 · SSB ("such as a kernel launch or cudaStreamWaitEvent()"): cudaStreamWaitEvent on the legacy
 // stream holds later blocking-stream work, not non-blocking work.
 TEST_F(DefaultStreams, WaitEventOnTheLegacyStreamHoldsLaterBlockingWorkOnly) {
-  sc::claim("DFLT-05", sc::verdict_kind::documented, "SSB: cudaStreamWaitEvent on the legacy stream");
+  const sc::claim dflt05("DFLT-05", sc::verdict_kind::documented, "SSB: cudaStreamWaitEvent on the legacy stream");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
-  sc::testing::wait_on_legacy_holds_later_blocking_work_only(*this, sc::testing::runtime_path(*this));
+  sc::testing::wait_on_legacy_holds_later_blocking_work_only(*this, dflt05, sc::testing::runtime_path(*this));
 }
 
 // DFLT-01 · PG §2.3 (observed): kernels in two non-blocking streams may run concurrently.
 TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
-  sc::claim("DFLT-01", sc::verdict_kind::observed, "PG 2.3: concurrent kernel execution");
+  const sc::claim dflt01("DFLT-01", sc::verdict_kind::observed, "PG 2.3: concurrent kernel execution");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   // Mutation (arrangement): the mark queues behind the gate in a.
-  const sc::stream& second = sc::mutation_active("DFLT-01", sc::mutation_kind::arrangement) ? a : b;
+  const sc::stream& second = dflt01.mutated(sc::mutation_kind::arrangement) ? a : b;
   const sc::observation seen = sc::measure_within(sc::kObservedAttempts, [&] {
     sc::marks m;
     sc::gate g;
@@ -73,20 +76,21 @@ TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
     return sc::present_while_gated(m, 1, g);
   });
   sc::observe("attempts", seen.attempts);
-  EXPECT_TRUE(sc::observed_row("DFLT-01", "holds", seen.last));
+  EXPECT_TRUE(dflt01.observed_row("holds", seen.last));
 }
 
 // DFLT-10 · undocumented (observed): cudaStreamQuery on the legacy stream while only a blocking stream is
 // busy; the same query while only a non-blocking stream is busy is the contrast.
 TEST_F(DefaultStreams, QueryOfTheLegacyStreamWhileABlockingStreamIsBusy) {
-  sc::claim("DFLT-10", sc::verdict_kind::observed, "undocumented; hip-tests _SubmitWorkOnStreamAndQueryNullStream");
+  const sc::claim dflt10("DFLT-10", sc::verdict_kind::observed,
+                         "undocumented; hip-tests _SubmitWorkOnStreamAndQueryNullStream");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the busy streams swap kinds.
-  const bool swapped = sc::mutation_active("DFLT-10", sc::mutation_kind::arrangement);
+  const bool swapped = dflt10.mutated(sc::mutation_kind::arrangement);
   for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
     const std::string kind = flags == stream_flags::blocking ? "blocking" : "non_blocking";
-    const stream_flags made = swapped ? (flags == stream_flags::blocking ? stream_flags::non_blocking : stream_flags::blocking)
-                                      : flags;
+    const stream_flags made =
+        swapped ? (flags == stream_flags::blocking ? stream_flags::non_blocking : stream_flags::blocking) : flags;
     const sc::stream s1 = make(made, "busy_" + kind);
     sc::gate g;
     hold(g, s1);
@@ -98,17 +102,17 @@ TEST_F(DefaultStreams, QueryOfTheLegacyStreamWhileABlockingStreamIsBusy) {
     ASSERT_TRUE(valid) << "the gate was not closed during the query: " << sc::to_string(g.state());
     const std::string key = kind == "blocking" ? "rc" : "non_blocking.rc";
     sc::observe("rc.cudaStreamQuery(legacy)." + kind, code);
-    EXPECT_TRUE(sc::matches_baseline("DFLT-10", key, code));
+    EXPECT_TRUE(dflt10.matches_baseline(key, code));
   }
 }
 
 // DFLT-11 · contested (observed): cudaStreamSynchronize on an empty blocking stream after legacy work —
 // does it wait for that work?
 TEST_F(DefaultStreams, SynchronizeOfAnEmptyBlockingStreamAfterLegacyWork) {
-  sc::claim("DFLT-11", sc::verdict_kind::observed, "contested: ROCm/hip PR #639, #1105; chipStar #1103");
+  const sc::claim dflt11("DFLT-11", sc::verdict_kind::observed, "contested: ROCm/hip PR #639, #1105; chipStar #1103");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): s1 is not empty: a mark waits in it behind the legacy gate.
-  const bool pending = sc::mutation_active("DFLT-11", sc::mutation_kind::arrangement);
+  const bool pending = dflt11.mutated(sc::mutation_kind::arrangement);
   sc::marks m;
   const sc::stream s1 = make(stream_flags::blocking, "s1");
   sc::gate g;
@@ -118,20 +122,20 @@ TEST_F(DefaultStreams, SynchronizeOfAnEmptyBlockingStreamAfterLegacyWork) {
   const sc::return_observation seen = sc::call_while_gated([&] { return cudaStreamSynchronize(s1.get()); }, g);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-  EXPECT_TRUE(sc::observed_row("DFLT-11", "returned_while_gated", seen.returned));
+  EXPECT_TRUE(dflt11.observed_row("returned_while_gated", seen.returned));
 }
 
 // DFLT-12 · hip-tests _NullStreamSynchronization (observed): cudaStreamSynchronize(cudaStreamLegacy) waits
 // for a busy blocking stream but not for a busy non-blocking one.
 TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) {
-  sc::claim("DFLT-12", sc::verdict_kind::observed, "hip-tests _NullStreamSynchronization (AMD-only)");
+  const sc::claim dflt12("DFLT-12", sc::verdict_kind::observed, "hip-tests _NullStreamSynchronization (AMD-only)");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the gated streams swap kinds.
-  const bool swapped = sc::mutation_active("DFLT-12", sc::mutation_kind::arrangement);
+  const bool swapped = dflt12.mutated(sc::mutation_kind::arrangement);
   for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
     const std::string kind = flags == stream_flags::blocking ? "blocking" : "non_blocking";
-    const stream_flags made = swapped ? (flags == stream_flags::blocking ? stream_flags::non_blocking : stream_flags::blocking)
-                                      : flags;
+    const stream_flags made =
+        swapped ? (flags == stream_flags::blocking ? stream_flags::non_blocking : stream_flags::blocking) : flags;
     const sc::stream s = make(made, kind);
     sc::gate g;
     hold(g, s);
@@ -139,7 +143,7 @@ TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) 
     const sc::return_observation seen = sc::call_while_gated([&] { return cudaStreamSynchronize(legacy_.get()); }, g);
     drain();
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-    EXPECT_TRUE(sc::observed_row("DFLT-12", kind + ".returned_while_gated", seen.returned));
+    EXPECT_TRUE(dflt12.observed_row(kind + ".returned_while_gated", seen.returned));
   }
 }
 
@@ -153,14 +157,15 @@ constexpr auto kIdleSyncWindow = sc::kLandingDeadline;
 // each round one stream is gated and everything else is idle. Contrast in the same test: synchronizing an
 // idle stream returns while the gate is closed.
 TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
-  sc::claim("DFLT-23", sc::verdict_kind::documented, "RT cudaDeviceSynchronize");
+  const sc::claim dflt23("DFLT-23", sc::verdict_kind::documented, "RT cudaDeviceSynchronize");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream blocking = make(stream_flags::blocking, "blocking");
   const sc::stream non_blocking = make(stream_flags::non_blocking, "non_blocking");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   const std::function<cudaError_t()> device_sync =
-      sc::mutation_active("DFLT-23", sc::mutation_kind::arrangement) ? std::function<cudaError_t()>([&] { return cudaStreamSynchronize(idle.get()); })
-                                     : std::function<cudaError_t()>([] { return cudaDeviceSynchronize(); });
+      dflt23.mutated(sc::mutation_kind::arrangement)
+          ? std::function<cudaError_t()>([&] { return cudaStreamSynchronize(idle.get()); })
+          : std::function<cudaError_t()>([] { return cudaDeviceSynchronize(); });
   for (const sc::stream* busy : {&blocking, &non_blocking, &legacy_}) {
     SCOPED_TRACE("gated: " + busy->name());
     sc::gate g;
@@ -184,11 +189,11 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
 // Child process body for DFLT-13: tries to destroy both default streams, then uses them. The contrast: a
 // created stream is destroyed with cudaSuccess. Mutation (arrangement): the "legacy" destroy is given a
 // created stream instead.
-[[noreturn]] void destroy_default_streams(const sc::child_channel& channel) {
+[[noreturn]] void destroy_default_streams(const sc::claim& dflt13, const sc::child_channel& channel) {
   sc::marks m;
   cudaStream_t created = nullptr;
   cudaStream_t other = nullptr;
-  const bool swapped = sc::mutation_active("DFLT-13", sc::mutation_kind::arrangement);
+  const bool swapped = dflt13.mutated(sc::mutation_kind::arrangement);
   if (cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking) != cudaSuccess ||
       cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking) != cudaSuccess)
     std::exit(3);
@@ -208,18 +213,18 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
 // DFLT-13 · ZLUDA stream_cant_destroy_default (observed): the default streams cannot be destroyed; the
 // call returns an error and the stream stays usable. In a child process: a crash must not end this one.
 TEST_F(DefaultStreams, DefaultStreamsCannotBeDestroyed) {
-  sc::claim("DFLT-13", sc::verdict_kind::observed, "vosen/ZLUDA stream_cant_destroy_default; hip-tests");
+  const sc::claim dflt13("DFLT-13", sc::verdict_kind::observed, "vosen/ZLUDA stream_cant_destroy_default; hip-tests");
   SC_REQUIRE(sc::requirement::death_test_children);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   // The mutation acts in the child; asked here too, so that this test's record shows it.
-  (void)sc::mutation_active("DFLT-13", sc::mutation_kind::arrangement);
+  (void)dflt13.mutated(sc::mutation_kind::arrangement);
   const sc::child_channel channel("DFLT13");
-  EXPECT_EXIT(destroy_default_streams(channel), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(destroy_default_streams(dflt13, channel), ::testing::ExitedWithCode(0), "");
   const auto lines = channel.read();
   EXPECT_EQ(6u, lines.size()) << "the child reported " << lines.size() << " of 6 facts";
   for (const auto& [key, value] : lines) {
     sc::observe(key, value);
-    EXPECT_TRUE(sc::matches_baseline("DFLT-13", key, value));
+    EXPECT_TRUE(dflt13.matches_baseline(key, value));
   }
 }
 
@@ -227,7 +232,7 @@ TEST_F(DefaultStreams, DefaultStreamsCannotBeDestroyed) {
 // while a blocking stream captures (global mode), using the legacy stream fails with
 // cudaErrorStreamCaptureImplicit.
 TEST_F(DefaultStreams, CaptureExcludesTheLegacyStream) {
-  sc::claim("DFLT-14", sc::verdict_kind::documented, "DRV cuStreamBeginCapture, cuStreamIsCapturing");
+  const sc::claim dflt14("DFLT-14", sc::verdict_kind::documented, "DRV cuStreamBeginCapture, cuStreamIsCapturing");
   const cudaError_t begin_on_legacy = cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeGlobal);
   (void)cudaGetLastError();
   sc::observe("rc.begin_capture(legacy)", sc::error_name(begin_on_legacy));
@@ -237,9 +242,8 @@ TEST_F(DefaultStreams, CaptureExcludesTheLegacyStream) {
     (void)cudaStreamEndCapture(cudaStreamLegacy, &graph);
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
   }
-  const sc::stream capturing =
-      make(sc::mutate("DFLT-14", sc::mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking),
-           "capturing");
+  const sc::stream capturing = make(
+      dflt14.mutate(sc::mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking), "capturing");
   SC_CHECK_CUDA(cudaStreamBeginCapture(capturing.get(), cudaStreamCaptureModeRelaxed));
   const cudaError_t legacy_use = sc::kernels::launch_empty(legacy_.get());
   cudaGraph_t graph = nullptr;

@@ -58,12 +58,12 @@ class PerThreadStreams : public DefaultStreams {
 // DFLT-06 · SSB; PG 2.3.6: the per-thread default stream does not synchronize with other (blocking)
 // streams; the explicit cudaStreamPerThread handle behaves so in every build mode.
 TEST_F(PerThreadStreams, PerThreadStreamDoesNotWaitForBlockingStreams) {
-  sc::claim("DFLT-06", sc::verdict_kind::documented, "SSB (per-thread default stream); PG 2.3.6");
+  const sc::claim dflt06("DFLT-06", sc::verdict_kind::documented, "SSB (per-thread default stream); PG 2.3.6");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream s1 = make(stream_flags::blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
-  const sc::stream& target = sc::mutation_active("DFLT-06", sc::mutation_kind::arrangement) ? legacy_ : per_thread_;
+  const sc::stream& target = dflt06.mutated(sc::mutation_kind::arrangement) ? legacy_ : per_thread_;
   sc::gate g;
   hold(g, s1);
   drop(m, target, 1);
@@ -76,10 +76,10 @@ TEST_F(PerThreadStreams, PerThreadStreamDoesNotWaitForBlockingStreams) {
 // DFLT-07 · SSB: the per-thread default stream is not non-blocking: it synchronizes with the legacy
 // stream, in both directions.
 TEST_F(PerThreadStreams, PerThreadStreamSynchronizesWithTheLegacyStream) {
-  sc::claim("DFLT-07", sc::verdict_kind::documented, "SSB (per-thread stream and the legacy stream)");
+  const sc::claim dflt07("DFLT-07", sc::verdict_kind::documented, "SSB (per-thread stream and the legacy stream)");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream nb = make(stream_flags::non_blocking, "nb");
-  const sc::stream& subject = sc::mutation_active("DFLT-07", sc::mutation_kind::arrangement) ? nb : per_thread_;
+  const sc::stream& subject = dflt07.mutated(sc::mutation_kind::arrangement) ? nb : per_thread_;
   {
     sc::marks m;
     sc::gate g;
@@ -107,7 +107,7 @@ TEST_F(PerThreadStreams, PerThreadStreamSynchronizesWithTheLegacyStream) {
 // DFLT-08 · SSB; PG 2.3.6.2: the per-thread default streams of two host threads are distinct
 // (cudaStreamGetId differs) and independent (one's gate does not hold the other's work).
 TEST_F(PerThreadStreams, PerThreadStreamsOfTwoThreadsAreDistinctAndIndependent) {
-  sc::claim("DFLT-08", sc::verdict_kind::documented, "SSB; PG 2.3.6.2");
+  const sc::claim dflt08("DFLT-08", sc::verdict_kind::documented, "SSB; PG 2.3.6.2");
   SC_REQUIRE(sc::requirement::async_launches);
   // Under memcheck (H100) thread B's launch waited for thread A's gate, so B never got to drop its mark.
   SC_REQUIRE(sc::requirement::unintercepted_calls);
@@ -120,7 +120,7 @@ TEST_F(PerThreadStreams, PerThreadStreamsOfTwoThreadsAreDistinctAndIndependent) 
   ASSERT_TRUE(g.wait_started());
   cudaError_t in_thread = cudaSuccess;
   // Mutation (arrangement): B's mark goes into A's per-thread stream.
-  const bool same_thread = sc::mutation_active("DFLT-08", sc::mutation_kind::arrangement);
+  const bool same_thread = dflt08.mutated(sc::mutation_kind::arrangement);
   std::thread b([&] {
     in_thread = cudaSetDevice(device());
     if (in_thread == cudaSuccess) in_thread = cudaStreamGetId(cudaStreamPerThread, &id_b);
@@ -139,7 +139,8 @@ TEST_F(PerThreadStreams, PerThreadStreamsOfTwoThreadsAreDistinctAndIndependent) 
 // Each thread launches a gate without a stream; all eight run at once while none is open. In the legacy
 // build stream 0 is the one legacy stream, so the same code must NOT get there (negative control).
 TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
-  sc::claim("DFLT-08", sc::verdict_kind::documented, "PG 2.3.6.2 (8 host threads, <<<>>> without a stream)");
+  const sc::claim dflt08("DFLT-08", sc::verdict_kind::documented,
+                         "PG 2.3.6.2 (8 host threads, <<<>>> without a stream)");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
   constexpr int kThreads = 8;
@@ -147,7 +148,7 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
   for (int i = 0; i < kThreads; ++i) gates.push_back(std::make_unique<sc::gate>());
   // Mutation (arrangement): each thread launches through the other build mode's path: the legacy-mode
   // library's stream 0 (the legacy stream) in per-thread builds, cudaStreamPerThread in the legacy build.
-  const bool other_path = sc::mutation_active("DFLT-08", sc::mutation_kind::arrangement);
+  const bool other_path = dflt08.mutated(sc::mutation_kind::arrangement);
   const auto launch = [other_path](sc::kernels::gate_word* w, std::uint64_t ns, bool banner) {
     if (!other_path) return launch_gate_without_stream(w, ns, banner);
     return sc::kernels::launch_gate(kPerThreadBuild ? nullptr : cudaStreamPerThread, w, ns, banner);
@@ -196,7 +197,8 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
 // legacy build (legacy stream) and does not in per-thread builds. The library's launcher, compiled in
 // legacy mode, still sends handle 0 to the legacy stream in every build: each unit keeps its own mode.
 TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
-  sc::claim("DFLT-09", sc::verdict_kind::documented, "SSB; PG 2.3.6.2 (--default-stream per-thread, -DCUDA_API_PER_THREAD_DEFAULT_STREAM)");
+  const sc::claim dflt09("DFLT-09", sc::verdict_kind::documented,
+                         "SSB; PG 2.3.6.2 (--default-stream per-thread, -DCUDA_API_PER_THREAD_DEFAULT_STREAM)");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream s1 = make(stream_flags::blocking, "s1");
@@ -204,7 +206,7 @@ TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
   hold(g, s1);
   // Mutation (arrangement): mark 1 goes through the other build mode's path (the legacy-mode library's
   // stream 0 in per-thread builds, cudaStreamPerThread in the legacy build) instead of <<<>>>.
-  const bool other_path = sc::mutation_active("DFLT-09", sc::mutation_kind::arrangement);
+  const bool other_path = dflt09.mutated(sc::mutation_kind::arrangement);
   {
     const auto label = timeline().label("mark1@<<<>>>");
     if (other_path && kPerThreadBuild)

@@ -1,6 +1,6 @@
 // EVT-14: a stream of one device waits on an event recorded on another; DFLT-20 across devices: what a lazy
-// module load on the second device does while the first holds a gated kernel. Both skip at once where fewer than two devices
-// are visible.
+// module load on the second device does while the first holds a gated kernel. Both skip at once where fewer than two
+// devices are visible.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -24,9 +24,9 @@ using sc::testing::EventsAcrossDevices;
 // first mark launched on the peer and came after the wait, it started only when the gate opened (40 of 40):
 // the control therefore goes before the wait.
 TEST_F(EventsAcrossDevices, WaitOnAnEventRecordedOnAnotherDevice) {
-  sc::claim("EVT-14", sc::verdict_kind::documented, "RT cudaStreamWaitEvent (event of another device)");
+  const sc::claim evt14("EVT-14", sc::verdict_kind::documented, "RT cudaStreamWaitEvent (event of another device)");
   // Mutation (arrangement): B does not wait.
-  const bool no_wait = sc::mutation_active("EVT-14", sc::mutation_kind::arrangement);
+  const bool no_wait = evt14.mutated(sc::mutation_kind::arrangement);
   const sc::stream a = make(stream_flags::non_blocking, "A@dev" + std::to_string(device()));
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
   use(peer());
@@ -50,7 +50,7 @@ TEST_F(EventsAcrossDevices, WaitOnAnEventRecordedOnAnotherDevice) {
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the peer's stream ran before the other device's event completed";
     const sc::gated_result later = w.present(sc::probe::mark(m, 3));
     sc::observe("later_free_stream", later.message());
-    EXPECT_TRUE(sc::observed_row("EVT-14", "peer_stream_launched_after_the_wait_runs_while_gated", later));
+    EXPECT_TRUE(evt14.observed_row("peer_stream_launched_after_the_wait_runs_while_gated", later));
   }
   drain();
   use(peer());
@@ -79,12 +79,13 @@ std::string module_loading() {
 // measured. On two H100s (driver 580) the call returned in 7-14 ms (lazy) and 5-12 ms (eager) while the gate
 // ran; the baseline gates on it.
 TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
-  sc::claim("DFLT-20", sc::verdict_kind::observed, "old guide Lazy Loading: Possible issues (across devices)");
+  const sc::claim dflt20("DFLT-20", sc::verdict_kind::observed,
+                         "old guide Lazy Loading: Possible issues (across devices)");
   const std::string loading = module_loading();
   const bool eager = loading == "EAGER";
   sc::observe("module_loading", loading);
   // Mutation (arrangement): the call also synchronizes the gated device, so it cannot return while gated.
-  const bool mutated = sc::mutation_active("DFLT-20", sc::mutation_kind::arrangement);
+  const bool mutated = dflt20.mutated(sc::mutation_kind::arrangement);
   const sc::stream a = make(stream_flags::non_blocking, "A@dev" + std::to_string(device()));
   use(peer());
   const sc::stream p = make(stream_flags::non_blocking, "P@dev" + std::to_string(peer()));
@@ -107,9 +108,9 @@ TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, first.code);
   sc::observe("first_launch_took_us", static_cast<long long>(first.took.count()));
-  EXPECT_TRUE(sc::observed_row("DFLT-20", std::string("first_launch_on_peer_returns_while_other_device_gated.") +
-                                              (eager ? "eager" : "lazy"),
-                               first.returned));
+  EXPECT_TRUE(dflt20.observed_row(
+      std::string("first_launch_on_peer_returns_while_other_device_gated.") + (eager ? "eager" : "lazy"),
+      first.returned));
 }
 
 }  // namespace

@@ -8,10 +8,14 @@ namespace sc::testing {
 
 const char* to_string(stream_kind kind) noexcept {
   switch (kind) {
-    case stream_kind::blocking: return "blocking";
-    case stream_kind::non_blocking: return "non_blocking";
-    case stream_kind::per_thread: return "per_thread";
-    case stream_kind::legacy: return "legacy";
+    case stream_kind::blocking:
+      return "blocking";
+    case stream_kind::non_blocking:
+      return "non_blocking";
+    case stream_kind::per_thread:
+      return "per_thread";
+    case stream_kind::legacy:
+      return "legacy";
   }
   return "?";
 }
@@ -34,10 +38,14 @@ void EventsAndWaits::SetUp() {
 
 stream EventsAndWaits::of_kind(stream_kind kind, const std::string& name) {
   switch (kind) {
-    case stream_kind::blocking: return make(stream_flags::blocking, name);
-    case stream_kind::non_blocking: return make(stream_flags::non_blocking, name);
-    case stream_kind::per_thread: return stream::per_thread();
-    case stream_kind::legacy: return stream::legacy();
+    case stream_kind::blocking:
+      return make(stream_flags::blocking, name);
+    case stream_kind::non_blocking:
+      return make(stream_flags::non_blocking, name);
+    case stream_kind::per_thread:
+      return stream::per_thread();
+    case stream_kind::legacy:
+      return stream::legacy();
   }
   throw std::logic_error("of_kind: unknown stream kind");
 }

@@ -1,7 +1,6 @@
 // EVT-13: how the host thread waits (spinning or sleeping); EVT-15: events recorded and waited on from 20
 // host threads, each on its own per-thread default stream.
 #include <gtest/gtest.h>
-
 #include <time.h>
 
 #include <atomic>
@@ -54,7 +53,7 @@ host_wait measure_wait(const sc::stream& s, sc::kernels::block_record* records, 
 // a stream synchronize sleep too. Measured as the waiting thread's CPU time over the wall time of a wait on a
 // 20 ms GPU spin.
 TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
-  sc::claim("EVT-13", sc::verdict_kind::observed, "RT cudaEventCreateWithFlags, cudaSetDeviceFlags");
+  const sc::claim evt13("EVT-13", sc::verdict_kind::observed, "RT cudaEventCreateWithFlags, cudaSetDeviceFlags");
   // Reason for 20 ms: hundreds of scheduler ticks of a sleeping thread, and long against launch cost.
   constexpr std::uint64_t kSpinNs = 20'000'000;
   // Reasons: a spinning wait keeps its thread on a CPU nearly all the time (ratio near 1); a sleeping one
@@ -64,8 +63,8 @@ TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   sc::mapped<sc::kernels::block_record> records(1);
   // Mutation (arrangement): the "blocking-sync" event is a default one.
-  const sc::event_flags blocking_flags = sc::mutate("EVT-13", sc::mutation_kind::arrangement,
-                                                    sc::event_flags::blocking_sync, sc::event_flags::timing);
+  const sc::event_flags blocking_flags =
+      evt13.mutate(sc::mutation_kind::arrangement, sc::event_flags::blocking_sync, sc::event_flags::timing);
   const sc::event plain = sc::event::create(sc::event_flags::timing);
   const sc::event blocking = sc::event::create(blocking_flags);
   const host_wait spin = measure_wait(s, records.device(), kSpinNs, [&] {
@@ -80,8 +79,8 @@ TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
   sc::observe("default_event.cpu_ms", spin.cpu_ms);
   sc::observe("blocking_sync_event.wall_ms", sleep.wall_ms);
   sc::observe("blocking_sync_event.cpu_ms", sleep.cpu_ms);
-  EXPECT_TRUE(sc::matches_baseline("EVT-13", "default_event_sync_spins", spin.busy() >= kSpinsAtLeast));
-  EXPECT_TRUE(sc::matches_baseline("EVT-13", "blocking_sync_event_sleeps", sleep.busy() <= kSleepsAtMost));
+  EXPECT_TRUE(evt13.matches_baseline("default_event_sync_spins", spin.busy() >= kSpinsAtLeast));
+  EXPECT_TRUE(evt13.matches_baseline("blocking_sync_event_sleeps", sleep.busy() <= kSleepsAtMost));
 
   // The device flag on the running primary context.
   unsigned before = 0;
@@ -95,7 +94,7 @@ TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
     SC_CHECK_CUDA(cudaSetDeviceFlags(before));
     sc::observe("device_flag.wall_ms", flagged.wall_ms);
     sc::observe("device_flag.cpu_ms", flagged.cpu_ms);
-    EXPECT_TRUE(sc::matches_baseline("EVT-13", "device_blocking_sync_sleeps", flagged.busy() <= kSleepsAtMost));
+    EXPECT_TRUE(evt13.matches_baseline("device_blocking_sync_sleeps", flagged.busy() <= kSleepsAtMost));
   }
 }
 
@@ -104,10 +103,11 @@ TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
 // Thread 0's stream is held by a gate first. While it is closed no mark may land (every dependency holds);
 // after it opens the marks land in thread order (order encoded in the tickets).
 TEST_F(EventsAndWaits, TwentyThreadsKeepEveryDependency) {
-  sc::claim("EVT-15", sc::verdict_kind::documented, "RT cudaStreamWaitEvent, cudaEventRecord; per-thread default stream");
+  const sc::claim evt15("EVT-15", sc::verdict_kind::documented,
+                        "RT cudaStreamWaitEvent, cudaEventRecord; per-thread default stream");
   constexpr unsigned kThreads = 20;
   // Mutation (arrangement): thread 10 does not wait for thread 9.
-  const unsigned skipped = sc::mutation_active("EVT-15", sc::mutation_kind::arrangement) ? 10u : kThreads;
+  const unsigned skipped = evt15.mutated(sc::mutation_kind::arrangement) ? 10u : kThreads;
   sc::marks m;
   std::vector<sc::event> events;
   for (unsigned t = 0; t < kThreads; ++t) events.push_back(sc::event::create(sc::event_flags::disable_timing));

@@ -20,7 +20,7 @@ constexpr unsigned char kMemsetByte = 0xab;
 // work has still not run right after, and once the gate opens it completes (a mark kernel and a memset into
 // mapped memory). The destroyed handle is never used again.
 TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
-  sc::claim("EVT-09", sc::verdict_kind::documented, "RT cudaStreamDestroy; DRV cuStreamDestroy");
+  const sc::claim evt09("EVT-09", sc::verdict_kind::documented, "RT cudaStreamDestroy; DRV cuStreamDestroy");
   SC_REQUIRE(sc::requirement::unintercepted_calls);
   sc::marks m;
   sc::mapped<std::uint32_t> word(1);
@@ -29,7 +29,7 @@ TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
   const sc::stream doomed = sc::stream::view(raw, "doomed");
   timeline().track(doomed);
   // Mutation (arrangement): the stream is synchronized before it is destroyed.
-  const bool sync_first = sc::mutation_active("EVT-09", sc::mutation_kind::arrangement);
+  const bool sync_first = evt09.mutated(sc::mutation_kind::arrangement);
   std::optional<sc::gated_result> still_held;
   sc::gate g;
   hold(g, doomed);
@@ -63,14 +63,14 @@ TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
 // gate holds A, e is recorded in A, B waits on e and drops a mark; destroying e returns while the gate is
 // closed, B's mark still has not landed right after, and it lands once the gate opens.
 TEST_F(EventsAndWaits, DestroyingAPendingEventKeepsItsWaits) {
-  sc::claim("EVT-10", sc::verdict_kind::documented, "RT cudaEventDestroy");
+  const sc::claim evt10("EVT-10", sc::verdict_kind::documented, "RT cudaEventDestroy");
   sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "A");
   const sc::stream b = make(stream_flags::non_blocking, "B");
   cudaEvent_t raw = nullptr;
   SC_CHECK_CUDA(cudaEventCreateWithFlags(&raw, cudaEventDisableTiming));
   // Mutation (arrangement): B does not wait on the event.
-  const bool no_wait = sc::mutation_active("EVT-10", sc::mutation_kind::arrangement);
+  const bool no_wait = evt10.mutated(sc::mutation_kind::arrangement);
   std::optional<sc::gated_result> still_held;
   sc::gate g;
   hold(g, a);
@@ -99,12 +99,12 @@ TEST_F(EventsAndWaits, DestroyingAPendingEventKeepsItsWaits) {
 // (cudaEventInterprocess needs cudaEventDisableTiming), null out-pointers: each refused with
 // cudaErrorInvalidValue, by name, and the error is not sticky (a kernel runs afterwards).
 TEST_F(EventsAndWaits, InvalidArgumentsAreRefusedByName) {
-  sc::claim("EVT-11", sc::verdict_kind::documented, "RT cudaStreamWaitEvent, cudaEventCreateWithFlags");
+  const sc::claim evt11("EVT-11", sc::verdict_kind::documented, "RT cudaStreamWaitEvent, cudaEventCreateWithFlags");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
   record(e, s, "e");
   // Mutation (arrangement): the wait is made with flags 0, a valid value.
-  const unsigned bad_flags = sc::mutate<unsigned>("EVT-11", sc::mutation_kind::arrangement, 0x2u, 0u);
+  const unsigned bad_flags = evt11.mutate<unsigned>(sc::mutation_kind::arrangement, 0x2u, 0u);
   const cudaError_t wait_flags = cudaStreamWaitEvent(s.get(), e.get(), bad_flags);
   (void)cudaGetLastError();
   cudaEvent_t ipc = nullptr;

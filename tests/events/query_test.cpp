@@ -21,11 +21,11 @@ using sc::testing::EventsAndWaits;
 // EVT-04 · RT cudaEventQuery, cudaEventSynchronize: on an event that was never recorded both return
 // cudaSuccess at once (while a gate holds another stream, so "at once" cannot mean "after the device idled").
 TEST_F(EventsAndWaits, NeverRecordedEventQueriesAndSynchronizesAsDone) {
-  sc::claim("EVT-04", sc::verdict_kind::documented, "RT cudaEventQuery, cudaEventSynchronize");
+  const sc::claim evt04("EVT-04", sc::verdict_kind::documented, "RT cudaEventQuery, cudaEventSynchronize");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
   // Mutation (arrangement): the event is recorded behind the gate first.
-  const bool recorded = sc::mutation_active("EVT-04", sc::mutation_kind::arrangement);
+  const bool recorded = evt04.mutated(sc::mutation_kind::arrangement);
   sc::gate g;
   hold(g, s);
   if (recorded) record(e, s, "e");
@@ -50,12 +50,12 @@ TEST_F(EventsAndWaits, NeverRecordedEventQueriesAndSynchronizesAsDone) {
 // EVT-05 · RT cudaStreamQuery: cudaSuccess on an empty stream and on a finished one, cudaErrorNotReady while
 // work is pending (a gate holds the stream; the query itself returns while it is closed).
 TEST_F(EventsAndWaits, StreamQueryReportsPendingWork) {
-  sc::claim("EVT-05", sc::verdict_kind::documented, "RT cudaStreamQuery");
+  const sc::claim evt05("EVT-05", sc::verdict_kind::documented, "RT cudaStreamQuery");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   EXPECT_CUDA_EQ(cudaSuccess, cudaStreamQuery(s.get())) << "a new, empty stream";
   // Mutation (arrangement): the stream queried is another, idle one.
-  const sc::stream& queried = sc::mutation_active("EVT-05", sc::mutation_kind::arrangement) ? idle : s;
+  const sc::stream& queried = evt05.mutated(sc::mutation_kind::arrangement) ? idle : s;
   const sc::return_observation pending = call_while_held(s, [&] { return cudaStreamQuery(queried.get()); });
   drain();
   EXPECT_TRUE(pending.returned) << "cudaStreamQuery waited for the gated work";
@@ -67,11 +67,11 @@ TEST_F(EventsAndWaits, StreamQueryReportsPendingWork) {
 // EVT-06 · RT cudaEventQuery, cudaEventSynchronize: an event recorded behind a gate reads cudaErrorNotReady
 // while the gate is closed, and cudaEventSynchronize does not return until it opens; afterwards both succeed.
 TEST_F(EventsAndWaits, EventQueryAndSynchronizeFollowTheCapturedWork) {
-  sc::claim("EVT-06", sc::verdict_kind::documented, "RT cudaEventQuery, cudaEventSynchronize");
+  const sc::claim evt06("EVT-06", sc::verdict_kind::documented, "RT cudaEventQuery, cudaEventSynchronize");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
   // Mutation (arrangement): the event is recorded before the gate, so it captures nothing pending.
-  const bool early = sc::mutation_active("EVT-06", sc::mutation_kind::arrangement);
+  const bool early = evt06.mutated(sc::mutation_kind::arrangement);
   if (early) record(e, s, "e");
   sc::gate g;
   hold(g, s);
@@ -96,7 +96,7 @@ TEST_F(EventsAndWaits, EventQueryAndSynchronizeFollowTheCapturedWork) {
 // EVT-07 · RT cudaEventElapsedTime: cudaErrorNotReady while an event is pending; cudaErrorInvalidResourceHandle
 // for events created with cudaEventDisableTiming and for a never-recorded event; milliseconds otherwise.
 TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
-  sc::claim("EVT-07", sc::verdict_kind::documented, "RT cudaEventElapsedTime");
+  const sc::claim evt07("EVT-07", sc::verdict_kind::documented, "RT cudaEventElapsedTime");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event begin = sc::event::create();
   const sc::event end = sc::event::create();
@@ -104,7 +104,7 @@ TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
   const sc::event untimed_a = sc::event::create(sc::event_flags::disable_timing);
   const sc::event untimed_b = sc::event::create(sc::event_flags::disable_timing);
   // Mutation (arrangement): the end event is recorded before the gate, so nothing is pending.
-  const bool early = sc::mutation_active("EVT-07", sc::mutation_kind::arrangement);
+  const bool early = evt07.mutated(sc::mutation_kind::arrangement);
   record(begin, s, "begin");
   if (early) record(end, s, "end");
   float ms = -1.0f;
@@ -142,7 +142,7 @@ TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
 // a wait on another, gated stream against the time the gate was closed; the smallest non-zero elapsed time
 // of back-to-back records (the resolution).
 TEST_F(EventsAndWaits, ElapsedTimeCoversTheWorkAndTheWaitsBetween) {
-  sc::claim("EVT-08", sc::verdict_kind::observed, "RT cudaEventElapsedTime");
+  const sc::claim evt08("EVT-08", sc::verdict_kind::observed, "RT cudaEventElapsedTime");
   SC_REQUIRE_TRACING();
   // Reason for 2 ms: long against the events' resolution (about 0.5 us) and launch cost (microseconds).
   constexpr std::uint64_t kSpinNs = 2'000'000;
@@ -157,7 +157,7 @@ TEST_F(EventsAndWaits, ElapsedTimeCoversTheWorkAndTheWaitsBetween) {
   const sc::event e0 = sc::event::create();
   const sc::event e1 = sc::event::create();
   // Mutation (arrangement): the end event goes to an idle stream, so it does not follow the kernel.
-  const bool elsewhere = sc::mutation_active("EVT-08", sc::mutation_kind::arrangement);
+  const bool elsewhere = evt08.mutated(sc::mutation_kind::arrangement);
   record(e0, s, "e0");
   {
     const auto label = timeline().label("spin");
@@ -220,10 +220,10 @@ TEST_F(EventsAndWaits, ElapsedTimeCoversTheWorkAndTheWaitsBetween) {
   sc::observe("back_to_back_pairs", kPairs);
   sc::observe("back_to_back_zero", zeros);
   sc::observe("back_to_back_min_nonzero_us", min_nonzero_us);
-  EXPECT_TRUE(sc::matches_baseline("EVT-08", "elapsed_covers_kernel",
-                                   static_cast<double>(around_kernel) + kCoverToleranceMs >= kernel_ms));
-  EXPECT_TRUE(sc::matches_baseline(
-      "EVT-08", "elapsed_includes_wait_on_another_stream",
+  EXPECT_TRUE(evt08.matches_baseline("elapsed_covers_kernel",
+                                     static_cast<double>(around_kernel) + kCoverToleranceMs >= kernel_ms));
+  EXPECT_TRUE(evt08.matches_baseline(
+      "elapsed_includes_wait_on_another_stream",
       static_cast<double>(around_wait) + kCoverToleranceMs >= static_cast<double>(held_ns) / 1e6));
 }
 
@@ -231,12 +231,12 @@ TEST_F(EventsAndWaits, ElapsedTimeCoversTheWorkAndTheWaitsBetween) {
 // s1; synchronizing an idle s2 returns while it is closed, for a non-blocking and a blocking s2; the
 // control: synchronizing s1 does not.
 TEST_F(EventsAndWaits, StreamSynchronizeWaitsOnlyForItsStream) {
-  sc::claim("EVT-12", sc::verdict_kind::documented, "RT cudaStreamSynchronize; ECRTS18");
+  const sc::claim evt12("EVT-12", sc::verdict_kind::documented, "RT cudaStreamSynchronize; ECRTS18");
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
   const sc::stream nb = make(stream_flags::non_blocking, "s2_non_blocking");
   const sc::stream bl = make(stream_flags::blocking, "s2_blocking");
   // Mutation (arrangement): the stream synchronized is the gated one.
-  const bool same = sc::mutation_active("EVT-12", sc::mutation_kind::arrangement);
+  const bool same = evt12.mutated(sc::mutation_kind::arrangement);
   for (const sc::stream* s2 : {&nb, &bl}) {
     SCOPED_TRACE(s2->name());
     const sc::stream& target = same ? s1 : *s2;

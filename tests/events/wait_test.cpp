@@ -7,8 +7,8 @@
 #include <string>
 
 #include "events.hpp"
-#include "sc/fixtures/process.hpp"
 #include "sc/fixtures/memory.hpp"
+#include "sc/fixtures/process.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -27,9 +27,9 @@ constexpr std::uint32_t kElements = 4096;
 // a consumer in B counts elements that are not V, and a mark follows: it must not land while the gate is
 // closed, and after the release the consumer must have seen V everywhere.
 TEST_F(EventsAndWaits, WaitHoldsLaterWorkForEveryPairOfStreamKinds) {
-  sc::claim("EVT-01", sc::verdict_kind::documented, "RT cudaStreamWaitEvent");
+  const sc::claim evt01("EVT-01", sc::verdict_kind::documented, "RT cudaStreamWaitEvent");
   // Mutation (arrangement): no wait; B's mark is then free to run while A is held.
-  const bool no_wait = sc::mutation_active("EVT-01", sc::mutation_kind::arrangement);
+  const bool no_wait = evt01.mutated(sc::mutation_kind::arrangement);
   sc::device_buffer<std::uint32_t> mismatches(1);
   sc::marks m;
   unsigned slot = 0;
@@ -90,9 +90,9 @@ TEST_F(EventsAndWaits, WaitHoldsLaterWorkForEveryPairOfStreamKinds) {
 // not land while the gate is closed. Control: D waits on e after the re-record and its mark lands while
 // the gate is closed (it bound to C's finished record).
 TEST_F(EventsAndWaits, WaitBindsToTheRecordCurrentAtCallTime) {
-  sc::claim("EVT-02", sc::verdict_kind::documented, "RT cudaEventRecord, cudaStreamWaitEvent");
+  const sc::claim evt02("EVT-02", sc::verdict_kind::documented, "RT cudaEventRecord, cudaStreamWaitEvent");
   // Mutation (arrangement): B's wait is made after the re-record, so it binds to C's record.
-  const bool late_wait = sc::mutation_active("EVT-02", sc::mutation_kind::arrangement);
+  const bool late_wait = evt02.mutated(sc::mutation_kind::arrangement);
   sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "A");
   const sc::stream b = make(stream_flags::non_blocking, "B");
@@ -125,7 +125,8 @@ TEST_F(EventsAndWaits, WaitBindsToTheRecordCurrentAtCallTime) {
 // first step waits for s1's). The chain runs in slices with a deadline each: a slice that does not finish
 // ends the test with a message instead of a hang.
 TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
-  sc::claim("EVT-02", sc::verdict_kind::documented, "RT cudaEventRecord; chipStar TestEventRecordCircularDep");
+  const sc::claim evt02("EVT-02", sc::verdict_kind::documented,
+                        "RT cudaEventRecord; chipStar TestEventRecordCircularDep");
   constexpr std::uint32_t kIterations = 5000;
   // Reason: 200 iterations are 400 one-thread kernels and 800 event calls, a few milliseconds of work;
   // slicing bounds what is queued when a deadline passes.
@@ -134,7 +135,7 @@ TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
   constexpr std::uint32_t kTraced = 4;
   // Mutation (arrangement): each s2 wait is made before s1's record of the same iteration, so it binds to
   // the previous record and s2's step does not wait for s1's.
-  const bool wait_first = sc::mutation_active("EVT-02", sc::mutation_kind::arrangement);
+  const bool wait_first = evt02.mutated(sc::mutation_kind::arrangement);
   sc::mapped<std::uint32_t> word(1);
   sc::device_buffer<std::uint32_t> mismatches(1);
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
@@ -155,9 +156,8 @@ TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
       SC_CHECK_CUDA(code);
     }
   };
-  const auto advanced = sc::probe("a step of the chain ran", [&] {
-    return static_cast<volatile std::uint32_t*>(word.host())[0] != 0;
-  });
+  const auto advanced =
+      sc::probe("a step of the chain ran", [&] { return static_cast<volatile std::uint32_t*>(word.host())[0] != 0; });
   sc::gate g;
   hold(g, s1);
   for (std::uint32_t i = 0; i < kIterations; ++i) {
@@ -196,9 +196,9 @@ TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
 // A gate holds an unrelated stream A; B waits on a fresh event and drops a mark: it lands while the gate is
 // closed, and synchronizing B then succeeds.
 TEST_F(EventsAndWaits, WaitOnANeverRecordedEventIsANoOp) {
-  sc::claim("EVT-03", sc::verdict_kind::documented, "RT cudaEventRecord, cudaStreamWaitEvent");
+  const sc::claim evt03("EVT-03", sc::verdict_kind::documented, "RT cudaEventRecord, cudaStreamWaitEvent");
   // Mutation (arrangement): the event is recorded in the gated stream first.
-  const bool recorded = sc::mutation_active("EVT-03", sc::mutation_kind::arrangement);
+  const bool recorded = evt03.mutated(sc::mutation_kind::arrangement);
   sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "A");
   const sc::stream b = make(stream_flags::non_blocking, "B");

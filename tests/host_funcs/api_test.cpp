@@ -19,16 +19,19 @@ using sc::testing::host_record;
 
 void CUDART_CB do_nothing(void*) {}
 void CUDART_CB do_nothing_callback(cudaStream_t, cudaError_t, void*) {}
-void CUDART_CB count_call(cudaStream_t, cudaError_t, void* calls) { static_cast<std::atomic<int>*>(calls)->fetch_add(1); }
+void CUDART_CB count_call(cudaStream_t, cudaError_t, void* calls) {
+  static_cast<std::atomic<int>*>(calls)->fetch_add(1);
+}
 
 // HOST-04 · RT cudaLaunchHostFunc, cudaStreamAddCallback: userData arrives unchanged; a callback also gets
 // the stream it was added to and cudaSuccess when the work before it succeeded.
 TEST_F(HostFuncs, UserDataStreamAndStatusArriveUnchanged) {
-  sc::claim("HOST-04", sc::verdict_kind::documented, "RT cudaLaunchHostFunc, cudaStreamAddCallback (userData, stream, status)");
+  const sc::claim host04("HOST-04", sc::verdict_kind::documented,
+                         "RT cudaLaunchHostFunc, cudaStreamAddCallback (userData, stream, status)");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
   // Mutation (arrangement): the callback is added to another stream than the one it is checked against.
-  const bool misplaced = sc::mutation_active("HOST-04", sc::mutation_kind::arrangement);
+  const bool misplaced = host04.mutated(sc::mutation_kind::arrangement);
   host_record& fn = launch_host_func(s, "host func");
   host_record& cb = add_callback(misplaced ? other : s, "callback");
   ASSERT_TRUE(drain());
@@ -43,11 +46,11 @@ TEST_F(HostFuncs, UserDataStreamAndStatusArriveUnchanged) {
 // HOST-09 · RT cudaLaunchHostFunc, cudaStreamAddCallback (enqueue): enqueueing does not block the host,
 // even behind unfinished work: both calls return while a gate holds their stream.
 TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
-  sc::claim("HOST-09", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (enqueue does not wait)");
+  const sc::claim host09("HOST-09", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (enqueue does not wait)");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   // Mutation (arrangement): each call is followed by a synchronize of its stream.
-  const bool then_sync = sc::mutation_active("HOST-09", sc::mutation_kind::arrangement);
+  const bool then_sync = host09.mutated(sc::mutation_kind::arrangement);
   struct enqueue {
     const char* name;
     std::function<cudaError_t()> call;
@@ -83,10 +86,11 @@ TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
 // cudaErrorInvalidValue and nothing runs. Observed beside it: cudaLaunchHostFunc with a null function
 // (in a child process) returns an error and does not crash.
 TEST_F(HostFuncs, InvalidArgumentsAreRefusedByName) {
-  sc::claim("HOST-12", sc::verdict_kind::documented, "RT cudaStreamAddCallback (flags must be 0); cudaLaunchHostFunc");
+  const sc::claim host12("HOST-12", sc::verdict_kind::documented,
+                         "RT cudaStreamAddCallback (flags must be 0); cudaLaunchHostFunc");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   // Mutation (arrangement): flags 0, which are valid.
-  const unsigned flags = sc::mutate("HOST-12", sc::mutation_kind::arrangement, 1u, 0u);
+  const unsigned flags = host12.mutate(sc::mutation_kind::arrangement, 1u, 0u);
   std::atomic<int> calls{0};
   const cudaError_t bad_flags = cudaStreamAddCallback(s.get(), count_call, &calls, flags);
   (void)cudaGetLastError();
@@ -116,10 +120,11 @@ TEST_F(HostFuncs, InvalidArgumentsAreRefusedByName) {
 // capturable): during capture cudaLaunchHostFunc becomes a host node of the graph and cudaStreamAddCallback
 // is refused.
 TEST_F(HostFuncs, CaptureTakesHostFunctionsAsHostNodesAndRefusesCallbacks) {
-  sc::claim("HOST-13", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (capturable); DRV cuStreamAddCallback (not in capture)");
+  const sc::claim host13("HOST-13", sc::verdict_kind::documented,
+                         "RT cudaLaunchHostFunc (capturable); DRV cuStreamAddCallback (not in capture)");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   // Mutation (arrangement): capture is never begun.
-  const bool capturing = !sc::mutation_active("HOST-13", sc::mutation_kind::arrangement);
+  const bool capturing = !host13.mutated(sc::mutation_kind::arrangement);
   // Two captures: a refused call may invalidate the capture it was made in.
   const auto captured = [&](const std::function<cudaError_t()>& call, cudaError_t& code, cudaError_t& ended) {
     if (capturing) SC_CHECK_CUDA(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeRelaxed));
@@ -132,7 +137,8 @@ TEST_F(HostFuncs, CaptureTakesHostFunctionsAsHostNodesAndRefusesCallbacks) {
   };
   cudaError_t host_func = cudaSuccess;
   cudaError_t host_func_end = cudaSuccess;
-  cudaGraph_t graph = captured([&] { return cudaLaunchHostFunc(s.get(), do_nothing, nullptr); }, host_func, host_func_end);
+  cudaGraph_t graph =
+      captured([&] { return cudaLaunchHostFunc(s.get(), do_nothing, nullptr); }, host_func, host_func_end);
   std::size_t nodes = 0;
   int host_nodes = 0;
   if (graph != nullptr) {

@@ -23,13 +23,13 @@ constexpr std::chrono::milliseconds kChildReadyDeadline{20000};
 // HOST-06 · RT cudaLaunchHostFunc (host functions of independent streams run in undefined order);
 // NVIDIA/nccl #1742 (observed): while a host function in A waits, does a host function in B run?
 TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
-  sc::claim("HOST-06", sc::verdict_kind::observed, "RT cudaLaunchHostFunc; NVIDIA/nccl #1742");
+  const sc::claim host06("HOST-06", sc::verdict_kind::observed, "RT cudaLaunchHostFunc; NVIDIA/nccl #1742");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   // Mutation (arrangement): A is held by a kernel gate instead, so no host function is waiting (on this
   // driver the measured value then flips from "held back" to "ran").
-  const bool device_gate = sc::mutation_active("HOST-06", sc::mutation_kind::arrangement);
+  const bool device_gate = host06.mutated(sc::mutation_kind::arrangement);
   sc::host_latch latch;
   sc::gate g;
   sc::holder& held = device_gate ? static_cast<sc::holder&>(g) : latch;
@@ -40,19 +40,19 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
   const sc::gated_result ran = w.present(sc::testing::ran(other), sc::kLandingDeadline);
   w.release();
   ASSERT_TRUE(drain());
-  EXPECT_TRUE(sc::observed_row("HOST-06", "other_stream_host_function_ran", ran));
+  EXPECT_TRUE(host06.observed_row("other_stream_host_function_ran", ran));
 }
 
 // HOST-07 · sii-research/VCCL #3; NVIDIA/nccl #1742 (observed): while a host function in A waits, does a
 // kernel in B run? (Field reports on Hopper say it is delayed.)
 TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
-  sc::claim("HOST-07", sc::verdict_kind::observed, "sii-research/VCCL #3; NVIDIA/nccl #1742");
+  const sc::claim host07("HOST-07", sc::verdict_kind::observed, "sii-research/VCCL #3; NVIDIA/nccl #1742");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   // Mutation (arrangement): the mark goes behind the latch in A.
-  const bool behind = sc::mutation_active("HOST-07", sc::mutation_kind::arrangement);
+  const bool behind = host07.mutated(sc::mutation_kind::arrangement);
   sc::host_latch latch;
   hold(latch, a);
   sc::held_window w(latch);
@@ -60,7 +60,7 @@ TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
   const sc::gated_result ran = w.present(sc::probe::mark(m, 1));
   w.release();
   ASSERT_TRUE(drain());
-  EXPECT_TRUE(sc::observed_row("HOST-07", "other_stream_kernel_ran", ran));
+  EXPECT_TRUE(host07.observed_row("other_stream_kernel_ran", ran));
 }
 
 // HOST-08 · pytorch/FBGEMM PR #5462 (observed): while a cudaStreamAddCallback callback waits, do another
@@ -68,7 +68,8 @@ TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
 // process's work (a kernel and cudaDeviceSynchronize in its own context) complete? The thread is a
 // thread_probe, the process a child_probe: the same held window judges both.
 TEST_F(HostFuncs, OtherThreadsCallsWhileACallbackWaits) {
-  sc::claim("HOST-08", sc::verdict_kind::observed, "pytorch/FBGEMM PR #5462 (a driver mutex held during callbacks?)");
+  const sc::claim host08("HOST-08", sc::verdict_kind::observed,
+                         "pytorch/FBGEMM PR #5462 (a driver mutex held during callbacks?)");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::several_contexts);
   const sc::stream a = make(stream_flags::non_blocking, "a");
@@ -78,7 +79,7 @@ TEST_F(HostFuncs, OtherThreadsCallsWhileACallbackWaits) {
   sc::child_probe other_process("launch-sync", device());
   ASSERT_TRUE(other_process.wait_ready(kChildReadyDeadline)) << other_process.problem();
   // Mutation (arrangement): the thread's calls also synchronize stream A, so they must wait for the callback.
-  const bool wait_for_a = sc::mutation_active("HOST-08", sc::mutation_kind::arrangement);
+  const bool wait_for_a = host08.mutated(sc::mutation_kind::arrangement);
   sc::thread_probe calls("cudaEventRecord + cudaStreamQuery on stream B", [&] {
     cudaError_t code = cudaEventRecord(e.get(), b.get());
     if (code == cudaSuccess) code = cudaStreamQuery(b.get());
@@ -101,8 +102,8 @@ TEST_F(HostFuncs, OtherThreadsCallsWhileACallbackWaits) {
   EXPECT_EQ("cudaSuccess", other_process.result().at("rc")) << "the other process's kernel or synchronize failed";
   sc::observe("other_thread_took_us", static_cast<long long>(calls.took().count()));
   sc::observe("other_process_took_us", other_process.result().at("took_us"));
-  EXPECT_TRUE(sc::observed_row("HOST-08", "other_thread_calls_returned", thread_returned));
-  EXPECT_TRUE(sc::observed_row("HOST-08", "other_process_work_completed", process_done));
+  EXPECT_TRUE(host08.observed_row("other_thread_calls_returned", thread_returned));
+  EXPECT_TRUE(host08.observed_row("other_process_work_completed", process_done));
 }
 
 }  // namespace

@@ -77,13 +77,13 @@ void CUDART_CB callback(cudaStream_t, cudaError_t status, void*) {
 // not called after an error in the context): after a trapping kernel, the callback behind it runs and
 // gets an error status, and the host function behind it is never called.
 TEST_F(HostFuncs, AfterADeviceFaultCallbacksGetTheErrorAndHostFunctionsAreSkipped) {
-  sc::claim(
+  const sc::claim host11(
       "HOST-11", sc::verdict_kind::documented,
       "DRV cuStreamAddCallback (error status after a device error); cuLaunchHostFunc (not called after an error)");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::death_test_children);
   // Mutation (arrangement): an empty kernel instead of the trapping one, so nothing faults.
-  const bool trap = !sc::mutation_active("HOST-11", sc::mutation_kind::arrangement);
+  const bool trap = !host11.mutated(sc::mutation_kind::arrangement);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const sc::child_channel channel("HOST11");
   EXPECT_EXIT(fault_then_host_work(channel, trap), ::testing::ExitedWithCode(0), "")

@@ -43,8 +43,7 @@ void HostFuncs::TearDown() {
     ADD_FAILURE() << "host function(s) did not return within " << kWorkDeadline.count() << " ms:" << names;
     end_test_process("host function(s) of this test did not return:" + names);
   }
-  for (const host_record& r : records_)
-    timeline().host_interval("host:" + r.label, r.start_ns.load(), r.end_ns.load());
+  for (const host_record& r : records_) timeline().host_interval("host:" + r.label, r.start_ns.load(), r.end_ns.load());
   GpuTest::TearDown();
 }
 
@@ -76,7 +75,7 @@ void CUDART_CB HostFuncs::run_callback(cudaStream_t s, cudaError_t status, void*
 }
 
 host_record& HostFuncs::enqueue(const std::string& label, std::function<void()> body,
-                               const std::function<cudaError_t(void*)>& call) {
+                                const std::function<cudaError_t(void*)>& call) {
   host_record& r = record(label);
   r.body = std::move(body);
   auto* args = new host_call_args{&r, &next_ticket_};

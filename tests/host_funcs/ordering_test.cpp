@@ -24,14 +24,14 @@ constexpr std::uint32_t kElements = 4096;
 // gate holds s; a fill kernel after it writes V into mapped memory; the host function, after the fill,
 // reads the buffer in reverse order. It must not run while the gate is closed, and must see V everywhere.
 TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
-  sc::claim("HOST-01", sc::verdict_kind::documented, "RT cudaLaunchHostFunc; PG 2.3.4");
+  const sc::claim host01("HOST-01", sc::verdict_kind::documented, "RT cudaLaunchHostFunc; PG 2.3.4");
   SC_REQUIRE(sc::requirement::async_launches);
   constexpr std::uint32_t kValue = 0x5c0001u;
   sc::mapped<std::uint32_t> data(kElements);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
   // Mutation (arrangement): the host function goes into another stream, not ordered after the fill.
-  const bool unordered = sc::mutation_active("HOST-01", sc::mutation_kind::arrangement);
+  const bool unordered = host01.mutated(sc::mutation_kind::arrangement);
   std::atomic<std::uint32_t> wrong{0};
   sc::gate g;
   hold(g, s);
@@ -54,13 +54,13 @@ TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
 // HOST-02 · RT cudaLaunchHostFunc ("will block work added after it"), cudaStreamAddCallback: while a host
 // function runs (it waits on a host latch), later work in its stream does not start.
 TEST_F(HostFuncs, HostFunctionBlocksLaterWorkInItsStream) {
-  sc::claim("HOST-02", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (blocks work added after it)");
+  const sc::claim host02("HOST-02", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (blocks work added after it)");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
   // Mutation (arrangement): the mark goes into another stream.
-  const bool elsewhere = sc::mutation_active("HOST-02", sc::mutation_kind::arrangement);
+  const bool elsewhere = host02.mutated(sc::mutation_kind::arrangement);
   sc::host_latch latch;
   hold(latch, s);
   drop(m, elsewhere ? other : s, 1);
@@ -76,14 +76,15 @@ TEST_F(HostFuncs, HostFunctionBlocksLaterWorkInItsStream) {
 // interleaved with kernels. N host functions alternate with N marks; host function i must be the i-th to
 // run (tickets 1..N) and see exactly i + 1 marks landed (it ran after mark i and before mark i + 1).
 TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
-  sc::claim("HOST-03", sc::verdict_kind::documented, "RT stream semantics (host functions in stream order)");
+  const sc::claim host03("HOST-03", sc::verdict_kind::documented,
+                         "RT stream semantics (host functions in stream order)");
   SC_REQUIRE(sc::requirement::async_launches);
   constexpr unsigned kFunctions = 8;
   sc::marks m;
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream late = make(stream_flags::non_blocking, "late");
   // Mutation (arrangement): host function 3 goes into a stream held by a gate until the end.
-  const bool displaced = sc::mutation_active("HOST-03", sc::mutation_kind::arrangement);
+  const bool displaced = host03.mutated(sc::mutation_kind::arrangement);
   std::vector<host_record*> fns;
   std::vector<unsigned> marks_seen(kFunctions, 0);
   sc::gate hold_late;
@@ -97,11 +98,13 @@ TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
     }));
   }
   const sc::gated_result all_ran = sc::present_while_gated(
-      "all host functions of s", [&] {
+      "all host functions of s",
+      [&] {
         for (unsigned i = 0; i < kFunctions; ++i)
           if (fns[i]->calls.load() == 0) return false;
         return true;
-      }, hold_late);
+      },
+      hold_late);
   hold_late.open();
   ASSERT_TRUE(drain());
   EXPECT_TRUE(all_ran);
@@ -115,12 +118,13 @@ TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
 // HOST-03 negative control: host functions of two streams without a join have no fixed order. The first
 // one enqueued (into a stream held by a gate) runs after the second (in a free stream).
 TEST_F(HostFuncs, NegativeControlHostFunctionsOfTwoStreamsHaveNoFixedOrder) {
-  sc::claim("HOST-03", sc::verdict_kind::documented, "RT stream semantics (negative control: two streams)");
+  const sc::claim host03("HOST-03", sc::verdict_kind::documented,
+                         "RT stream semantics (negative control: two streams)");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   // Mutation (arrangement): the second host function goes into the gated stream too.
-  const bool joined = sc::mutation_active("HOST-03", sc::mutation_kind::arrangement);
+  const bool joined = host03.mutated(sc::mutation_kind::arrangement);
   sc::gate g;
   hold(g, a);
   host_record& first = launch_host_func(a, "first");
@@ -138,13 +142,14 @@ TEST_F(HostFuncs, NegativeControlHostFunctionsOfTwoStreamsHaveNoFixedOrder) {
 // synchronized): it also waits for work joined into its stream earlier by an event wait. A gate holds A;
 // B waits on an event recorded in A after the gate; the host function in B must not run while A is gated.
 TEST_F(HostFuncs, HostFunctionWaitsForWorkJoinedByAnEventWait) {
-  sc::claim("HOST-10", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (as if an event before it were synchronized)");
+  const sc::claim host10("HOST-10", sc::verdict_kind::documented,
+                         "RT cudaLaunchHostFunc (as if an event before it were synchronized)");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::event joined = sc::event::create(sc::event_flags::disable_timing);
   // Mutation (arrangement): B does not wait for the event.
-  const bool no_wait = sc::mutation_active("HOST-10", sc::mutation_kind::arrangement);
+  const bool no_wait = host10.mutated(sc::mutation_kind::arrangement);
   sc::gate g;
   hold(g, a);
   SC_CHECK_CUDA(cudaEventRecord(joined.get(), a.get()));

@@ -39,20 +39,23 @@ void CUDART_CB note_wake(void* data) {
 // HOST-15 · cuda-python HostTaskSyncMode (CUDA 13.2) (observed): the latency from a gate's release to the
 // start of the host function behind it, per sync mode (median of kSamples), and the code of mode 2.
 TEST_F(HostFuncs, HostTaskSyncModesOfLaunchHostFuncV2) {
-  sc::claim("HOST-15", sc::verdict_kind::observed, "cuda-python HostTaskSyncMode; DRV cuLaunchHostFunc_v2 (CUDA 13.2)");
+  const sc::claim host15("HOST-15", sc::verdict_kind::observed,
+                         "cuda-python HostTaskSyncMode; DRV cuLaunchHostFunc_v2 (CUDA 13.2)");
   SC_REQUIRE(sc::requirement::async_launches);
   int driver = 0;
   SC_CHECK_CUDA(cudaDriverGetVersion(&driver));
   sc::observe("driver_version", driver);
   if (driver < kV2DriverVersion)
-    GTEST_SKIP() << "the driver supports CUDA " << driver / 1000 << "." << driver % 1000 / 10
-                 << "; cuLaunchHostFunc_v2 (host-task sync modes) needs a CUDA 13.2 driver, so there is nothing to measure";
+    GTEST_SKIP()
+        << "the driver supports CUDA " << driver / 1000 << "." << driver % 1000 / 10
+        << "; cuLaunchHostFunc_v2 (host-task sync modes) needs a CUDA 13.2 driver, so there is nothing to measure";
   void* v1 = nullptr;
   void* v2 = nullptr;
   cudaDriverEntryPointQueryResult found_v1 = cudaDriverEntryPointSymbolNotFound;
   cudaDriverEntryPointQueryResult found_v2 = cudaDriverEntryPointSymbolNotFound;
   SC_CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuLaunchHostFunc", &v1, 10000, cudaEnableDefault, &found_v1));
-  SC_CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuLaunchHostFunc", &v2, kV2DriverVersion, cudaEnableDefault, &found_v2));
+  SC_CHECK_CUDA(
+      cudaGetDriverEntryPointByVersion("cuLaunchHostFunc", &v2, kV2DriverVersion, cudaEnableDefault, &found_v2));
   if (found_v2 != cudaDriverEntryPointSuccess || v2 == nullptr || v2 == v1)
     GTEST_SKIP() << "driver " << driver << " gives no second ABI of cuLaunchHostFunc at version " << kV2DriverVersion;
   const auto launch = reinterpret_cast<launch_host_func_v2>(v2);
@@ -61,7 +64,7 @@ TEST_F(HostFuncs, HostTaskSyncModesOfLaunchHostFuncV2) {
   const CUresult unknown = launch(s.get(), note_wake, &refused, kModeUnknown);
   ASSERT_TRUE(drain());
   sc::observe("rc.mode_2", static_cast<int>(unknown));
-  EXPECT_TRUE(sc::matches_baseline("HOST-15", "rc.mode_2", static_cast<int>(unknown)));
+  EXPECT_TRUE(host15.matches_baseline("rc.mode_2", static_cast<int>(unknown)));
   for (const unsigned mode : {kModeBlocking, kModeSpinWait}) {
     const std::string key = mode == kModeBlocking ? "blocking" : "spinwait";
     std::vector<long long> micros;
@@ -73,7 +76,8 @@ TEST_F(HostFuncs, HostTaskSyncModesOfLaunchHostFuncV2) {
       std::chrono::steady_clock::time_point released;
       {
         sc::held_window window(g);
-        ASSERT_TRUE(window.absent(sc::probe::flag("the host function (" + key + ")", w.ran), std::chrono::milliseconds(1)));
+        ASSERT_TRUE(
+            window.absent(sc::probe::flag("the host function (" + key + ")", w.ran), std::chrono::milliseconds(1)));
         released = std::chrono::steady_clock::now();
       }
       ASSERT_TRUE(drain());

@@ -19,11 +19,12 @@ using sc::testing::host_record;
 // return inside a host function — an allocation, and a query of another, idle stream. The only test
 // that makes CUDA calls inside a host function.
 TEST_F(HostFuncs, CudaCallsInsideAHostFunction) {
-  sc::claim("HOST-05", sc::verdict_kind::observed, "RT cudaLaunchHostFunc (CUDA calls forbidden; may return cudaErrorNotPermitted)");
+  const sc::claim host05("HOST-05", sc::verdict_kind::observed,
+                         "RT cudaLaunchHostFunc (CUDA calls forbidden; may return cudaErrorNotPermitted)");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   // Mutation (arrangement): the same calls are made on the test thread, outside any host function.
-  const bool outside = sc::mutation_active("HOST-05", sc::mutation_kind::arrangement);
+  const bool outside = host05.mutated(sc::mutation_kind::arrangement);
   void* allocated = nullptr;
   cudaError_t malloc_rc = cudaSuccess;
   cudaError_t query_rc = cudaSuccess;
@@ -38,8 +39,8 @@ TEST_F(HostFuncs, CudaCallsInsideAHostFunction) {
   ASSERT_TRUE(drain());
   if (allocated != nullptr) SC_CHECK_CUDA(cudaFree(allocated));
   (void)cudaGetLastError();
-  EXPECT_TRUE(sc::matches_baseline("HOST-05", "rc.cudaMalloc", sc::error_name(malloc_rc)));
-  EXPECT_TRUE(sc::matches_baseline("HOST-05", "rc.cudaStreamQuery", sc::error_name(query_rc)));
+  EXPECT_TRUE(host05.matches_baseline("rc.cudaMalloc", sc::error_name(malloc_rc)));
+  EXPECT_TRUE(host05.matches_baseline("rc.cudaStreamQuery", sc::error_name(query_rc)));
   sc::observe("rc.cudaMalloc", sc::error_name(malloc_rc));
   sc::observe("rc.cudaStreamQuery", sc::error_name(query_rc));
 }
@@ -48,10 +49,10 @@ TEST_F(HostFuncs, CudaCallsInsideAHostFunction) {
 // thread; whether one worker serves a context or each stream has its own is not documented. Two host
 // functions in each of four streams, one stream after the other.
 TEST_F(HostFuncs, HostFunctionsRunOnADriverThread) {
-  sc::claim("HOST-14", sc::verdict_kind::observed, "PG 2.3.4 (host functions run on a driver thread)");
+  const sc::claim host14("HOST-14", sc::verdict_kind::observed, "PG 2.3.4 (host functions run on a driver thread)");
   constexpr int kStreams = 4;
   // Mutation (arrangement): the functions are called directly on the test thread instead of enqueued.
-  const bool direct = sc::mutation_active("HOST-14", sc::mutation_kind::arrangement);
+  const bool direct = host14.mutated(sc::mutation_kind::arrangement);
   std::vector<sc::stream> streams;
   for (int i = 0; i < kStreams; ++i) streams.push_back(make(stream_flags::non_blocking, "s" + std::to_string(i)));
   std::vector<std::thread::id> seen;
@@ -73,8 +74,8 @@ TEST_F(HostFuncs, HostFunctionsRunOnADriverThread) {
   const int workers = static_cast<int>(std::set<std::thread::id>(seen.begin(), seen.end()).size());
   sc::observe("runs_on_enqueuing_thread", on_enqueuing_thread);
   sc::observe("distinct_worker_threads", workers);
-  EXPECT_TRUE(sc::matches_baseline("HOST-14", "runs_on_enqueuing_thread", on_enqueuing_thread));
-  EXPECT_TRUE(sc::matches_baseline("HOST-14", "distinct_worker_threads", workers));
+  EXPECT_TRUE(host14.matches_baseline("runs_on_enqueuing_thread", on_enqueuing_thread));
+  EXPECT_TRUE(host14.matches_baseline("distinct_worker_threads", workers));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Instrument self-checks INST-01, -02, -03, -05, -08. Each records its figures (RecordProperty, the
 // observation file, and <results>/instruments/INST-nn.json, merged into env.json at the end of the run).
+#include "instruments.hpp"
+
 #include <gtest/gtest.h>
 #include <time.h>
 
@@ -10,7 +12,6 @@
 
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/event.hpp"
-#include "instruments.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/host_atomic.hpp"
 #include "sc/fixtures/memory.hpp"
@@ -40,11 +41,11 @@ bool await_flag(std::uint32_t& word, std::chrono::milliseconds deadline) {
 // INST-01 · PTX special registers (%globaltimer): the timer's tick is measured, and every tolerance of
 // the suite is a number of these ticks.
 TEST_F(Instruments, GlobaltimerTickIsMeasured) {
-  sc::claim("INST-01", sc::verdict_kind::observed, "PTX ISA, special registers %globaltimer");
+  const sc::claim inst01("INST-01", sc::verdict_kind::observed, "PTX ISA, special registers %globaltimer");
   sc::mapped<sc::kernels::timer_probe> probe(1);
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
   // Mutation (arrangement): one read only, so the probe cannot see the timer advance.
-  const unsigned reads = sc::mutate("INST-01", sc::mutation_kind::arrangement, 4 * sc::kTimerProbeReads, 1u);
+  const unsigned reads = inst01.mutate(sc::mutation_kind::arrangement, 4 * sc::kTimerProbeReads, 1u);
   SC_CHECK_CUDA(sc::kernels::launch_timer_probe(s.get(), probe.device(), reads));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   const sc::kernels::timer_probe p = *probe.host();
@@ -57,17 +58,20 @@ TEST_F(Instruments, GlobaltimerTickIsMeasured) {
   EXPECT_LE(p.min_step_ns, kLargestUsableTickNs);
   EXPECT_EQ(sc::device_timer().tick_ns, p.min_step_ns) << "the start-up calibration saw another tick";
 
-  const json figures = {{"tick_ns", p.min_step_ns}, {"max_step_ns", p.max_step_ns}, {"reads", p.reads},
-                        {"steps", p.steps}, {"cupti_active", sc::trace::state().enabled}};
+  const json figures = {{"tick_ns", p.min_step_ns},
+                        {"max_step_ns", p.max_step_ns},
+                        {"reads", p.reads},
+                        {"steps", p.steps},
+                        {"cupti_active", sc::trace::state().enabled}};
   sc::observe("tick_ns", static_cast<unsigned long long>(p.min_step_ns));
   sc::observe("max_step_ns", static_cast<unsigned long long>(p.max_step_ns));
-  sc::record_instrument("INST-01", figures);
-  EXPECT_TRUE(sc::matches_baseline("INST-01", "tick_ns", p.min_step_ns));
+  inst01.record_instrument(figures);
+  EXPECT_TRUE(inst01.matches_baseline("tick_ns", p.min_step_ns));
 }
 
 // One host/GPU clock pair: the GPU stamp read between two host clock reads.
 struct clock_pair {
-  std::uint64_t host_ns = 0;     // midpoint of the bracket
+  std::uint64_t host_ns = 0;  // midpoint of the bracket
   std::uint64_t gpu_ns = 0;
   std::uint64_t bracket_ns = ~std::uint64_t{0};
 };
@@ -79,14 +83,15 @@ clock_pair tightest_pair(std::uint64_t& stamp, int samples) {
     const std::uint64_t before = monotonic_raw_ns();
     const std::uint64_t gpu = sc::load_acquire(stamp);
     const std::uint64_t after = monotonic_raw_ns();
-    if (gpu != 0 && after - before < best.bracket_ns) best = clock_pair{before + (after - before) / 2, gpu, after - before};
+    if (gpu != 0 && after - before < best.bracket_ns)
+      best = clock_pair{before + (after - before) / 2, gpu, after - before};
   }
   return best;
 }
 
 // INST-02 · EXAM task_host_utilities rate check: %globaltimer advances at the host's raw monotonic rate.
 TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
-  sc::claim("INST-02", sc::verdict_kind::observed, "PTX %globaltimer vs CLOCK_MONOTONIC_RAW");
+  const sc::claim inst02("INST-02", sc::verdict_kind::observed, "PTX %globaltimer vs CLOCK_MONOTONIC_RAW");
   // Reason: 200 ms between the two clock pairs makes each pair's error (the bracket, microseconds) a few
   // parts in 1e5.
   constexpr std::uint64_t kSpanNs = 200'000'000;
@@ -107,7 +112,7 @@ TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
   while (sc::load_acquire(beacon.host()->now_ns) - gpu_start < kSpanNs / 10 * 9)
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the beacon's stamp stopped advancing";
   // Mutation (arrangement): the second pair reads the beacon's start stamp, a GPU clock that stood still.
-  const bool stale = sc::mutation_active("INST-02", sc::mutation_kind::arrangement);
+  const bool stale = inst02.mutated(sc::mutation_kind::arrangement);
   const clock_pair last = tightest_pair(stale ? beacon.host()->start_ns : beacon.host()->now_ns, kSamples);
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
 
@@ -119,17 +124,20 @@ TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
   sc::observe("host_ns", host_ns);
   sc::observe("bracket_ns.first", static_cast<unsigned long long>(first.bracket_ns));
   sc::observe("bracket_ns.last", static_cast<unsigned long long>(last.bracket_ns));
-  sc::record_instrument("INST-02", {{"rate", rate}, {"gpu_ns", gpu_ns}, {"host_ns", host_ns},
-                                    {"bracket_ns", {first.bracket_ns, last.bracket_ns}},
-                                    {"host_clock", "CLOCK_MONOTONIC_RAW"}, {"tolerance", kRateTolerance},
-                                    {"cupti_active", sc::trace::state().enabled}});
+  inst02.record_instrument({{"rate", rate},
+                            {"gpu_ns", gpu_ns},
+                            {"host_ns", host_ns},
+                            {"bracket_ns", {first.bracket_ns, last.bracket_ns}},
+                            {"host_clock", "CLOCK_MONOTONIC_RAW"},
+                            {"tolerance", kRateTolerance},
+                            {"cupti_active", sc::trace::state().enabled}});
   EXPECT_NEAR(1.0, rate, kRateTolerance) << "%globaltimer ran " << gpu_ns << " ns while the host saw " << host_ns;
 }
 
 // INST-03 · hip-tests utils.hh failure mode: the spin kernel lasts what it was asked, by %globaltimer,
 // never by SM cycles.
 TEST_F(Instruments, SpinKernelHitsRequestedDuration) {
-  sc::claim("INST-03", sc::verdict_kind::observed, "spin on %globaltimer vs cudaEventElapsedTime");
+  const sc::claim inst03("INST-03", sc::verdict_kind::observed, "spin on %globaltimer vs cudaEventElapsedTime");
   constexpr std::uint64_t kRequestedNs = 5'000'000;
   // Reason: the loop ends at the first read past the target, then a barrier and one more read; a block
   // descheduled during the spin would overshoot by far more than this.
@@ -141,9 +149,8 @@ TEST_F(Instruments, SpinKernelHitsRequestedDuration) {
   sc::event before = sc::event::create();
   sc::event after = sc::event::create();
   SC_CHECK_CUDA(cudaEventRecord(before.get(), s.get()));
-  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), record.device(), 1, 128,
-                                         sc::mutate("INST-03", sc::mutation_kind::arrangement, kRequestedNs,
-                                                    kRequestedNs / 2)));
+  SC_CHECK_CUDA(sc::kernels::launch_spin(
+      s.get(), record.device(), 1, 128, inst03.mutate(sc::mutation_kind::arrangement, kRequestedNs, kRequestedNs / 2)));
   SC_CHECK_CUDA(cudaEventRecord(after.get(), s.get()));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   float event_ms = 0;
@@ -159,14 +166,17 @@ TEST_F(Instruments, SpinKernelHitsRequestedDuration) {
   EXPECT_GE(static_cast<double>(event_ms) + kEventResolutionMs, static_cast<double>(kRequestedNs) / 1e6);
   sc::observe("event_ms", static_cast<double>(event_ms));
   sc::observe("max_gap_ns", static_cast<unsigned long long>(r.max_gap_ns));
-  sc::record_instrument("INST-03", {{"requested_ns", kRequestedNs}, {"spin_ns", spun}, {"event_ms", event_ms},
-                                    {"overshoot_ns", spun - kRequestedNs}, {"max_gap_ns", r.max_gap_ns}});
+  inst03.record_instrument({{"requested_ns", kRequestedNs},
+                            {"spin_ns", spun},
+                            {"event_ms", event_ms},
+                            {"overshoot_ns", spun - kRequestedNs},
+                            {"max_gap_ns", r.max_gap_ns}});
 }
 
 // INST-05 · GTRACE launch latency: the cost of a launch is recorded; "immediately" in the suite's
 // windows is measured against it.
 TEST_F(Instruments, LaunchCostIsRecorded) {
-  sc::claim("INST-05", sc::verdict_kind::observed, "1000 back-to-back empty launches, events");
+  const sc::claim inst05("INST-05", sc::verdict_kind::observed, "1000 back-to-back empty launches, events");
   constexpr int kLaunches = 1000;
   // Reason: the gate windows (20 ms absence) assume launches cost microseconds; at 100 us a window
   // still spans 200 launches. Below 50 ns per launch the events did not bracket the launches.
@@ -177,7 +187,8 @@ TEST_F(Instruments, LaunchCostIsRecorded) {
   sc::event after = sc::event::create();
   SC_CHECK_CUDA(sc::kernels::launch_empty(s.get()));  // warm
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
-  const bool bracket = !sc::mutation_active("INST-05", sc::mutation_kind::arrangement);  // mutation: record both events before the launches
+  const bool bracket =
+      !inst05.mutated(sc::mutation_kind::arrangement);  // mutation: record both events before the launches
   SC_CHECK_CUDA(cudaEventRecord(before.get(), s.get()));
   if (!bracket) SC_CHECK_CUDA(cudaEventRecord(after.get(), s.get()));
   const auto host_start = std::chrono::steady_clock::now();
@@ -193,8 +204,10 @@ TEST_F(Instruments, LaunchCostIsRecorded) {
   sc::observe("host_enqueue_us_per_launch", host_us);
   // The launches ran; under a tool their cost is the tool's (racecheck on an H100: 5 ms per empty launch).
   SC_REQUIRE(sc::requirement::uninstrumented_kernels);
-  sc::record_instrument("INST-05", {{"launches", kLaunches}, {"gpu_us_per_launch", gpu_us},
-                                    {"host_enqueue_us_per_launch", host_us}, {"cupti_active", sc::trace::state().enabled}});
+  inst05.record_instrument({{"launches", kLaunches},
+                            {"gpu_us_per_launch", gpu_us},
+                            {"host_enqueue_us_per_launch", host_us},
+                            {"cupti_active", sc::trace::state().enabled}});
   EXPECT_GT(gpu_us, kMinLaunchUs);
   EXPECT_LT(gpu_us, kMaxLaunchUs);
 }
@@ -202,12 +215,12 @@ TEST_F(Instruments, LaunchCostIsRecorded) {
 // INST-08 · PTX %smid, %nsmid: %smid < %nsmid; recorded at block start and end because it may change
 // after preemption.
 TEST_F(Instruments, SmIdsAreBelowNsmidAndRecordedAtBothEnds) {
-  sc::claim("INST-08", sc::verdict_kind::documented, "PTX ISA, special registers %smid, %nsmid");
+  const sc::claim inst08("INST-08", sc::verdict_kind::documented, "PTX ISA, special registers %smid, %nsmid");
   const unsigned blocks = static_cast<unsigned>(properties().multiProcessorCount);
   sc::mapped<sc::kernels::block_record> records(blocks);
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
   // Mutation (arrangement): one block fewer is launched than checked, so one record was never written.
-  const unsigned launched = sc::mutate("INST-08", sc::mutation_kind::arrangement, blocks, blocks - 1);
+  const unsigned launched = inst08.mutate(sc::mutation_kind::arrangement, blocks, blocks - 1);
   SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), launched, 1024, 1'000'000));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   std::set<std::uint32_t> distinct;
@@ -223,9 +236,11 @@ TEST_F(Instruments, SmIdsAreBelowNsmidAndRecordedAtBothEnds) {
   sc::observe("distinct_sms", static_cast<int>(distinct.size()));
   sc::observe("blocks_that_changed_sm", static_cast<int>(moved));
   sc::observe("nsmid", static_cast<int>(records.host()[0].nsmid));
-  sc::record_instrument("INST-08", {{"blocks", blocks}, {"distinct_sms", distinct.size()},
-                                    {"blocks_that_changed_sm", moved}, {"nsmid", records.host()[0].nsmid},
-                                    {"sm_count", properties().multiProcessorCount}});
+  inst08.record_instrument({{"blocks", blocks},
+                            {"distinct_sms", distinct.size()},
+                            {"blocks_that_changed_sm", moved},
+                            {"nsmid", records.host()[0].nsmid},
+                            {"sm_count", properties().multiProcessorCount}});
 }
 
 }  // namespace

@@ -3,11 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <nvtx3/nvtx3.hpp>
-
 #include <vector>
 
-#include "sc/fixtures/check.hpp"
 #include "instruments.hpp"
+#include "sc/fixtures/check.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/predicates.hpp"
@@ -21,7 +20,7 @@ using Instruments = sc::testing::Instruments;
 // INST-04 · CUPTI cupti_activity.h (normalized timebase); PTX %globaltimer: CUPTI kernel timestamps and
 // %globaltimer share one nanosecond scale; the offset between them is measured, never assumed.
 TEST_F(Instruments, CuptiAndGlobaltimerShareOneScaleWithAMeasuredOffset) {
-  sc::claim("INST-04", sc::verdict_kind::observed, "CUPTI normalized timebase vs PTX %globaltimer");
+  const sc::claim inst04("INST-04", sc::verdict_kind::observed, "CUPTI normalized timebase vs PTX %globaltimer");
   SC_REQUIRE_TRACING();
   // Reason: every item of a timeline is drawn and compared on the CUPTI clock; an offset known to
   // within 2 us is finer than one kernel launch (INST-05, about 3.5 us on Hopper). The residual is half the
@@ -40,7 +39,7 @@ TEST_F(Instruments, CuptiAndGlobaltimerShareOneScaleWithAMeasuredOffset) {
   }
   // Mutation (arrangement): a later 1 ms kernel overwrites the record, so the stamps compared with the
   // labelled kernel's CUPTI interval belong to another kernel.
-  if (sc::mutation_active("INST-04", sc::mutation_kind::arrangement))
+  if (inst04.mutated(sc::mutation_kind::arrangement))
     SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), record.device(), 1, 32, 1'000'000));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   timeline().blocks("spin", record.host(), 1);
@@ -56,30 +55,34 @@ TEST_F(Instruments, CuptiAndGlobaltimerShareOneScaleWithAMeasuredOffset) {
   sc::observe("samples", static_cast<int>(clock.samples));
   sc::observe("consistent", clock.consistent);
   sc::observe("scale", scale);
-  sc::record_instrument("INST-04", {{"globaltimer_to_cupti_offset_ns", clock.offset_ns},
-                                    {"residual_ns", clock.residual_ns}, {"samples", clock.samples},
-                                    {"scale", scale}, {"kernel_cupti_ns", cupti_ns}, {"kernel_timer_ns", timer_ns}});
-  EXPECT_TRUE(clock.consistent) << "a calibration kernel's CUPTI start needs an offset above another's CUPTI end allows";
+  inst04.record_instrument({{"globaltimer_to_cupti_offset_ns", clock.offset_ns},
+                            {"residual_ns", clock.residual_ns},
+                            {"samples", clock.samples},
+                            {"scale", scale},
+                            {"kernel_cupti_ns", cupti_ns},
+                            {"kernel_timer_ns", timer_ns}});
+  EXPECT_TRUE(clock.consistent)
+      << "a calibration kernel's CUPTI start needs an offset above another's CUPTI end allows";
   EXPECT_LE(clock.residual_ns, kMaxResidualNs);
   EXPECT_NEAR(1.0, scale, kScaleTolerance);
   // The kernel's own stamps, moved onto the CUPTI clock, lie inside its CUPTI interval.
   const sc::span blocks{sc::clock_domain::cupti, clock.to_cupti(b.t0_ns), clock.to_cupti(b.t1_ns),
                         "spin blocks (converted)"};
   const sc::slack residual{clock.residual_ns, 1, "measured residual of the clock offset"};
-  EXPECT_TRUE(sc::strictly_precedes(sc::span{sc::clock_domain::cupti, spins[0]->start_ns, spins[0]->start_ns, "cupti start"},
-                                    blocks, residual));
-  EXPECT_TRUE(sc::strictly_precedes(blocks, sc::span{sc::clock_domain::cupti, spins[0]->end_ns, spins[0]->end_ns, "cupti end"},
-                                    residual));
+  EXPECT_TRUE(sc::strictly_precedes(
+      sc::span{sc::clock_domain::cupti, spins[0]->start_ns, spins[0]->start_ns, "cupti start"}, blocks, residual));
+  EXPECT_TRUE(sc::strictly_precedes(
+      blocks, sc::span{sc::clock_domain::cupti, spins[0]->end_ns, spins[0]->end_ns, "cupti end"}, residual));
 }
 
 // INST-06 · CUPTI sample nvtx; NVTX nvtxInit.h: NVTX ranges reach CUPTI MARKER records when
 // NVTX_INJECTION64_PATH names libcupti before the first NVTX call.
 TEST_F(Instruments, NvtxRangesReachCuptiWhenRouted) {
-  sc::claim("INST-06", sc::verdict_kind::documented, "CUPTI nvtx sample; NVTX nvtxInit.h");
+  const sc::claim inst06("INST-06", sc::verdict_kind::documented, "CUPTI nvtx sample; NVTX nvtxInit.h");
   SC_REQUIRE_TRACING();
   if (!sc::trace::state().nvtx_routed) GTEST_SKIP() << "NVTX is not routed here: " << sc::trace::state().nvtx_detail;
   // Mutation (arrangement): the probe range is never pushed, so CUPTI cannot have it.
-  if (!sc::mutation_active("INST-06", sc::mutation_kind::arrangement)) {
+  if (!inst06.mutated(sc::mutation_kind::arrangement)) {
     const nvtx3::scoped_range_in<sc::nvtx_domain> probe{"INST-06 probe"};
   }
   const sc::timeline t = timeline().collect();
@@ -94,7 +97,8 @@ TEST_F(Instruments, NvtxRangesReachCuptiWhenRouted) {
 // INST-06 negative control (ctest entry instruments.nvtx_off.*, NVTX_INJECTION64_PATH=/dev/null: no library):
 // unrouted, the same range never reaches CUPTI.
 TEST_F(Instruments, NvtxRangesStayOutOfCuptiWhenNotRouted) {
-  sc::claim("INST-06", sc::verdict_kind::documented, "CUPTI nvtx sample; NVTX nvtxInit.h (negative control)");
+  const sc::claim inst06("INST-06", sc::verdict_kind::documented,
+                         "CUPTI nvtx sample; NVTX nvtxInit.h (negative control)");
   SC_REQUIRE_TRACING();
   if (sc::trace::state().nvtx_routed)
     GTEST_SKIP() << "NVTX is routed in this process; this control runs as instruments.nvtx_off.* "
@@ -103,7 +107,7 @@ TEST_F(Instruments, NvtxRangesStayOutOfCuptiWhenNotRouted) {
   const sc::timeline t = timeline().collect();
   // Mutation (expectation only): no arrangement can deliver a range to CUPTI once NVTX initialized
   // unrouted; the routed test above is this control's arrangement-mutated partner.
-  EXPECT_EQ(sc::mutate<std::size_t>("INST-06", sc::mutation_kind::expectation, 0, 1), t.ranges.size())
+  EXPECT_EQ(inst06.mutate<std::size_t>(sc::mutation_kind::expectation, 0, 1), t.ranges.size())
       << "ranges reached CUPTI without routing";
   sc::observe("ranges_seen", static_cast<int>(t.ranges.size()));
 }
@@ -111,7 +115,8 @@ TEST_F(Instruments, NvtxRangesStayOutOfCuptiWhenNotRouted) {
 // INST-07 · CUPTI 13.0 CUpti_ActivityKernel10, CUpti_ActivityMemcpy6: records carry the streamId that
 // cuptiGetStreamIdEx gives for the test's streams, and memory kinds tell pageable from pinned memory.
 TEST_F(Instruments, CuptiRecordsCarryStreamIdsAndMemoryKinds) {
-  sc::claim("INST-07", sc::verdict_kind::documented, "CUPTI CUpti_ActivityKernel10, CUpti_ActivityMemcpy6");
+  const sc::claim inst07("INST-07", sc::verdict_kind::documented,
+                         "CUPTI CUpti_ActivityKernel10, CUpti_ActivityMemcpy6");
   SC_REQUIRE_TRACING();
   constexpr std::size_t kBytes = 1 << 20;
   sc::device_buffer<char> device(kBytes);
@@ -123,7 +128,7 @@ TEST_F(Instruments, CuptiRecordsCarryStreamIdsAndMemoryKinds) {
   const std::vector<const sc::stream*> streams{&s1, &s2, &legacy};
   for (const sc::stream* s : streams) timeline().track(*s);
   // Mutation (arrangement): s1's kernel is launched into s2, so its record carries s2's id.
-  const bool misroute = sc::mutation_active("INST-07", sc::mutation_kind::arrangement);
+  const bool misroute = inst07.mutated(sc::mutation_kind::arrangement);
   for (const sc::stream* s : streams) {
     auto label = timeline().label("empty@" + s->name());
     SC_CHECK_CUDA(sc::kernels::launch_empty((misroute && s == &s1 ? s2 : *s).get()));

@@ -1,8 +1,8 @@
 // PRIO-08..10: creation flags read back, bad flags rejected, null out-pointers answered with an error.
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -22,12 +22,14 @@ cudaStream_t sentinel_stream() { return reinterpret_cast<cudaStream_t>(std::uint
 // PRIO-08 · RT cudaStreamGetFlags, cudaStreamCreateWithFlags: the creation flags read back, also for
 // streams made with a priority, through both APIs.
 TEST_F(PriorityFlags, GetFlagsReturnsTheCreationFlags) {
-  sc::claim("PRIO-08", sc::verdict_kind::documented, "RT cudaStreamGetFlags, cudaStreamCreateWithFlags; DRV");
+  const sc::claim prio08("PRIO-08", sc::verdict_kind::documented,
+                         "RT cudaStreamGetFlags, cudaStreamCreateWithFlags; DRV");
   struct made {
     stream s;
     unsigned expected;
   };
-  const stream_flags non_blocking = sc::mutate("PRIO-08", sc::mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking);
+  const stream_flags non_blocking =
+      prio08.mutate(sc::mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking);
   std::vector<made> streams;
   streams.push_back({stream::create_default("cudaStreamCreate"), 0u});
   streams.push_back({stream::create(stream_flags::blocking, 0, "WithPriority(blocking, 0)"), 0u});
@@ -54,8 +56,8 @@ TEST_F(PriorityFlags, GetFlagsReturnsTheCreationFlags) {
 // PRIO-09 · RT cudaStreamCreateWithFlags (valid flags, error list): unknown flag bits are rejected with
 // cudaErrorInvalidValue and no stream is created; the same through the driver API.
 TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
-  sc::claim("PRIO-09", sc::verdict_kind::documented, "RT cudaStreamCreateWithFlags; DRV cuStreamCreate");
-  const unsigned bad = sc::mutate("PRIO-09", sc::mutation_kind::arrangement, 0x80u, 0x1u);
+  const sc::claim prio09("PRIO-09", sc::verdict_kind::documented, "RT cudaStreamCreateWithFlags; DRV cuStreamCreate");
+  const unsigned bad = prio09.mutate(sc::mutation_kind::arrangement, 0x80u, 0x1u);
   cudaStream_t with_flags = sentinel_stream();
   cudaStream_t with_priority = sentinel_stream();
   CUstream driver = sentinel_stream();
@@ -74,31 +76,32 @@ TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
 
 // Child process body for PRIO-10: one line per call, written as soon as the call returns (so a child that
 // stops shows which call it did not come back from); exit(0) is reached only if no call crashed.
-[[noreturn]] void report_null_out_pointer_codes(const sc::child_channel& channel) {
+[[noreturn]] void report_null_out_pointer_codes(const sc::claim& prio10, const sc::child_channel& channel) {
   const stream s = stream::create(stream_flags::non_blocking);
   channel.write("cudaStreamCreate", sc::error_name(cudaStreamCreate(nullptr)));
   channel.write("cudaStreamCreateWithFlags", sc::error_name(cudaStreamCreateWithFlags(nullptr, cudaStreamNonBlocking)));
   channel.write("cudaStreamCreateWithPriority", sc::error_name(cudaStreamCreateWithPriority(nullptr, 0, 0)));
   channel.write("cudaStreamGetPriority", sc::error_name(cudaStreamGetPriority(s.get(), nullptr)));
   channel.write("cudaStreamGetFlags", sc::error_name(cudaStreamGetFlags(s.get(), nullptr)));
-  if (sc::mutation_active("PRIO-10", sc::mutation_kind::arrangement)) std::raise(SIGSEGV);  // the crash this test must catch
+  if (prio10.mutated(sc::mutation_kind::arrangement)) std::raise(SIGSEGV);  // the crash this test must catch
   std::exit(0);
 }
 
 // PRIO-10 · hip-tests _NegTst (observed): null out-pointers to the create and get functions give an
 // error code, not a crash. Run in a child process, because a crash there must not end this one.
 TEST_F(PriorityFlags, NullOutPointersReturnAnErrorCode) {
-  sc::claim("PRIO-10", sc::verdict_kind::observed, "RT cudaStreamCreate*, cudaStreamGetPriority/Flags (nullptr)");
+  const sc::claim prio10("PRIO-10", sc::verdict_kind::observed,
+                         "RT cudaStreamCreate*, cudaStreamGetPriority/Flags (nullptr)");
   SC_REQUIRE(sc::requirement::death_test_children);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   // The mutation acts in the child (it crashes); asked here too, so that this test's record shows it.
-  (void)sc::mutation_active("PRIO-10", sc::mutation_kind::arrangement);
+  (void)prio10.mutated(sc::mutation_kind::arrangement);
   const sc::child_channel channel("PRIO10");
-  EXPECT_EXIT(report_null_out_pointer_codes(channel), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(report_null_out_pointer_codes(prio10, channel), ::testing::ExitedWithCode(0), "");
   const auto lines = channel.read();
   for (const auto& [call, code] : lines) {
     sc::observe("rc." + call, code);
-    EXPECT_TRUE(sc::matches_baseline("PRIO-10", call, code));
+    EXPECT_TRUE(prio10.matches_baseline(call, code));
   }
   EXPECT_EQ(5u, lines.size()) << "the child reported " << lines.size() << " of 5 calls";
 }

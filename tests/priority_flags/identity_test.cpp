@@ -16,12 +16,12 @@ using PriorityFlags = sc::testing::PriorityFlags;
 // PRIO-12 · RT cudaStreamGetId (12.0): ids are unique for the program's lifetime (a destroyed stream's id
 // is not handed out again) and the special handles have ids too; the driver reports the same ids.
 TEST_F(PriorityFlags, StreamIdsAreUniqueForTheProgramsLifetime) {
-  sc::claim("PRIO-12", sc::verdict_kind::documented, "RT cudaStreamGetId; DRV cuStreamGetId");
+  const sc::claim prio12("PRIO-12", sc::verdict_kind::documented, "RT cudaStreamGetId; DRV cuStreamGetId");
   constexpr int kRounds = 3;
   constexpr int kPerRound = 8;
   std::vector<unsigned long long> ids;
   // Mutation (arrangement): the first stream's id is asked of the per-thread handle instead.
-  const bool misread = sc::mutation_active("PRIO-12", sc::mutation_kind::arrangement);
+  const bool misread = prio12.mutated(sc::mutation_kind::arrangement);
   for (int round = 0; round < kRounds; ++round) {
     std::vector<stream> streams;  // destroyed at the end of each round
     for (int i = 0; i < kPerRound; ++i) {
@@ -53,14 +53,14 @@ TEST_F(PriorityFlags, StreamIdsAreUniqueForTheProgramsLifetime) {
 // PRIO-13 · RT cudaStreamGetDevice (12.8): the stream's device, also for special handles; the driver's
 // cuStreamGetDevice agrees.
 TEST_F(PriorityFlags, StreamGetDeviceReturnsTheStreamsDevice) {
-  sc::claim("PRIO-13", sc::verdict_kind::documented, "RT cudaStreamGetDevice; DRV cuStreamGetDevice");
+  const sc::claim prio13("PRIO-13", sc::verdict_kind::documented, "RT cudaStreamGetDevice; DRV cuStreamGetDevice");
   int devices = 0;
   SC_CHECK_CUDA(cudaGetDeviceCount(&devices));
   // Mutation: with a second GPU (arrangement) the created stream is made on the other device (without its GPU
   // lock: the mutation job runs one family at a time, and no test of this family measures time); with one GPU
   // no stream of another device can exist, so only the expected device changes (expectation).
-  const bool elsewhere = devices > 1 && sc::mutation_active("PRIO-13", sc::mutation_kind::arrangement);
-  const int expected = devices > 1 ? device() : sc::mutate("PRIO-13", sc::mutation_kind::expectation, device(), device() + 1);
+  const bool elsewhere = devices > 1 && prio13.mutated(sc::mutation_kind::arrangement);
+  const int expected = devices > 1 ? device() : prio13.mutate(sc::mutation_kind::expectation, device(), device() + 1);
   std::vector<stream> streams;
   if (elsewhere) {
     SC_CHECK_CUDA(cudaSetDevice((device() + 1) % devices));

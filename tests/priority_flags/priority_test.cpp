@@ -34,8 +34,8 @@ struct out_of_range_request {
   long long value;
 };
 std::vector<out_of_range_request> out_of_range_requests(int least, int greatest) {
-  return {{"INT_MIN", INT_MIN}, {"minus_1000", -1000}, {"greatest_minus_1", greatest - 1LL},
-          {"least_plus_1", least + 1LL}, {"plus_1000", 1000}, {"INT_MAX", INT_MAX}};
+  return {{"INT_MIN", INT_MIN},          {"minus_1000", -1000}, {"greatest_minus_1", greatest - 1LL},
+          {"least_plus_1", least + 1LL}, {"plus_1000", 1000},   {"INT_MAX", INT_MAX}};
 }
 
 const char* flags_name(stream_flags f) { return f == stream_flags::blocking ? "blocking" : "non_blocking"; }
@@ -44,11 +44,11 @@ const char* flags_name(stream_flags f) { return f == stream_flags::blocking ? "b
 // (lower numbers are higher priorities, the meaningful range is [greatest, least]); either pointer may
 // be NULL when that value is not wanted; a device without priorities reports 0 for both.
 TEST_F(PriorityFlags, RuntimeRangeHasLeastAtOrAboveGreatest) {
-  sc::claim("PRIO-01", sc::verdict_kind::documented, "RT cudaDeviceGetStreamPriorityRange");
+  const sc::claim prio01("PRIO-01", sc::verdict_kind::documented, "RT cudaDeviceGetStreamPriorityRange");
   int least = 0;
   int greatest = 0;
   // Mutation (arrangement): the out-pointers are passed the wrong way round.
-  if (sc::mutation_active("PRIO-01", sc::mutation_kind::arrangement))
+  if (prio01.mutated(sc::mutation_kind::arrangement))
     EXPECT_CUDA_EQ(cudaSuccess, cudaDeviceGetStreamPriorityRange(&greatest, &least));
   else
     EXPECT_CUDA_EQ(cudaSuccess, cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -65,18 +65,18 @@ TEST_F(PriorityFlags, RuntimeRangeHasLeastAtOrAboveGreatest) {
   sc::observe("least", least);
   sc::observe("greatest", greatest);
   sc::observe("levels", least - greatest + 1);
-  EXPECT_TRUE(sc::matches_baseline("PRIO-01", "least", least));
-  EXPECT_TRUE(sc::matches_baseline("PRIO-01", "greatest", greatest));
+  EXPECT_TRUE(prio01.matches_baseline("least", least));
+  EXPECT_TRUE(prio01.matches_baseline("greatest", greatest));
 }
 
 // PRIO-02 · DRV cuCtxGetStreamPriorityRange, RT (same definition): the primary context's driver range
 // equals the runtime range.
 TEST_F(PriorityFlags, DriverRangeEqualsRuntimeRange) {
-  sc::claim("PRIO-02", sc::verdict_kind::documented, "DRV cuCtxGetStreamPriorityRange; RT");
+  const sc::claim prio02("PRIO-02", sc::verdict_kind::documented, "DRV cuCtxGetStreamPriorityRange; RT");
   int least = 0;
   int greatest = 0;
   // Mutation (arrangement): the driver's out-pointers are passed the wrong way round.
-  if (sc::mutation_active("PRIO-02", sc::mutation_kind::arrangement))
+  if (prio02.mutated(sc::mutation_kind::arrangement))
     EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuCtxGetStreamPriorityRange(&greatest, &least));
   else
     EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuCtxGetStreamPriorityRange(&least, &greatest));
@@ -92,12 +92,13 @@ TEST_F(PriorityFlags, DriverRangeEqualsRuntimeRange) {
 // NVIDIA GPU so far is 0, the default priority: there they cannot be told from "the priority was
 // ignored" (recorded as above_range_distinguishable).
 TEST_F(PriorityFlags, RuntimeOutOfRangePrioritiesAreClamped) {
-  sc::claim("PRIO-03", sc::verdict_kind::documented, "RT cudaStreamCreateWithPriority, cudaStreamGetPriority");
+  const sc::claim prio03("PRIO-03", sc::verdict_kind::documented,
+                         "RT cudaStreamCreateWithPriority, cudaStreamGetPriority");
   if (priorities_missing()) GTEST_SKIP() << kNoPriorities;
   for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
     for (const auto& request : out_of_range_requests(least_, greatest_)) {
       SCOPED_TRACE(std::string(request.label) + " " + flags_name(flags));
-      const int asked = sc::mutate("PRIO-03", sc::mutation_kind::arrangement, static_cast<int>(request.value), 0);
+      const int asked = prio03.mutate(sc::mutation_kind::arrangement, static_cast<int>(request.value), 0);
       cudaStream_t raw = nullptr;
       EXPECT_CUDA_EQ(cudaSuccess, cudaStreamCreateWithPriority(&raw, static_cast<unsigned>(flags), asked));
       const stream s = stream::adopt(raw, request.label);
@@ -113,12 +114,13 @@ TEST_F(PriorityFlags, RuntimeOutOfRangePrioritiesAreClamped) {
 // PRIO-04 · DRV cuStreamCreateWithPriority, cuStreamGetPriority: the same clamping through the driver API
 // (the above-range half has PRIO-03's limit where least is 0).
 TEST_F(PriorityFlags, DriverOutOfRangePrioritiesAreClamped) {
-  sc::claim("PRIO-04", sc::verdict_kind::documented, "DRV cuStreamCreateWithPriority, cuStreamGetPriority");
+  const sc::claim prio04("PRIO-04", sc::verdict_kind::documented,
+                         "DRV cuStreamCreateWithPriority, cuStreamGetPriority");
   if (priorities_missing()) GTEST_SKIP() << kNoPriorities;
   for (const unsigned flags : {0u, static_cast<unsigned>(CU_STREAM_NON_BLOCKING)}) {
     for (const auto& request : out_of_range_requests(least_, greatest_)) {
       SCOPED_TRACE(std::string(request.label) + " flags " + std::to_string(flags));
-      const int asked = sc::mutate("PRIO-04", sc::mutation_kind::arrangement, static_cast<int>(request.value), 0);
+      const int asked = prio04.mutate(sc::mutation_kind::arrangement, static_cast<int>(request.value), 0);
       CUstream raw = nullptr;
       EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamCreateWithPriority(&raw, flags, asked));
       const stream s = stream::adopt(raw, request.label);  // CUstream and cudaStream_t are one type
@@ -134,12 +136,12 @@ TEST_F(PriorityFlags, DriverOutOfRangePrioritiesAreClamped) {
 // PRIO-05 · RT cudaStreamGetPriority: every value in [greatest, least] reads back unchanged, both ends
 // included, through both APIs.
 TEST_F(PriorityFlags, EveryInRangePriorityReadsBackUnchanged) {
-  sc::claim("PRIO-05", sc::verdict_kind::documented, "RT cudaStreamGetPriority; DRV cuStreamGetPriority");
+  const sc::claim prio05("PRIO-05", sc::verdict_kind::documented, "RT cudaStreamGetPriority; DRV cuStreamGetPriority");
   if (priorities_missing()) GTEST_SKIP() << kNoPriorities;
   int checked = 0;
   for (int p = greatest_; p <= least_; ++p) {
     SCOPED_TRACE("priority " + std::to_string(p));
-    const int asked = sc::mutate("PRIO-05", sc::mutation_kind::arrangement, p, p + 1);
+    const int asked = prio05.mutate(sc::mutation_kind::arrangement, p, p + 1);
     const stream s = stream::create(stream_flags::non_blocking, asked);
     int runtime_view = 0;
     int driver_view = 0;
@@ -157,9 +159,10 @@ TEST_F(PriorityFlags, EveryInRangePriorityReadsBackUnchanged) {
 // PRIO-06 · RT/DRV ...CreateWithPriority ("0 represents default priority"): streams from the plain
 // constructors have priority 0.
 TEST_F(PriorityFlags, PlainlyCreatedStreamsHaveDefaultPriorityZero) {
-  sc::claim("PRIO-06", sc::verdict_kind::documented, "RT cudaStreamCreate, cudaStreamCreateWithFlags; DRV");
+  const sc::claim prio06("PRIO-06", sc::verdict_kind::documented,
+                         "RT cudaStreamCreate, cudaStreamCreateWithFlags; DRV");
   std::vector<stream> streams;
-  streams.push_back(sc::mutation_active("PRIO-06", sc::mutation_kind::arrangement)
+  streams.push_back(prio06.mutated(sc::mutation_kind::arrangement)
                         ? stream::create(stream_flags::blocking, greatest_ - 1)
                         : stream::create_default("cudaStreamCreate"));
   for (const unsigned flags : {0u, static_cast<unsigned>(cudaStreamNonBlocking)}) {
@@ -186,14 +189,15 @@ TEST_F(PriorityFlags, PlainlyCreatedStreamsHaveDefaultPriorityZero) {
 // work waits on an event behind that gate, so all 16 x levels streams have their work pending at the
 // same time (checked while the gate is closed) before any of it runs.
 TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
-  sc::claim("PRIO-11", sc::verdict_kind::documented, "RT stream semantics (multi-threaded creation and use)");
+  const sc::claim prio11("PRIO-11", sc::verdict_kind::documented,
+                         "RT stream semantics (multi-threaded creation and use)");
   SC_REQUIRE(sc::requirement::async_launches);
   constexpr unsigned kThreads = 16;
   constexpr std::uint32_t kElements = 4096;
   const int levels = least_ - greatest_ + 1;
   const unsigned streams_expected = kThreads * static_cast<unsigned>(levels);
   // Mutation (arrangement): each copy back runs in a side stream, not ordered after its fill.
-  const bool unordered_copy = sc::mutation_active("PRIO-11", sc::mutation_kind::arrangement);
+  const bool unordered_copy = prio11.mutated(sc::mutation_kind::arrangement);
   struct outcome {
     std::string error;
     int checked = 0;
@@ -240,10 +244,12 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
           SC_CHECK_CUDA(cudaStreamWaitEvent(w.s.get(), released.get(), 0));
           SC_CHECK_CUDA(sc::kernels::launch_fill(w.s.get(), w.data.data(), kElements, w.value));
           if (unordered_copy) {
-            SC_CHECK_CUDA(cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, side.get()));
+            SC_CHECK_CUDA(
+                cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, side.get()));
             SC_CHECK_CUDA(sc::synchronize_within(side, sc::kWorkDeadline));
           } else {
-            SC_CHECK_CUDA(cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, w.s.get()));
+            SC_CHECK_CUDA(
+                cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, w.s.get()));
           }
           ++enqueued;
         }

@@ -20,13 +20,12 @@ struct special {
 // PRIO-07 · not stated in the docs (observed): the special handles report priority 0, and the legacy
 // stream flags 0, in both default-stream build modes.
 TEST_F(PriorityFlags, SpecialHandlesReportTheirPriorityAndFlags) {
-  sc::claim("PRIO-07", sc::verdict_kind::observed, "RT/DRV Get{Priority,Flags} on 0, legacy, per-thread");
+  const sc::claim prio07("PRIO-07", sc::verdict_kind::observed, "RT/DRV Get{Priority,Flags} on 0, legacy, per-thread");
   // Mutation (arrangement): the "legacy" row asks a created stream of the highest priority instead.
   const sc::stream impostor = sc::stream::create(sc::stream_flags::non_blocking, greatest_, "impostor");
-  const bool swapped = sc::mutation_active("PRIO-07", sc::mutation_kind::arrangement);
-  const std::vector<special> handles = {{"null", nullptr},
-                                        {"legacy", swapped ? impostor.get() : cudaStreamLegacy},
-                                        {"per_thread", cudaStreamPerThread}};
+  const bool swapped = prio07.mutated(sc::mutation_kind::arrangement);
+  const std::vector<special> handles = {
+      {"null", nullptr}, {"legacy", swapped ? impostor.get() : cudaStreamLegacy}, {"per_thread", cudaStreamPerThread}};
   sc::observe("build_mode", kModeName);
   for (const special& h : handles) {
     int priority = -99;
@@ -42,8 +41,8 @@ TEST_F(PriorityFlags, SpecialHandlesReportTheirPriorityAndFlags) {
     const std::string key = std::string(kModeName) + "." + h.name;
     sc::observe(key + ".priority", priority);
     sc::observe(key + ".flags", static_cast<int>(flags));
-    EXPECT_TRUE(sc::matches_baseline("PRIO-07", key + ".priority", priority));
-    EXPECT_TRUE(sc::matches_baseline("PRIO-07", key + ".flags", flags));
+    EXPECT_TRUE(prio07.matches_baseline(key + ".priority", priority));
+    EXPECT_TRUE(prio07.matches_baseline(key + ".flags", flags));
   }
 }
 

@@ -25,7 +25,7 @@ using sc::testing::sched_grid;
 // the size, staggered so that on each SM one retires 0.5 ms before the next: room for a small block, not
 // for a large one.
 TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
-  sc::claim("SCHED-04", sc::verdict_kind::observed, "RTSS17 Fig. 8");
+  const sc::claim sched04("SCHED-04", sc::verdict_kind::observed, "RTSS17 Fig. 8");
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   const unsigned small = threads() / 2;
   int small_per_sm = 0;
@@ -37,7 +37,7 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
   sc::testing::sched_latch latch(*this);
   const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
   // Mutation (arrangement): the priorities swapped: the later small grid is the high-priority one.
-  const bool swapped = sc::mutation_active("SCHED-04", sc::mutation_kind::arrangement);
+  const bool swapped = sched04.mutated(sc::mutation_kind::arrangement);
   const sc::stream hs = make(stream_flags::non_blocking, "high", swapped ? least() : greatest());
   const sc::stream ls = make(stream_flags::non_blocking, "later_low", swapped ? greatest() : least());
   // The fill spins kFillSpinNs first, so both pending grids are ready before the first small room appears.
@@ -63,22 +63,21 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
   const std::string what = std::to_string(cut) + " later low blocks started before the high grid's last block";
   // Whether any small block cut ahead (recorded), and whether the later grid took the small room on every SM
   // (no hold-back at all; gating).
-  EXPECT_TRUE(sc::observed_row("SCHED-04", "later_low_grid_waits_for_high_dispatch", decided(cut == 0, what)));
-  EXPECT_TRUE(
-      sc::observed_row("SCHED-04", "later_low_grid_took_the_small_room_on_every_sm", decided(cut >= sms(), what)));
+  EXPECT_TRUE(sched04.observed_row("later_low_grid_waits_for_high_dispatch", decided(cut == 0, what)));
+  EXPECT_TRUE(sched04.observed_row("later_low_grid_took_the_small_room_on_every_sm", decided(cut >= sms(), what)));
 }
 
 // SCHED-05 (observed; RTAS20, RTSS17 Fig. 7; catalog Q1): one grid per priority level, all pending behind
 // one latch, launched lowest priority first (so launch order favours the low ones): is dispatch ordered
 // strictly by level, or do some levels share a rank?
 TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
-  sc::claim("SCHED-05", sc::verdict_kind::observed, "RTAS20; RTSS17 Fig. 7; catalog Q1");
+  const sc::claim sched05("SCHED-05", sc::verdict_kind::observed, "RTAS20; RTSS17 Fig. 7; catalog Q1");
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   // Levels from lowest to highest priority (numerically falling).
   std::vector<int> levels;
   for (int p = least(); p >= greatest(); --p) levels.push_back(p);
   // Mutation (arrangement): every level's grid at the lowest priority.
-  const bool mutated = sc::mutation_active("SCHED-05", sc::mutation_kind::arrangement);
+  const bool mutated = sched05.mutated(sc::mutation_kind::arrangement);
   std::vector<pending_grid> specs;
   for (int p : levels) specs.push_back({"level" + std::to_string(p), mutated ? least() : p, p, wave()});
   const fill_arrangement built = arrange_behind_fill(specs);
@@ -106,8 +105,8 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
               static_cast<double>(sc::first_start_ns(grids.front()->host) - sc::first_start_ns(fill->host)) / 1000.0);
   sc::observe("levels", static_cast<int>(levels.size()));
   sc::observe("distinct_dispatch_ranks", ranks);
-  EXPECT_TRUE(sc::observed_row(
-      "SCHED-05", "every_level_dispatched_before_the_next_lower",
+  EXPECT_TRUE(sched05.observed_row(
+      "every_level_dispatched_before_the_next_lower",
       decided(not_ready, ordered,
               std::to_string(ranks) + " dispatch ranks for " + std::to_string(levels.size()) + " levels")));
 }
@@ -117,7 +116,7 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
 // queues (8 connections by default, 1 with CUDA_DEVICE_MAX_CONNECTIONS=1) it can wait behind the low grids
 // queued before it. Run once per connection count (ctest entries default, conn1, conn32).
 TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
-  sc::claim("SCHED-07", sc::verdict_kind::observed, "RTAS24 R2; RTSS17 A2; catalog Q2");
+  const sc::claim sched07("SCHED-07", sc::verdict_kind::observed, "RTAS24 R2; RTSS17 A2; catalog Q2");
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   // Reason for 16: twice the default connection count, so streams must share hardware queues.
   constexpr unsigned kLowStreams = 16;
@@ -125,7 +124,7 @@ TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
   const std::string connections = set != nullptr ? std::string(set) : std::string("default");
   sc::observe("connections", connections);
   // Mutation (arrangement): the high grid at the lowest priority.
-  const bool mutated = sc::mutation_active("SCHED-07", sc::mutation_kind::arrangement);
+  const bool mutated = sched07.mutated(sc::mutation_kind::arrangement);
   std::vector<pending_grid> specs;
   // One block per SM: half a wave or less, so 16 of them stay short.
   for (unsigned i = 0; i < kLowStreams; ++i) specs.push_back({"low" + std::to_string(i), least(), least(), sms()});
@@ -139,10 +138,10 @@ TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
   unsigned ahead = 0;
   for (const sched_grid* g : lows) ahead += sc::first_start_ns(g->host) < high_first ? 1u : 0u;
   sc::observe("low_grids_started_before_high", static_cast<int>(ahead));
-  EXPECT_TRUE(sc::observed_row("SCHED-07", "high_grid_dispatched_first.connections_" + connections,
-                               decided(*built.not_ready, ahead == 0,
-                                       std::to_string(ahead) + " of " + std::to_string(kLowStreams) +
-                                           " low grids started before the high grid")));
+  EXPECT_TRUE(sched07.observed_row("high_grid_dispatched_first.connections_" + connections,
+                                   decided(*built.not_ready, ahead == 0,
+                                           std::to_string(ahead) + " of " + std::to_string(kLowStreams) +
+                                               " low grids started before the high grid")));
 }
 
 // SCHED-08 (observed; catalog Q4, no published answer): a high-priority grid launched in thread-block
@@ -150,7 +149,7 @@ TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
 // needs two SMs of one GPC with room at once: is it dispatched ahead of the pending small blocks, or starved
 // by them?
 TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
-  sc::claim("SCHED-08", sc::verdict_kind::observed, "catalog Q4");
+  const sc::claim sched08("SCHED-08", sc::verdict_kind::observed, "catalog Q4");
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   int cluster_launch = 0;
   SC_CHECK_CUDA(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device()));
@@ -167,7 +166,7 @@ TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
   sc::observe("cluster.max_active", clusters);
   sc::observe("small.threads", static_cast<int>(small));
   // Mutation (arrangement): the cluster grid at the lowest priority.
-  const bool mutated = sc::mutation_active("SCHED-08", sc::mutation_kind::arrangement);
+  const bool mutated = sched08.mutated(sc::mutation_kind::arrangement);
   sc::testing::sched_latch latch(*this);
   const sc::stream ls = make(stream_flags::non_blocking, "small_low", least());
   const sc::stream hs = make(stream_flags::non_blocking, "cluster_high", mutated ? least() : greatest());
@@ -191,8 +190,8 @@ TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
   sc::observe("cluster_high.first_start_after_release_wave_us",
               (static_cast<double>(high_first) - static_cast<double>(sc::first_end_ns(low.host))) / 1000.0);
   sc::observe("cluster_high.dispatch_us", static_cast<double>(high_dispatched - high_first) / 1000.0);
-  EXPECT_TRUE(sc::observed_row(
-      "SCHED-08", "cluster_grid_dispatched_ahead_of_pending_small_blocks",
+  EXPECT_TRUE(sched08.observed_row(
+      "cluster_grid_dispatched_ahead_of_pending_small_blocks",
       decided(high_dispatched < low_dispatched,
               "D(cluster) " + std::to_string(high_dispatched) + " vs D(small) " + std::to_string(low_dispatched))));
 }

@@ -19,8 +19,8 @@ void PrioritySched::SetUp() {
   GpuTest::SetUp();
   if (IsSkipped() || HasFatalFailure()) return;
   // Every test's records are held to the device's residency limits.
-  claim("SCHED-13", verdict_kind::documented,
-        "RT cudaDeviceProp maxThreadsPerMultiProcessor, maxBlocksPerMultiProcessor");
+  const claim sched13("SCHED-13", verdict_kind::documented,
+                      "RT cudaDeviceProp maxThreadsPerMultiProcessor, maxBlocksPerMultiProcessor");
   // Grids are left pending behind a latch (the arrangement every scheduling test is built on), and which
   // grid is pending where depends on independent hardware queues.
   SC_REQUIRE(requirement::async_launches);

@@ -57,7 +57,8 @@ std::string run_children(std::vector<sc::child_probe*> children) {
 // grid in one process and a high-priority grid in another, each four waves; the low one is told to go
 // first. Within one context the high grid would take every freed slot (SCHED-01); across contexts?
 TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
-  sc::claim("SCHED-10", sc::verdict_kind::observed, "RTSS17 App. A; cuda_scheduling_examiner stream_priority_process");
+  const sc::claim sched10("SCHED-10", sc::verdict_kind::observed,
+                          "RTSS17 App. A; cuda_scheduling_examiner stream_priority_process");
   SC_REQUIRE(sc::requirement::several_contexts);
   SC_REQUIRE(sc::requirement::separate_contexts);
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
@@ -73,7 +74,7 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
   const std::string high_file = scratch("high");
   // Mutation (arrangement): the low-priority process runs its grid after the high one has finished, so the
   // contexts never compete.
-  const bool apart = sc::mutation_active("SCHED-10", sc::mutation_kind::arrangement);
+  const bool apart = sched10.mutated(sc::mutation_kind::arrangement);
   sc::child_probe low("spin", device(), args(least(), low_file));
   sc::child_probe high("spin", device(), args(greatest(), high_file));
   const std::string problem = apart ? run_children({&high}) + run_children({&low}) : run_children({&low, &high});
@@ -102,11 +103,11 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
     sc::observe(std::string(name) + ".dispatched_us",
                 static_cast<double>(sc::dispatch_complete_ns(*r) - start) / 1000.0);
   }
-  EXPECT_TRUE(sc::observed_row("SCHED-10", "contexts_time_sliced",
-                               decided(most > per_sm(), std::to_string(most) + " blocks at once on one SM, " +
-                                                            std::to_string(per_sm()) + " fit")));
-  EXPECT_TRUE(sc::observed_row(
-      "SCHED-10", "high_priority_process_dispatched_first",
+  EXPECT_TRUE(sched10.observed_row("contexts_time_sliced",
+                                   decided(most > per_sm(), std::to_string(most) + " blocks at once on one SM, " +
+                                                                std::to_string(per_sm()) + " fit")));
+  EXPECT_TRUE(sched10.observed_row(
+      "high_priority_process_dispatched_first",
       decided(sc::dispatch_complete_ns(h) < sc::dispatch_complete_ns(l), "D(high process) vs D(low process)")));
 }
 
@@ -114,7 +115,7 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
 // 20 ms and log every stretch longer than 20 us between two timer reads. Each stretch is the other
 // context's turn plus the switches: the run lengths between stretches give the time slice.
 TEST_F(PrioritySched, ContextsAreTimeSliced) {
-  sc::claim("SCHED-11", sc::verdict_kind::observed, "RTAS24 Fig. 6/7/9; GTRACE");
+  const sc::claim sched11("SCHED-11", sc::verdict_kind::observed, "RTAS24 Fig. 6/7/9; GTRACE");
   SC_REQUIRE(sc::requirement::several_contexts);
   SC_REQUIRE(sc::requirement::separate_contexts);
   // Reason for 20 ms: several slices of about 2 ms each (RTAS24) per context.
@@ -134,7 +135,7 @@ TEST_F(PrioritySched, ContextsAreTimeSliced) {
   const std::string a_file = scratch("a");
   const std::string b_file = scratch("b");
   // Mutation (arrangement): only one process runs.
-  const bool alone = sc::mutation_active("SCHED-11", sc::mutation_kind::arrangement);
+  const bool alone = sched11.mutated(sc::mutation_kind::arrangement);
   sc::child_probe a("gaps", device(), args(a_file));
   std::vector<sc::child_probe*> children{&a};
   std::unique_ptr<sc::child_probe> b;
@@ -180,8 +181,8 @@ TEST_F(PrioritySched, ContextsAreTimeSliced) {
   }
   // The switch cost: a gap is the other context's run plus two switches.
   sc::observe("switch_cost_estimate_us", (median(gaps_us) - median(runs_us)) / 2.0);
-  EXPECT_TRUE(sc::observed_row(
-      "SCHED-11", "contexts_time_sliced",
+  EXPECT_TRUE(sched11.observed_row(
+      "contexts_time_sliced",
       decided(blocks_with_gaps * 2 > total, std::to_string(blocks_with_gaps) + " of " + std::to_string(total) +
                                                 " blocks saw another context's turn")));
 }

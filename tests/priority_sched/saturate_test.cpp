@@ -54,23 +54,25 @@ saturation saturate(PrioritySched& t, const std::string& running, int running_pr
 // not preempt already-running work"), SCHED-03 (observed: the dispatch delay is the remaining block time),
 // SCHED-12 (observed: the first wave covers every SM).
 TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
-  sc::claim("SCHED-09", sc::verdict_kind::observed, "RTSS17 App. A; cudaDevAttrComputePreemptionSupported");
-  sc::claim("SCHED-12", sc::verdict_kind::observed, "SIGM20; RTAS20");
-  sc::claim("SCHED-03", sc::verdict_kind::observed, "RTSS17; catalog Q3");
-  sc::claim("SCHED-01", sc::verdict_kind::observed, "RTSS17 rule A2, Fig. 6; DRV cuStreamCreateWithPriority 13.x");
-  sc::claim("SCHED-02", sc::verdict_kind::documented,
-            "RT/DRV cudaStreamCreateWithPriority 13.x: priorities do not preempt already-running work");
+  const sc::claim sched09("SCHED-09", sc::verdict_kind::observed,
+                          "RTSS17 App. A; cudaDevAttrComputePreemptionSupported");
+  const sc::claim sched12("SCHED-12", sc::verdict_kind::observed, "SIGM20; RTAS20");
+  const sc::claim sched03("SCHED-03", sc::verdict_kind::observed, "RTSS17; catalog Q3");
+  const sc::claim sched01("SCHED-01", sc::verdict_kind::observed,
+                          "RTSS17 rule A2, Fig. 6; DRV cuStreamCreateWithPriority 13.x");
+  const sc::claim sched02("SCHED-02", sc::verdict_kind::documented,
+                          "RT/DRV cudaStreamCreateWithPriority 13.x: priorities do not preempt already-running work");
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   // SCHED-09: the device can preempt (for time-slicing between contexts); SCHED-02 below shows that
   // priorities within one context do not use it.
   int preemption = 0;
   SC_CHECK_CUDA(cudaDeviceGetAttribute(&preemption, cudaDevAttrComputePreemptionSupported, device()));
-  EXPECT_TRUE(sc::matches_baseline("SCHED-09", "compute_preemption_supported", preemption != 0));
+  EXPECT_TRUE(sched09.matches_baseline("compute_preemption_supported", preemption != 0));
   // Mutation SCHED-01 (arrangement): both grids at the lowest priority.
-  const int high_priority = sc::mutation_active("SCHED-01", sc::mutation_kind::arrangement) ? least() : greatest();
+  const int high_priority = sched01.mutated(sc::mutation_kind::arrangement) ? least() : greatest();
   // Mutation SCHED-02 and SCHED-09 (arrangement): the high grid is not held and is launched first.
-  const bool high_first = sc::mutation_active("SCHED-02", sc::mutation_kind::arrangement) ||
-                          sc::mutation_active("SCHED-09", sc::mutation_kind::arrangement);
+  const bool high_first =
+      sched02.mutated(sc::mutation_kind::arrangement) || sched09.mutated(sc::mutation_kind::arrangement);
   const saturation s = saturate(*this, "low", least(), "high", high_priority, high_first);
   if (!s.judged) return;
   ASSERT_TRUE(s.why_not.empty()) << s.why_not;
@@ -104,8 +106,8 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   const std::string not_pending = s.running_started_at_release >= s.running->blocks
                                       ? "every low block had started before the latch opened: none was pending"
                                       : "";
-  EXPECT_TRUE(sc::observed_row(
-      "SCHED-01", "high_grid_dispatched_ahead_of_pending_low_blocks",
+  EXPECT_TRUE(sched01.observed_row(
+      "high_grid_dispatched_ahead_of_pending_low_blocks",
       decided(high_first ? "the high grid was not held (mutation)" : not_pending,
               high_dispatched < low_dispatched && low_during == 0,
               "D(high) " + std::to_string(high_dispatched) + " vs D(low) " + std::to_string(low_dispatched) +
@@ -114,7 +116,7 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   // SCHED-12: the first wave's first sms() blocks start on sms() distinct SMs.
   const std::size_t distinct = sc::distinct_sms_of_first(low, sms());
   sc::observe("low.first_wave_distinct_sms", static_cast<unsigned long long>(distinct));
-  EXPECT_TRUE(sc::matches_baseline("SCHED-12", "first_blocks_on_distinct_sms", distinct == sms()));
+  EXPECT_TRUE(sched12.matches_baseline("first_blocks_on_distinct_sms", distinct == sms()));
 
   // SCHED-03: from the latch opening (host, CUPTI clock) to the first high block, against the least
   // remaining time of the low blocks resident then.
@@ -139,17 +141,17 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   sc::observe("dispatch_delay_us", delay_us);
   sc::observe("least_remaining_low_block_us", static_cast<double>(remaining) / 1000.0);
   sc::observe("delay_minus_remaining_us", delay_us - static_cast<double>(remaining) / 1000.0);
-  EXPECT_TRUE(sc::matches_baseline("SCHED-03", "dispatch_delay_at_least_remaining_block_time",
-                                   static_cast<double>(first_high_cupti) + static_cast<double>(tol.ns()) >=
-                                       static_cast<double>(opened_ns + remaining)));
+  EXPECT_TRUE(sched03.matches_baseline("dispatch_delay_at_least_remaining_block_time",
+                                       static_cast<double>(first_high_cupti) + static_cast<double>(tol.ns()) >=
+                                           static_cast<double>(opened_ns + remaining)));
 }
 
 // SCHED-06 (observed; RTSS17 rules G2-G3, X1): at equal priority, a later grid's blocks start only once the
 // earlier grid is fully dispatched (one FIFO, head of line).
 TEST_F(PrioritySched, EqualPriorityIsFirstInFirstOut) {
-  sc::claim("SCHED-06", sc::verdict_kind::observed, "RTSS17 rules G2-G3, X1");
+  const sc::claim sched06("SCHED-06", sc::verdict_kind::observed, "RTSS17 rules G2-G3, X1");
   // Mutation (arrangement): the later grid at the highest priority.
-  const bool mutated = sc::mutation_active("SCHED-06", sc::mutation_kind::arrangement);
+  const bool mutated = sched06.mutated(sc::mutation_kind::arrangement);
   const saturation s = saturate(*this, "earlier", least(), "later", mutated ? greatest() : least(), false);
   if (!s.judged) return;
   ASSERT_TRUE(s.why_not.empty()) << s.why_not;
@@ -164,8 +166,8 @@ TEST_F(PrioritySched, EqualPriorityIsFirstInFirstOut) {
   const std::string not_pending = s.running_started_at_release >= s.running->blocks
                                       ? "every earlier block had started before the latch opened"
                                       : "";
-  EXPECT_TRUE(sc::observed_row(
-      "SCHED-06", "later_grid_waits_for_earlier_dispatch",
+  EXPECT_TRUE(sched06.observed_row(
+      "later_grid_waits_for_earlier_dispatch",
       decided(not_pending, cut == 0, std::to_string(cut) + " later blocks started before the earlier grid's last")));
 }
 

@@ -5,9 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "sc/fixtures/observe.hpp"
 #include "sc/fixtures/predicates.hpp"
@@ -62,7 +61,7 @@ bool contains(const std::vector<std::string>& rows, const std::string& row) {
 // value, and noted with the tool's reason (a test whose claims are all observed then ends skipped with it).
 TEST(BaselineRows, UnderAToolTheyAreRecordedNotCompared) {
   const under_tool tool("racecheck");
-  const ::testing::AssertionResult row = sc::matches_baseline("PRIO-01", "unit.under_tool", true);
+  const ::testing::AssertionResult row = sc::detail::matches_baseline("PRIO-01", "unit.under_tool", true);
   EXPECT_TRUE(row);
   EXPECT_NE(std::string::npos, std::string(row.message()).find("not compared")) << row.message();
   EXPECT_TRUE(contains(sc::detail::not_compared_rows(), "PRIO-01/unit.under_tool"));
@@ -72,9 +71,9 @@ TEST(BaselineRows, UnderAToolTheyAreRecordedNotCompared) {
 // An observed check that could not be measured fails, except under a tool, where it is noted as not compared.
 TEST(BaselineRows, AnInvalidObservedCheckFailsUnlessUnderATool) {
   const sc::gated_result invalid = sc::detail::invalid_check("the gate was ended by its watchdog");
-  EXPECT_FALSE(sc::observed_row("PRIO-01", "unit.invalid_plain", invalid));
+  EXPECT_FALSE(sc::detail::observed_row("PRIO-01", "unit.invalid_plain", invalid));
   const under_tool tool("synccheck");
-  EXPECT_TRUE(sc::observed_row("PRIO-01", "unit.invalid_tool", invalid));
+  EXPECT_TRUE(sc::detail::observed_row("PRIO-01", "unit.invalid_tool", invalid));
   EXPECT_TRUE(contains(sc::detail::not_compared_rows(), "PRIO-01/unit.invalid_tool (could not be measured)"));
 }
 

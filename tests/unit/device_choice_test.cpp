@@ -36,8 +36,8 @@ TEST(ResourceAllocation, ParsesTheFirstEntry) {
 }
 
 TEST(ResourceAllocation, MalformedValuesAreConfigErrors) {
-  for (const char* bad : {"", "0", "id:,slots:1", "id:a,slots:1", "id:0", "id:0,slot:1", "slots:1,id:0",
-                          "id:0,slots:x"})
+  for (const char* bad :
+       {"", "0", "id:,slots:1", "id:a,slots:1", "id:0", "id:0,slot:1", "slots:1,id:0", "id:0,slots:x"})
     EXPECT_THROW(sc::parse_resource_allocation(bad), sc::config_error) << '"' << bad << '"';
 }
 

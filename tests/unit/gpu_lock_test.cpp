@@ -1,18 +1,17 @@
 // The GPU lock (gpu_lock.hpp) without a GPU: "another process" is a second open file description of the
 // lock file (flock conflicts between those even inside one process); the UUIDs carry this process's pid.
+#include "sc/fixtures/gpu_lock.hpp"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/file.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <string>
 #include <thread>
-
-#include "sc/fixtures/gpu_lock.hpp"
 
 namespace {
 

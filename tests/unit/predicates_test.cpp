@@ -1,11 +1,13 @@
 // Host tests of the timeline predicates on synthetic spans, edge cases included.
+#include "sc/fixtures/predicates.hpp"
+
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <string>
 #include <vector>
 
-#include "sc/fixtures/predicates.hpp"
+#include "sc/fixtures/observe.hpp"
 
 namespace {
 
@@ -94,9 +96,8 @@ TEST(AllStartBeforeAny, RefusesEmptyGroups) {
 }
 
 TEST(BlockRecords, KernelSpanAndDispatchCompletion) {
-  const std::vector<sc::kernels::block_record> records{{100, 900, 32, 0, 0, 132, 0},
-                                                       {150, 950, 32, 1, 1, 132, 0},
-                                                       {400, 800, 32, 2, 2, 132, 0}};
+  const std::vector<sc::kernels::block_record> records{
+      {100, 900, 32, 0, 0, 132, 0}, {150, 950, 32, 1, 1, 132, 0}, {400, 800, 32, 2, 2, 132, 0}};
   const span k = sc::kernel_span(records, "spin");
   EXPECT_EQ(100u, k.begin_ns);
   EXPECT_EQ(950u, k.end_ns);
@@ -149,7 +150,7 @@ TEST(GatedResult, InvalidPassesNeitherClaimAndSaysWhy) {
 
 TEST(GatedResult, AnInvalidObservedRowFailsAndIsComparedWithNothing) {
   const ::testing::AssertionResult row =
-      sc::observed_row("UNIT-NEVER", "k", gated_result(gated_outcome::invalid, "the gate was opened"));
+      sc::detail::observed_row("UNIT-NEVER", "k", gated_result(gated_outcome::invalid, "the gate was opened"));
   EXPECT_FALSE(row);
   EXPECT_NE(std::string::npos, message(row).find("could not be measured: the gate was opened")) << message(row);
 }
