@@ -4,12 +4,12 @@
 // which is the legacy stream or this thread's default stream depending on how this file was built.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "default_streams.hpp"
+#include "sc/fixtures/thread_team.hpp"
 #include "sc/kernels/device.cuh"
 #include "sc/kernels/launch.hpp"
 
@@ -143,9 +143,9 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
                          "PG 2.3.6.2 (8 host threads, <<<>>> without a stream)");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
-  constexpr int kThreads = 8;
+  constexpr unsigned kThreads = 8;
   std::vector<std::unique_ptr<sc::gate>> gates;
-  for (int i = 0; i < kThreads; ++i) gates.push_back(std::make_unique<sc::gate>());
+  for (unsigned i = 0; i < kThreads; ++i) gates.push_back(std::make_unique<sc::gate>());
   // Mutation (arrangement): each thread launches through the other build mode's path: the legacy-mode
   // library's stream 0 (the legacy stream) in per-thread builds, cudaStreamPerThread in the legacy build.
   const bool other_path = dflt08.mutated(sc::mutation_kind::arrangement);
@@ -154,22 +154,19 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
     return sc::kernels::launch_gate(kPerThreadBuild ? nullptr : cudaStreamPerThread, w, ns, banner);
   };
   std::vector<cudaError_t> codes(kThreads, cudaSuccess);
-  std::atomic<int> launched{0};
-  std::atomic<bool> finished{false};  // threads stay alive (their default streams too) until the end
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i)
-    threads.emplace_back([&, i] {
-      codes[i] = cudaSetDevice(device());
-      try {
-        if (codes[i] == cudaSuccess) gates[i]->hold_by(launch);
-      } catch (const sc::cuda_error& e) {
-        codes[i] = e.code();
-      }
-      ++launched;
-      while (!finished) std::this_thread::yield();
-    });
-  const auto until = std::chrono::steady_clock::now() + sc::kPresenceDeadline;
-  while (launched < kThreads && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  unsigned launched = 0;  // under the team's lock
+  sc::thread_team team;
+  team.start(kThreads, [&](unsigned i) {
+    codes[i] = cudaSetDevice(device());
+    try {
+      if (codes[i] == cudaSuccess) gates[i]->hold_by(launch);
+    } catch (const sc::cuda_error& e) {
+      codes[i] = e.code();
+    }
+    team.update([&] { ++launched; });
+    team.wait_until([] { return false; });  // alive (its default stream too) until the team ends
+  });
+  team.wait_until([&] { return launched == kThreads; }, sc::kPresenceDeadline);
   const auto all_started = [&] {
     for (const auto& g : gates)
       if (!g->started()) return false;
@@ -184,9 +181,8 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
   for (const auto& g : gates) running += g->started();
   for (auto& g : gates) g->open();
   SC_CHECK_CUDA(cudaDeviceSynchronize());
-  finished = true;
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < kThreads; ++i) EXPECT_CUDA_EQ(cudaSuccess, codes[i]) << "thread " << i;
+  team.end();
+  for (unsigned i = 0; i < kThreads; ++i) EXPECT_CUDA_EQ(cudaSuccess, codes[i]) << "thread " << i;
   EXPECT_TRUE(together) << (kPerThreadBuild ? "per-thread build" : "legacy build (negative control)");
   for (const auto& g : gates) EXPECT_FALSE(g->timed_out()) << "a gate's watchdog fired";
   sc::observe("gates_running_together", running);

@@ -3,18 +3,15 @@
 #include <gtest/gtest.h>
 #include <time.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "events.hpp"
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/memory.hpp"
+#include "sc/fixtures/thread_team.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -111,64 +108,33 @@ TEST_F(EventsAndWaits, TwentyThreadsKeepEveryDependency) {
   sc::marks m;
   std::vector<sc::event> events;
   for (unsigned t = 0; t < kThreads; ++t) events.push_back(sc::event::create(sc::event_flags::disable_timing));
-  std::mutex mu;
-  std::condition_variable cv;
-  unsigned enqueued = 0;  // threads 0..enqueued-1 have recorded their event
-  bool finish = false;
+  unsigned enqueued = 0;  // under the team's lock: threads 0..enqueued-1 have recorded their event
   std::vector<cudaError_t> codes(kThreads, cudaSuccess);
   sc::gate g;
   const int dev = device();
-  std::vector<std::thread> threads;
-  // Ends the threads on every path out of the test (a failed assertion or an exception included): no thread
-  // is left joinable, and one still waiting for its predecessor is released without enqueueing anything.
-  struct joiner {
-    std::mutex& mu;
-    std::condition_variable& cv;
-    bool& finish;
-    std::vector<std::thread>& threads;
-    ~joiner() {
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        finish = true;
-      }
-      cv.notify_all();
-      for (std::thread& th : threads)
-        if (th.joinable()) th.join();
+  // A thread still waiting for its predecessor when the team ends (on any way out of the test) is released
+  // without enqueueing anything.
+  sc::thread_team team;
+  team.start(kThreads, [&](unsigned t) {
+    cudaError_t code = cudaSetDevice(dev);
+    if (!team.wait_until([&] { return enqueued >= t; })) return;
+    const sc::stream mine = sc::stream::per_thread();
+    try {
+      if (t == 0) g.hold(mine);
+      if (code == cudaSuccess && t > 0 && t != skipped)
+        code = cudaStreamWaitEvent(cudaStreamPerThread, events[t - 1].get(), 0);
+      if (code == cudaSuccess) m.drop(mine, t);
+      if (code == cudaSuccess) code = cudaEventRecord(events[t].get(), cudaStreamPerThread);
+    } catch (...) {
+      code = cudaErrorUnknown;
     }
-  } end_threads{mu, cv, finish, threads};
-  for (unsigned t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      cudaError_t code = cudaSetDevice(dev);
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return enqueued >= t || finish; });
-        if (finish) return;
-      }
-      const sc::stream mine = sc::stream::per_thread();
-      try {
-        if (t == 0) g.hold(mine);
-        if (code == cudaSuccess && t > 0 && t != skipped)
-          code = cudaStreamWaitEvent(cudaStreamPerThread, events[t - 1].get(), 0);
-        if (code == cudaSuccess) m.drop(mine, t);
-        if (code == cudaSuccess) code = cudaEventRecord(events[t].get(), cudaStreamPerThread);
-      } catch (...) {
-        code = cudaErrorUnknown;
-      }
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        codes[t] = code;
-        enqueued = t + 1;
-        cv.notify_all();
-        // Stay alive (with the per-thread stream) until the chain has run.
-        cv.wait(lock, [&] { return finish; });
-      }
+    team.update([&] {
+      codes[t] = code;
+      enqueued = t + 1;
     });
-  }
-  bool all_enqueued = false;
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    all_enqueued = cv.wait_for(lock, sc::kWorkDeadline, [&] { return enqueued == kThreads; });
-  }
+    team.wait_until([] { return false; });  // alive (with its per-thread stream) until the chain has run
+  });
+  const bool all_enqueued = team.wait_until([&] { return enqueued == kThreads; }, sc::kWorkDeadline);
   ASSERT_TRUE(all_enqueued) << "the threads did not all enqueue their part of the chain within "
                             << sc::kWorkDeadline.count() << " ms";
   const auto any_landed = sc::probe("any thread's mark landed", [&] {
@@ -181,12 +147,7 @@ TEST_F(EventsAndWaits, TwentyThreadsKeepEveryDependency) {
     EXPECT_TRUE(w.absent(any_landed)) << "a mark of the chain ran while its head was held";
   }
   drain();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    finish = true;
-  }
-  cv.notify_all();
-  for (std::thread& th : threads) th.join();
+  team.end();
   unsigned out_of_order = 0;
   for (unsigned t = 0; t < kThreads; ++t) {
     EXPECT_CUDA_EQ(cudaSuccess, codes[t]) << "thread " << t;

@@ -6,7 +6,6 @@
 #include <climits>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "priority_flags.hpp"
@@ -15,6 +14,7 @@
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/stream.hpp"
+#include "sc/fixtures/thread_team.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -203,93 +203,87 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
     int checked = 0;
   };
   std::vector<outcome> outcomes(kThreads);
-  std::atomic<unsigned> ready{0};
-  std::atomic<unsigned> enqueued{0};
+  unsigned ready = 0;  // these three under the team's lock
+  bool start = false;
+  bool go = false;
+  std::atomic<unsigned> enqueued{0};  // read while gated
   unsigned enqueued_while_gated = 0;
-  std::atomic<bool> start{false};
-  std::atomic<bool> go{false};
   const stream hold = stream::create(stream_flags::non_blocking, 0, "hold");
   const sc::event released = sc::event::create(sc::event_flags::disable_timing);
   // Reason: allocation by 16 threads at once took about 2.5 s on an H100; 10 s bounds a stuck thread.
-  constexpr auto kThreadDeadline = std::chrono::seconds{10};
-  const auto wait_for = [&](const std::atomic<bool>& flag) {
-    const auto until = std::chrono::steady_clock::now() + kThreadDeadline;
-    while (!flag.load()) {
-      if (std::chrono::steady_clock::now() > until) throw std::runtime_error("gave up waiting for the test thread");
-      std::this_thread::yield();
-    }
+  constexpr auto kThreadDeadline = std::chrono::milliseconds{10'000};
+  sc::thread_team team;
+  const auto wait_for = [&](const bool& flag) {
+    if (!team.wait_until([&] { return flag; }, kThreadDeadline))
+      throw std::runtime_error("gave up waiting for the test thread");
   };
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      try {
-        SC_CHECK_CUDA(cudaSetDevice(device()));
-        struct level {
-          stream s;
-          sc::device_buffer<std::uint32_t> data;
-          sc::pinned_buffer<std::uint32_t> back;
-          std::uint32_t value;
-        };
-        std::vector<level> work;
-        for (int p = greatest_; p <= least_; ++p) {
-          const auto flags = (p + static_cast<int>(t)) % 2 == 0 ? stream_flags::blocking : stream_flags::non_blocking;
-          work.push_back(level{stream::create(flags, p), sc::device_buffer<std::uint32_t>(kElements),
-                               sc::pinned_buffer<std::uint32_t>(kElements),
-                               t * 1000u + static_cast<std::uint32_t>(p - greatest_) + 1u});
-        }
-        const stream side = stream::create(stream_flags::non_blocking, 0, "side");
-        ++ready;
-        wait_for(start);
-        for (level& w : work) {
-          SC_CHECK_CUDA(cudaStreamWaitEvent(w.s.get(), released.get(), 0));
-          SC_CHECK_CUDA(sc::kernels::launch_fill(w.s.get(), w.data.data(), kElements, w.value));
-          if (unordered_copy) {
-            SC_CHECK_CUDA(
-                cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, side.get()));
-            SC_CHECK_CUDA(sc::synchronize_within(side, sc::kWorkDeadline));
-          } else {
-            SC_CHECK_CUDA(
-                cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, w.s.get()));
-          }
-          ++enqueued;
-        }
-        wait_for(go);
-        for (level& w : work) {
-          SC_CHECK_CUDA(sc::synchronize_within(w.s, sc::kWorkDeadline));
-          for (std::uint32_t i = kElements; i-- > 0;)
-            if (w.back[i] != w.value)
-              throw std::runtime_error("element " + std::to_string(i) + " is " + std::to_string(w.back[i]) +
-                                       ", expected " + std::to_string(w.value));
-          ++outcomes[t].checked;
-        }
-      } catch (const std::exception& e) {
-        outcomes[t].error = e.what();
-        ++ready;  // a thread that failed early must not hold the start line
+  team.start(kThreads, [&](unsigned t) {
+    try {
+      SC_CHECK_CUDA(cudaSetDevice(device()));
+      struct level {
+        stream s;
+        sc::device_buffer<std::uint32_t> data;
+        sc::pinned_buffer<std::uint32_t> back;
+        std::uint32_t value;
+      };
+      std::vector<level> work;
+      for (int p = greatest_; p <= least_; ++p) {
+        const auto flags = (p + static_cast<int>(t)) % 2 == 0 ? stream_flags::blocking : stream_flags::non_blocking;
+        work.push_back(level{stream::create(flags, p), sc::device_buffer<std::uint32_t>(kElements),
+                             sc::pinned_buffer<std::uint32_t>(kElements),
+                             t * 1000u + static_cast<std::uint32_t>(p - greatest_) + 1u});
       }
-    });
-  }
-  const auto until = std::chrono::steady_clock::now() + kThreadDeadline;
-  while (ready.load() < kThreads && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      const stream side = stream::create(stream_flags::non_blocking, 0, "side");
+      team.update([&] { ++ready; });
+      wait_for(start);
+      for (level& w : work) {
+        SC_CHECK_CUDA(cudaStreamWaitEvent(w.s.get(), released.get(), 0));
+        SC_CHECK_CUDA(sc::kernels::launch_fill(w.s.get(), w.data.data(), kElements, w.value));
+        if (unordered_copy) {
+          SC_CHECK_CUDA(
+              cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, side.get()));
+          SC_CHECK_CUDA(sc::synchronize_within(side, sc::kWorkDeadline));
+        } else {
+          SC_CHECK_CUDA(
+              cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, w.s.get()));
+        }
+        ++enqueued;
+      }
+      wait_for(go);
+      for (level& w : work) {
+        SC_CHECK_CUDA(sc::synchronize_within(w.s, sc::kWorkDeadline));
+        for (std::uint32_t i = kElements; i-- > 0;)
+          if (w.back[i] != w.value)
+            throw std::runtime_error("element " + std::to_string(i) + " is " + std::to_string(w.back[i]) +
+                                     ", expected " + std::to_string(w.value));
+        ++outcomes[t].checked;
+      }
+    } catch (const std::exception& e) {
+      outcomes[t].error = e.what();
+      team.update([&] { ++ready; });  // a thread that failed early must not hold the start line
+    }
+  });
+  const bool all_ready = team.wait_until([&] { return ready >= kThreads; }, kThreadDeadline);
   sc::gated_result all_pending{sc::gated_outcome::invalid, "not measured: the threads did not reach the start line"};
   std::chrono::steady_clock::duration enqueue_time{};
   {
     sc::gate g;
-    if (ready.load() >= kThreads) {
+    if (all_ready) {
       g.hold(hold);
       SC_CHECK_CUDA(cudaEventRecord(released.get(), hold.get()));
       const auto started = std::chrono::steady_clock::now();
-      start = true;
+      team.update([&] { start = true; });
       all_pending = sc::present_while_gated(
           "all " + std::to_string(streams_expected) + " streams created with their work pending",
           [&] { return enqueued.load() == streams_expected; }, g);
       enqueue_time = std::chrono::steady_clock::now() - started;
       enqueued_while_gated = enqueued.load();
     }
-    start = true;
+    team.update([&] { start = true; });
     g.open();
-    go = true;
+    team.update([&] { go = true; });
   }
-  for (auto& th : threads) th.join();
+  team.end();
   EXPECT_TRUE(all_pending);
   for (unsigned t = 0; t < kThreads; ++t) {
     EXPECT_EQ("", outcomes[t].error) << "thread " << t;
