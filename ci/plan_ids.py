@@ -3,34 +3,32 @@
 
     ci/plan_ids.py [--mutations [--gpus N]] tests/<family>/README.md
 
-Prints the IDs of the plan's table rows (first cell "<LETTERS>-<digits>", perhaps with a note after it;
-rows marked retired left out), one
-line, separated by spaces. With --mutations, rows whose last cell says "(no mutation run)" are left out
+Prints the IDs of the plan's table rows, as the report reads the table (reports/streamcheck/model.py,
+parse_plan; rows marked retired left out), on one line, separated by spaces. With --mutations, rows whose last cell says "(no mutation run)" are left out
 too: their claim is judged in a test that other IDs' mutations already kill, or the test cannot run here,
 and the plan says which. Rows whose last cell says "(mutation needs two GPUs)" are left out unless
 --gpus says the machine has two or more (their tests skip on one GPU, so a mutation there kills nothing).
 Exits 1 with a one-line message when the file is missing or lists no ID, 2 on a bad command line.
 """
-import re
 import sys
 from pathlib import Path
 
-ROW = re.compile(r"^\|\s*([A-Z]+-\d+)\b([^|]*)\|")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
+from streamcheck.model import parse_plan  # noqa: E402  (the one reader of plan tables)
 
 
 def plan_ids(text, for_mutation, gpus=1):
     ids = []
-    for line in text.splitlines():
-        match = ROW.match(line)
-        if not match or "retired" in match.group(2):
+    rows, _ = parse_plan(text)
+    for row in rows:
+        if row["retired"]:
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if for_mutation and "(no mutation run)" in cells[-1]:
+        if for_mutation and "(no mutation run)" in row["last_cell"]:
             continue
-        if for_mutation and gpus < 2 and "(mutation needs two GPUs)" in cells[-1]:
+        if for_mutation and gpus < 2 and "(mutation needs two GPUs)" in row["last_cell"]:
             continue
-        if match.group(1) not in ids:
-            ids.append(match.group(1))
+        if row["id"] not in ids:
+            ids.append(row["id"])
     return ids
 
 

@@ -85,6 +85,7 @@ def parse_plan(text: str) -> Tuple[List[Dict[str, Any]], Optional[str]]:
             "claim": cells[claim_column] if claim_column is not None else "",
             "tests_cell": tests_cell,
             "tests": planned_tests(tests_cell),
+            "last_cell": cells[len(header) - 1],
         })
     return rows, None
 
