@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -20,8 +20,7 @@ std::string path(const char* name) { return "/tmp/streamcheck-gpu-" + uuid(name)
 bool free_for_other(const char* name) {  // another process could take the lock now (and leaves it free)
   const int fd = open(path(name).c_str(), O_RDONLY | O_CREAT, 0644);
   const bool got = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
-  if (fd >= 0) close(fd);
-  return got;
+  return (fd < 0 || close(fd) == 0) && got;
 }
 
 class GpuLock : public ::testing::Test {
@@ -47,15 +46,17 @@ TEST_F(GpuLock, IsHeldUntilReleasedAndASecondGpuLaterNeedsAProcessOfItsOwn) {
 TEST_F(GpuLock, WaitsForTheHolder) {
   const int other = open(path("a").c_str(), O_RDONLY | O_CREAT, 0644);
   ASSERT_EQ(0, flock(other, LOCK_EX | LOCK_NB));
+  FILE* said = std::tmpfile();  // where the waiter says that it waits: then it waits, or returned
+  const int err = dup(2);
+  dup2(fileno(said), 2);
   std::atomic<bool> returned{false};
-  std::thread waiter([&] {
-    EXPECT_EQ("", sc::lock_gpus({uuid("a")}));
-    returned = true;
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_FALSE(returned.load()) << "lock_gpus returned while another holder had the lock";  // never a false pass
+  std::thread waiter([&] { returned = sc::lock_gpus({uuid("a")}).empty(); });
+  while (!returned && std::ftell(said) == 0 && std::fseek(said, 0, SEEK_END) == 0) std::this_thread::yield();
+  EXPECT_FALSE(returned.load()) << "lock_gpus returned while another holder had the lock";
   close(other);
   waiter.join();
+  dup2(err, 2);
+  EXPECT_TRUE(returned.load());
   EXPECT_FALSE(free_for_other("a"));
 }
 
