@@ -15,7 +15,7 @@
 #   executable lists, in the mode STREAMCHECK_MODE names at that moment: one entry per test (isolated, the
 #   default), or one process per executable and environment entry (fast), where the tests ISOLATED names
 #   keep an entry of their own. Labels: the family, and `gpu` or `nogpu` (NOGPU: host tests, no CUDA).
-# - TIMEOUT (default 60 s) bounds one test's entry; a fast entry may take kFastTimeout.
+# - TIMEOUT (default 60 s) bounds one test's entry; a fast entry may take 900 s (StreamcheckEntries.cmake).
 set(SC_RUN_FIXTURE streamcheck_run)
 
 function(_sc_add_family_executable exe family variant)
