@@ -160,7 +160,22 @@ def test_outcome(text: str) -> Tuple[str, str]:
     return "failed", "no GoogleTest verdict in the output (the process ended early)"
 
 
-def run_one(sanitizer: str, tool: str, entry: dict, log: Path, deadline_s: float) -> dict:
+def skip_group(observation: Path, why: str) -> str:
+    """What a skipped test is grouped by in the summary: for a test whose rows were not compared under the
+    tool (its observation file's skip_kind not_compared), the tool's reason its rows give, whatever the rows;
+    else its skip reason."""
+    try:
+        doc = json.loads(observation.read_text())
+    except (OSError, ValueError):
+        return why
+    if not isinstance(doc, dict) or doc.get("skip_kind") != "not_compared":
+        return why
+    details = [row.get("detail") for row in doc.get("baseline") or [] if isinstance(row, dict)
+               and row.get("status") == "not-compared" and row.get("detail")]
+    return "not compared: %s" % details[0] if details else why
+
+
+def run_one(sanitizer: str, tool: str, entry: dict, log: Path, deadline_s: float, run_folder: Path) -> dict:
     env = dict(os.environ)
     for item in entry["environment"]:
         key, _, value = item.partition("=")
@@ -187,8 +202,9 @@ def run_one(sanitizer: str, tool: str, entry: dict, log: Path, deadline_s: float
     if rc == ERROR_EXITCODE and found["errors"] == 0 and found["statuses"] == 0:
         found["errors"] = 1  # the tool said so without a summary we could read
     outcome, why = ("hung", "no end within %.0f s" % deadline_s) if hung else test_outcome(text)
+    group = skip_group(run_folder / "observations" / (entry["name"] + ".json"), why) if outcome == "skipped" else why
     return {"entry": entry["name"], "gtest": entry["gtest"], "rc": rc, "wall_s": wall, "outcome": outcome,
-            "why": why, "log": str(log), **found}
+            "why": why, "group": group, "log": str(log), **found}
 
 
 def ctest_listing(build: Path) -> dict:
@@ -230,8 +246,7 @@ def summarize(tool: str, results: List[dict], wall: float, run_folder: str) -> T
     skips: Dict[str, List[str]] = {}
     for r in results:
         if r["outcome"] == "skipped":
-            # "not compared: <reason>; recorded: <rows>": one group per reason, whatever rows each test had.
-            skips.setdefault(r["why"].split("; recorded:")[0], []).append(r["entry"])
+            skips.setdefault(r.get("group") or r["why"], []).append(r["entry"])
     for why, names in sorted(skips.items(), key=lambda item: -len(item[1])):
         lines.append("  skipped (%d): %s [%s%s]" % (len(names), why or "no reason printed", ", ".join(names[:3]),
                                                     ", ..." if len(names) > 3 else ""))
@@ -289,7 +304,7 @@ def main(argv: List[str]) -> int:
         results = []
         for i, entry in enumerate(entries, 1):
             deadline = max(entry["timeout"], deadline_floor)
-            r = run_one(sanitizer, tool, entry, logs / (entry["name"] + ".log"), deadline)
+            r = run_one(sanitizer, tool, entry, logs / (entry["name"] + ".log"), deadline, Path(run_folder))
             results.append(r)
             print("  [%3d/%d] %-7s %5.1f s  errors %d  %s" % (i, len(entries), r["outcome"], r["wall_s"], r["errors"],
                                                              entry["name"]), flush=True)

@@ -57,13 +57,24 @@ class Verdicts(unittest.TestCase):
 
 class Summary(unittest.TestCase):
     def test_skips_not_compared_under_the_tool_group_by_reason_not_by_their_rows(self):
-        why = "not compared: the process runs under compute-sanitizer --tool memcheck"
-        results = [{"entry": "f.S.%s" % n, "gtest": "S.%s" % n, "outcome": "skipped", "errors": 0, "api_errors": [],
-                    "why": "%s; recorded: X-0%d/k;" % (why, n), "log": "l"} for n in (1, 2)]
+        import json
+        import tempfile
+        tool = "the process runs under compute-sanitizer --tool memcheck"
+        results = []
+        with tempfile.TemporaryDirectory() as d:
+            for n in (1, 2):
+                path = Path(d) / ("f.S.%d.json" % n)
+                path.write_text(json.dumps({"skip_kind": "not_compared", "baseline": [
+                    {"id": "X-0%d" % n, "key": "k", "status": "not-compared", "detail": tool}]}))
+                why = "not compared: %s; recorded: X-0%d/k;" % (tool, n)
+                results.append({"entry": "f.S.%d" % n, "gtest": "S.%d" % n, "outcome": "skipped", "errors": 0,
+                                "api_errors": [], "why": why, "group": sanitizer.skip_group(path, why), "log": "l"})
+            # An ordinary skip keeps its reason.
+            self.assertEqual("no GPU", sanitizer.skip_group(Path(d) / "missing.json", "no GPU"))
         ok, lines = sanitizer.summarize("memcheck", results, 1.0, "run")
         self.assertTrue(ok)
         groups = [l for l in lines if l.startswith("  skipped")]
-        self.assertEqual(["  skipped (2): %s [f.S.1, f.S.2]" % why], groups)
+        self.assertEqual(["  skipped (2): not compared: %s [f.S.1, f.S.2]" % tool], groups)
 
 
 class Lists(unittest.TestCase):
