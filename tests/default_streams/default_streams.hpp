@@ -37,7 +37,7 @@ class DefaultStreams : public GpuTest {
 }  // namespace sc::testing
 
 // Concurrency rows need concurrentKernels (catalog preconditions).
-#define SC_REQUIRE_CONCURRENT_KERNELS()                                                               \
-  do {                                                                                                \
-    if (properties().concurrentKernels == 0) GTEST_SKIP() << "cudaDevAttrConcurrentKernels == 0";     \
+#define SC_REQUIRE_CONCURRENT_KERNELS()                                                           \
+  do {                                                                                            \
+    if (properties().concurrentKernels == 0) GTEST_SKIP() << "cudaDevAttrConcurrentKernels == 0"; \
   } while (false)

@@ -4,8 +4,9 @@
 // ("record e@s", "wait s<-e"), so the report shows where each edge was made.
 //
 // EventsAcrossDevices adds a second GPU (EVT-14): it skips at once, with the count, where fewer than two
-// devices are visible, locks the peer's GPU with its own before any context exists, and loads the suite's kernels on the peer before any gate is closed (a lazy module
-// load on one device was seen to wait for a gated kernel on the other).
+// devices are visible, locks the peer's GPU with its own before any context exists, and loads the suite's kernels on
+// the peer before any gate is closed (a lazy module load on one device was seen to wait for a gated kernel on the
+// other).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -2,6 +2,7 @@
 // shown able to fail.
 #include <gtest/gtest.h>
 
+#include <nvtx3/nvtx3.hpp>
 #include <vector>
 
 #include "sc/fixtures/check.hpp"
@@ -13,8 +14,6 @@
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/stream.hpp"
 #include "sc/kernels/launch.hpp"
-
-#include <nvtx3/nvtx3.hpp>
 
 namespace {
 
@@ -247,10 +246,18 @@ TEST_F(Timeline, HoldsTwoKernelsACopyAndRangesOnOneClock) {
   timeline().track(s2);
   {
     const nvtx3::scoped_range_in<sc::nvtx_domain> phase{"enqueue"};
-    { auto l = timeline().label("k1"); SC_CHECK_CUDA(sc::kernels::launch_spin(s1.get(), r1.device(), 2, 64, kSpinNs)); }
-    { auto l = timeline().label("k2"); SC_CHECK_CUDA(sc::kernels::launch_spin(s2.get(), r2.device(), 2, 64, kSpinNs)); }
-    { auto l = timeline().label("copy");
-      SC_CHECK_CUDA(cudaMemcpyAsync(device.data(), host.data(), kBytes, cudaMemcpyHostToDevice, s2.get())); }
+    {
+      auto l = timeline().label("k1");
+      SC_CHECK_CUDA(sc::kernels::launch_spin(s1.get(), r1.device(), 2, 64, kSpinNs));
+    }
+    {
+      auto l = timeline().label("k2");
+      SC_CHECK_CUDA(sc::kernels::launch_spin(s2.get(), r2.device(), 2, 64, kSpinNs));
+    }
+    {
+      auto l = timeline().label("copy");
+      SC_CHECK_CUDA(cudaMemcpyAsync(device.data(), host.data(), kBytes, cudaMemcpyHostToDevice, s2.get()));
+    }
   }
   timeline().host_event("enqueued");
   SC_CHECK_CUDA(cudaDeviceSynchronize());

@@ -30,17 +30,17 @@ namespace sc::testing {
 // What one host function or callback saw. Lives in the fixture until the test has ended.
 struct host_record {
   std::string label;
-  std::function<void()> body;                // runs inside the host function (no CUDA calls)
+  std::function<void()> body;  // runs inside the host function (no CUDA calls)
   std::atomic<int> calls{0};
-  std::atomic<unsigned> ticket{0};           // 1 = the first host function of the test to run
-  std::atomic<std::uint64_t> start_ns{0};    // CUPTI clock (0 with tracing off)
+  std::atomic<unsigned> ticket{0};         // 1 = the first host function of the test to run
+  std::atomic<std::uint64_t> start_ns{0};  // CUPTI clock (0 with tracing off)
   std::atomic<std::uint64_t> end_ns{0};
   std::atomic<cudaStream_t> stream{nullptr};  // callbacks: the stream they were given
-  std::atomic<int> status{-1};               // callbacks: the status they were given
-  std::thread::id thread;                    // written before calls is incremented
-  void* user_data_sent = nullptr;            // the userData pointer given at enqueue
-  void* user_data_seen = nullptr;            // the userData pointer the function received
-  bool enqueued = false;                     // the enqueue call succeeded: it must run before the test ends
+  std::atomic<int> status{-1};                // callbacks: the status they were given
+  std::thread::id thread;                     // written before calls is incremented
+  void* user_data_sent = nullptr;             // the userData pointer given at enqueue
+  void* user_data_seen = nullptr;             // the userData pointer the function received
+  bool enqueued = false;                      // the enqueue call succeeded: it must run before the test ends
 };
 
 // The probe "host function <label> ran" (for the gate predicates and held_window).

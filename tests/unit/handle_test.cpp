@@ -1,10 +1,11 @@
 // Host tests of the move-only ownership every wrapper is built on, and of the wrappers' empty and
 // moved-from states that need no GPU.
+#include "sc/fixtures/handle.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "sc/fixtures/handle.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/stream.hpp"
 
@@ -24,17 +25,29 @@ class Handle : public ::testing::Test {
 };
 
 TEST_F(Handle, EmptyHandleIsNotEngagedAndReleasesNothing) {
-  { counted h; EXPECT_FALSE(h.engaged()); EXPECT_FALSE(h.owns()); EXPECT_EQ(0, h.get()); }
+  {
+    counted h;
+    EXPECT_FALSE(h.engaged());
+    EXPECT_FALSE(h.owns());
+    EXPECT_EQ(0, h.get());
+  }
   EXPECT_TRUE(g_released.empty());
 }
 
 TEST_F(Handle, OwnedHandleIsReleasedExactlyOnce) {
-  { counted h(7, sc::ownership::owned); EXPECT_TRUE(h.owns()); }
+  {
+    counted h(7, sc::ownership::owned);
+    EXPECT_TRUE(h.owns());
+  }
   EXPECT_EQ(std::vector<int>{7}, g_released);
 }
 
 TEST_F(Handle, BorrowedHandleIsNeverReleased) {
-  { counted h(7, sc::ownership::borrowed); EXPECT_TRUE(h.engaged()); EXPECT_FALSE(h.owns()); }
+  {
+    counted h(7, sc::ownership::borrowed);
+    EXPECT_TRUE(h.engaged());
+    EXPECT_FALSE(h.owns());
+  }
   EXPECT_TRUE(g_released.empty());
 }
 

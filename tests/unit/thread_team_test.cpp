@@ -1,11 +1,11 @@
 // thread_team (thread_team.hpp) without a GPU: stages reached in order, deadlines, and the end that
 // releases every wait.
+#include "sc/fixtures/thread_team.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <vector>
-
-#include "sc/fixtures/thread_team.hpp"
 
 namespace {
 

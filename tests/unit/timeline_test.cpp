@@ -1,11 +1,12 @@
 // Host tests of the observation layer's arithmetic: clock fitting, CUPTI records -> timeline (labels,
 // streams, markers, memory kinds, block records), and the JSON round trip.
+#include "sc/fixtures/timeline.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "sc/fixtures/predicates.hpp"
-#include "sc/fixtures/timeline.hpp"
 
 namespace {
 
@@ -56,7 +57,8 @@ TEST(ClockFit, AnyKernelsBlocksLieInsideItsInterval) {
   // The true offset is 500; launch latencies 300..2000 ns at the start and 200..900 ns at the end. A kernel
   // that starts quicker than any of the fit's still lands inside its CUPTI interval within the residual.
   const long long truth = 500;
-  const sc::clock_map m = sc::fit_clock({truth - 2000, truth - 300, truth - 1200}, {truth + 900, truth + 200, truth + 400});
+  const sc::clock_map m =
+      sc::fit_clock({truth - 2000, truth - 300, truth - 1200}, {truth + 900, truth + 200, truth + 400});
   const std::uint64_t t0 = 1'000'000, t1 = 3'000'000;
   const std::uint64_t cupti_start = t0 + truth - 50, cupti_end = t1 + truth + 60;  // quicker than any above
   EXPECT_GE(m.to_cupti(t0) + m.residual_ns, cupti_start);
@@ -89,8 +91,8 @@ TEST(BuildTimeline, LabelsComeFromExternalCorrelationAndStreamsFromTheMap) {
   sc::timeline_inputs in;
   in.labels = {{1, "k1"}, {2, "k2"}};
   in.streams = {{13, "s1"}};
-  const std::vector<activity> records{link(100, 1), kernel(100, 13, 500, 900), link(101, 2),
-                                      kernel(101, 14, 100, 400), kernel(102, 13, 1000, 1100)};
+  const std::vector<activity> records{link(100, 1), kernel(100, 13, 500, 900), link(101, 2), kernel(101, 14, 100, 400),
+                                      kernel(102, 13, 1000, 1100)};
   const sc::timeline t = sc::build_timeline(records, in);
   ASSERT_EQ(3u, t.items.size());
   EXPECT_EQ("k2", t.items[0].label);  // sorted by start
@@ -169,12 +171,13 @@ TEST(TimelineJson, RoundTripKeepsItemsRangesAndBlocks) {
   in.streams = {{13, "s1"}};
   in.clock = sc::fit_clock({0}, {0});
   in.blocks["k1"] = {{10, 20, 1, 4, 4, 132, 0}};
-  const sc::timeline before = sc::build_timeline(
-      {link(1, 1), kernel(1, 13, 5, 25), marker(1, 2, 1, "r"), marker(1, 4, 30, "")}, in);
+  const sc::timeline before =
+      sc::build_timeline({link(1, 1), kernel(1, 13, 5, 25), marker(1, 2, 1, "r"), marker(1, 4, 30, "")}, in);
   const nlohmann::json j = nlohmann::json::parse(sc::to_json(before, in.clock).dump());
   EXPECT_EQ("cupti", j["clock"]);
   EXPECT_EQ(true, j["clock_map"]["consistent"]);
-  EXPECT_EQ(false, nlohmann::json::parse(sc::to_json(before, sc::fit_clock({5}, {0})).dump())["clock_map"]["consistent"]);
+  EXPECT_EQ(false,
+            nlohmann::json::parse(sc::to_json(before, sc::fit_clock({5}, {0})).dump())["clock_map"]["consistent"]);
   const sc::timeline after = sc::timeline_from_json(j);
   ASSERT_EQ(1u, after.items.size());
   EXPECT_EQ("k1", after.items[0].label);

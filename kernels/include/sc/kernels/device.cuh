@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <cstdio>
-
 #include <cuda/atomic>
 
 #include "sc/kernels/record.hpp"

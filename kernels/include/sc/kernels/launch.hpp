@@ -6,9 +6,9 @@
 // cudaStreamPerThread explicitly (or launch from their own .cu translation unit).
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "sc/kernels/record.hpp"
 
@@ -43,8 +43,8 @@ cudaError_t sched_spin_cluster_occupancy(unsigned threads, unsigned cluster, int
 
 // `blocks` blocks of `threads` threads; thread 0 of each spins spin_ns and logs every gap longer than
 // threshold_ns between its timer reads into logs[blockIdx.x] (time-slicing, SCHED-11).
-cudaError_t launch_gap_log(cudaStream_t stream, gap_log* logs, unsigned blocks, unsigned threads,
-                           std::uint64_t spin_ns, std::uint64_t threshold_ns);
+cudaError_t launch_gap_log(cudaStream_t stream, gap_log* logs, unsigned blocks, unsigned threads, std::uint64_t spin_ns,
+                           std::uint64_t threshold_ns);
 
 // One thread reads %globaltimer `reads` times back to back and summarizes the steps.
 cudaError_t launch_timer_probe(cudaStream_t stream, timer_probe* out, unsigned reads);
