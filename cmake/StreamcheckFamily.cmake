@@ -19,9 +19,13 @@
 set(SC_RUN_FIXTURE streamcheck_run)
 
 function(_sc_add_family_executable exe family variant)
-  add_executable(${exe} ${ARGN})
+  # The names the test main gives the executable's tests (fixtures/src/main.cpp).
+  set(names "${CMAKE_CURRENT_BINARY_DIR}/${exe}_names.cpp")
+  file(GENERATE OUTPUT "${names}" CONTENT "namespace sc {\nextern const char* const kFamily = \"${family}\";\n\
+extern const char* const kBuild = \"${variant}\";\n}  // namespace sc\n")
+  add_executable(${exe} ${ARGN} "${names}")
   target_link_libraries(${exe} PRIVATE sc::fixtures sc::kernels sc::main GTest::gtest)
-  target_compile_definitions(${exe} PRIVATE SC_FAMILY="${family}" SC_BUILD_VARIANT="${variant}")
+  target_compile_definitions(${exe} PRIVATE SC_BUILD_VARIANT="${variant}")
   sc_warnings(${exe})
   if(variant STREQUAL "ptds")
     target_compile_definitions(${exe} PRIVATE CUDA_API_PER_THREAD_DEFAULT_STREAM=1)
