@@ -292,6 +292,12 @@ def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, 
             diff = differs.get(row["id"], [])
             entry["status"] = aggregate(results, entry["missing"], diff)
             entry["detail"] = coverage_detail(results, entry["missing"], diff)
+            # Row by row: a test that passed on its documented claims left this observed claim not judged.
+            unjudged = ["not judged in %s: %s" % (label_of(t), u["reason"]) for t in results
+                        for u in t["unjudged_claims"] if u["id"] == row["id"]]
+            if unjudged and entry["status"] == "pass":
+                entry["status"] = "skipped"
+            entry["detail"].extend(unjudged)
             rows.append(entry)
 
     # IDs that tests claim but no plan lists (families without a plan, or a plan that forgot one).

@@ -107,6 +107,7 @@ def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
         "failures": [],
         "not_run_reason": None,
         "ended_process": None,
+        "unjudged_claims": [],
         "claims": [],
         "observations": {},
         "baseline": [],
@@ -334,6 +335,8 @@ def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> 
     test["block_chart"] = check_member(doc, "block_chart", dict, path, "the observation")
     outcome = doc.get("outcome")
     test["skip_kind"] = check_member(doc, "skip_kind", str, path, "the observation")
+    test["unjudged_claims"] = [{"id": str(u.get("id")), "reason": str(u.get("reason") or "")}
+                               for u in checked_list(doc, "unjudged_claims", dict, "an object", path)]
     test["ended_process"] = check_member(doc, "ended_process", str, path, "the observation")
     if test["ended_process"]:
         test["notes"].append("ended its process: %s" % test["ended_process"])

@@ -139,6 +139,7 @@ def result_cell(t: Test) -> Markup:
                       fill("skipped", reason=t["skip_reason"] or "(no reason given)"))
         if t["skip_location"]:
             result.append(fill("muted_small_mono_div", text=t["skip_location"]))
+    result.extend(fill("unjudged_claim", id=u["id"], reason=u["reason"]) for u in t["unjudged_claims"])
     result.extend(fill("failure", text=failure_text(failure)) for failure in t["failures"])
     result.extend(evidence_lists(t))
     tl_note = timeline_note(t)

@@ -344,6 +344,25 @@ class Evidence(ReportTestCase):
         css = page[page.index("<style>"):page.index("</style>")]
         self.assertRegex(css, r"\.st-differs-gating, \.st-no-baseline-dir \{ background: var\(--fail-bg\)")
 
+    def test_an_observed_claim_beside_a_documented_one_is_not_judged_row_by_row(self):
+        # The test passed on its documented claim; its observed claim's row had no baseline entry.
+        for prefix in ("priority_flags.", "priority_flags.ptds."):
+            (self.run_dir / "gtest" / (prefix + "PriorityFlags.SpecialHandles.xml")).unlink()
+            (self.run_dir / "observations" / (prefix + "PriorityFlags.SpecialHandles.json")).unlink()
+        reason = "no baseline: no entry legacy.priority in /src/baselines/sm_90.json"
+        ctest = self.add_test("SpecialHandles", {"unjudged_claims": [{"id": "PRIO-07", "reason": reason}]},
+                              claims=[("PRIO-07", "observed", "not stated in docs"), ("PRIO-01", "documented", "RT")],
+                              suite="PriorityFlags", family="priority_flags")
+        model, page = self.generate()
+        row = self.row(page, ctest)
+        self.assertIn('data-status="passed"', row)
+        self.assertIn("<b>PRIO-07 not judged:</b>", row)
+        self.assertIn(reason, row)
+        coverage = re.search(r'<tr data-status="([a-z-]+)"[^>]*id="id-PRIO-07">(.*?)</tr>', page, re.S)
+        self.assertIsNotNone(coverage)
+        self.assertEqual("skipped", coverage.group(1))
+        self.assertIn("not judged in PriorityFlags.SpecialHandles: " + reason, coverage.group(2))
+
     def test_skip_for_want_of_a_baseline_reads_not_judged(self):
         reason = ("no baseline: the observed value(s) were recorded but not judged: PRIO-07/legacy.priority "
                   "(no file /src/baselines/sm_100.json);")

@@ -78,3 +78,22 @@ TEST(BaselineRows, AnInvalidObservedCheckFailsUnlessUnderATool) {
 }
 
 }  // namespace
+
+namespace {
+
+// "Not judged" is decided row by row: an observed claim with a row that had no baseline is listed whatever
+// else the test claims (a documented claim asserted keeps the test's verdict, not that claim's), and a
+// documented claim's own rows never make it "not judged".
+TEST(BaselineRows, UnjudgedClaimsAreTheObservedOnesWithAnUnjudgedRow) {
+  const nlohmann::json claims = nlohmann::json::parse(
+      R"([{"id": "SCHED-13", "kind": "documented"}, {"id": "SCHED-01", "kind": "observed"},
+          {"id": "SCHED-12", "kind": "observed"}])");
+  const std::map<std::string, std::string> unjudged{{"SCHED-01", "no baseline: no file sm_100.json"},
+                                                    {"SCHED-13", "no baseline: no file sm_100.json"}};
+  const nlohmann::json found = sc::detail::unjudged_claims(claims, unjudged);
+  ASSERT_EQ(1u, found.size()) << found.dump();
+  EXPECT_EQ("SCHED-01", found[0]["id"]);
+  EXPECT_EQ("no baseline: no file sm_100.json", found[0]["reason"]);
+}
+
+}  // namespace
