@@ -92,6 +92,8 @@ clock_pair tightest_pair(std::uint64_t& stamp, int samples) {
 // INST-02 · EXAM task_host_utilities rate check: %globaltimer advances at the host's raw monotonic rate.
 TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
   const sc::claim inst02("INST-02", sc::verdict_kind::observed, "PTX %globaltimer vs CLOCK_MONOTONIC_RAW");
+  // The stamps are read while the beacon runs: under synchronous launches it has ended before the first read.
+  SC_REQUIRE(sc::requirement::async_launches);
   // Reason: 200 ms between the two clock pairs makes each pair's error (the bracket, microseconds) a few
   // parts in 1e5.
   constexpr std::uint64_t kSpanNs = 200'000'000;
@@ -114,7 +116,14 @@ TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
   // Mutation (arrangement): the second pair reads the beacon's start stamp, a GPU clock that stood still.
   const bool stale = inst02.mutated(sc::mutation_kind::arrangement);
   const clock_pair last = tightest_pair(stale ? beacon.host()->start_ns : beacon.host()->now_ns, kSamples);
+  // A pair read after the beacon ended holds a stamp that had stopped: no rate can be made of it.
+  const bool ended_before_read = sc::load_acquire(beacon.host()->done) != 0;
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  if (ended_before_read) {
+    const sc::gated_result invalid = sc::detail::invalid_check(
+        "the beacon had ended when the second clock pair was read, so its stamp had stopped: no rate");
+    FAIL() << invalid.message();
+  }
 
   const double gpu_ns = static_cast<double>(static_cast<std::int64_t>(last.gpu_ns - first.gpu_ns));
   const double host_ns = static_cast<double>(last.host_ns - first.host_ns);
