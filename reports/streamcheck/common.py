@@ -30,7 +30,7 @@ COVERAGE_ORDER = ["fail", "differs", "no-result", "uncovered", "skipped", "pass"
 
 BASELINE_LABEL = {"match": "match", "differs": "differs", "differs-gating": "differs (gating)",
                   "no-baseline": "no baseline", "no-entry": "no entry", "no-baseline-dir": "no baselines folder",
-                  "not-compared": "not compared (under a tool)"}
+                  "not-compared": "not compared (under a tool)", "not-measured": "not measured here"}
 
 MUTATION_KIND_TITLE = {
     "arrangement": "the mutation changed what the test sets up, so the observation itself must tell the difference",

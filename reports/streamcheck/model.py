@@ -216,7 +216,8 @@ def coverage_detail(results: Sequence[Dict[str, Any]], missing: Sequence[str], d
         if t["status"] == "failed" and t["failures"]:
             first = t["failures"][0].strip().splitlines()
             notes.append("%s: %s" % (label_of(t), " ".join(first[1:2] or first[:1])))
-    reasons = sorted({("not judged: " if is_unjudged(t) else "skipped: ") + (t["skip_reason"] or "(no reason given)")
+    # A skip of the baseline rule says "not judged: …" itself.
+    reasons = sorted({("" if is_unjudged(t) else "skipped: ") + (t["skip_reason"] or "(no reason given)")
                       for t in results if t["status"] == "skipped"})
     notes.extend(reasons)
     if missing:
@@ -230,8 +231,9 @@ def label_of(test: Dict[str, Any]) -> str:
 
 
 def is_unjudged(test: Dict[str, Any]) -> bool:
-    """A skip of the baseline rule: observed values recorded but not judged (no baseline file or entry)."""
-    return test["status"] == "skipped" and test["skip_kind"] == "no_baseline"
+    """A skip of the baseline rule: observed values not judged (no baseline file or entry, or not measured here;
+    "no_baseline" in runs of an earlier version)."""
+    return test["status"] == "skipped" and test["skip_kind"] in ("not_judged", "no_baseline")
 
 
 def baseline_differences(tests: Iterable[Dict[str, Any]]) -> Dict[str, List[str]]:

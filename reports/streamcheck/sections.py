@@ -43,7 +43,7 @@ def skip_reasons(tests: Dict[str, Dict[str, Any]]) -> Markup:
     for x in tests.values():
         if x["status"] == "skipped":
             # The baseline rule's messages list the rows, so they differ from test to test: one line for all.
-            key = "not judged: no baseline (observed values recorded, no baseline file or entry)" \
+            key = "not judged (observed values without a baseline, or not measured here)" \
                 if is_unjudged(x) else x["skip_reason"] or "(no reason given)"
             reasons[key] = reasons.get(key, 0) + 1
     if not reasons:

@@ -87,8 +87,8 @@ def evidence_lists(test: Test) -> List[Markup]:
 
 def status_cell(t: Test) -> Markup:
     if is_unjudged(t):
-        return badge("unjudged", "not judged", "skipped: its observed values have no baseline, "
-                                               "so they were recorded but not judged")
+        return badge("unjudged", "not judged", "skipped: its observed values have no baseline, or could not "
+                                               "be measured here, so they were not judged")
     return badge(t["status"])
 
 

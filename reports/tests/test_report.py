@@ -330,7 +330,7 @@ class Evidence(ReportTestCase):
         _, page = self.generate()
         row = self.row(page, ctest)
         self.assertIn('<span class="st st-not-compared">not compared (under a tool)</span>', row)
-        self.assertNotIn("not judged: no baseline", row)
+        self.assertNotIn("<b>not judged</b>", row)
 
     def test_missing_baselines_folder_is_a_failure_row(self):
         baseline = [{"id": "PRIO-07", "key": "legacy.priority", "observed": 0, "status": "no-baseline-dir",
@@ -364,7 +364,7 @@ class Evidence(ReportTestCase):
         self.assertIn("not judged in PriorityFlags.SpecialHandles: " + reason, coverage.group(2))
 
     def test_skip_for_want_of_a_baseline_reads_not_judged(self):
-        reason = ("no baseline: the observed value(s) were recorded but not judged: PRIO-07/legacy.priority "
+        reason = ("not judged: observed value(s) without a baseline, or not measured here: PRIO-07/legacy.priority "
                   "(no file /src/baselines/sm_100.json);")
         baseline = [{"id": "PRIO-07", "key": "legacy.priority", "observed": 0, "status": "no-baseline",
                      "detail": "no file /src/baselines/sm_100.json"},
@@ -374,25 +374,25 @@ class Evidence(ReportTestCase):
         for prefix in ("priority_flags.", "priority_flags.ptds."):
             (self.run_dir / "gtest" / (prefix + "PriorityFlags.SpecialHandles.xml")).unlink()
             (self.run_dir / "observations" / (prefix + "PriorityFlags.SpecialHandles.json")).unlink()
-        ctest = self.add_test("SpecialHandles", {"skip_kind": "no_baseline"},
+        ctest = self.add_test("SpecialHandles", {"skip_kind": "not_judged"},
                               claims=[("PRIO-07", "observed", "not stated in docs")],
                               baseline=baseline, skip="/src/fixtures/src/gpu_test.cpp:110\n" + reason,
                               suite="PriorityFlags", family="priority_flags")
         _, page = self.generate()
         row = self.row(page, ctest)
         self.assertIn('data-status="skipped"', row)
-        self.assertIn('<span class="st st-unjudged" title="skipped: its observed values have no baseline, so they '
-                      'were recorded but not judged">not judged</span>', row)
-        self.assertIn("<b>not judged: no baseline</b>", row)
+        self.assertIn('<span class="st st-unjudged" title="skipped: its observed values have no baseline, or could '
+                      'not be measured here, so they were not judged">not judged</span>', row)
+        self.assertIn("<b>not judged</b>", row)
         self.assertIn(">no baseline</span>", row)
         self.assertIn(">no entry</span>", row)
         self.assertNotIn("<b>skipped:</b>", row)
         totals = page[page.index('<section id="totals">'):page.index('<section id="coverage">')]
-        self.assertIn("1 not judged: no baseline", totals)
-        self.assertIn("not judged: no baseline (observed values recorded, no baseline file or entry)", totals)
+        self.assertIn("1 not judged", totals)
+        self.assertIn("not judged (observed values without a baseline, or not measured here)", totals)
         coverage = re.search(r'<tr data-status="skipped"[^>]*id="id-PRIO-07">(.*?)</tr>', page, re.S)
         self.assertIsNotNone(coverage)
-        self.assertIn("not judged: no baseline: the observed value(s)", coverage.group(1))
+        self.assertIn("not judged: observed value(s) without a baseline", coverage.group(1))
         # An ordinary skip keeps its label.
         self.assertIn("<b>skipped:</b> stream priorities are not supported on this device", page)
 

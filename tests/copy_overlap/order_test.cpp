@@ -8,6 +8,7 @@
 
 #include "copy_overlap.hpp"
 #include "sc/fixtures/memory.hpp"
+#include "sc/kernels/launch.hpp"
 
 namespace {
 
@@ -129,13 +130,17 @@ TEST_F(CopyOverlap, PinnedAndDeviceCopiesAndAsyncMemsetsReturnWhileTheStreamIsGa
 
 // COPY-11 · SYNC (Memset): a synchronous cudaMemset to device memory is asynchronous with respect to the
 // host (it returns while the legacy stream, where it is issued, is held) and runs in the legacy stream's
-// order (a mark after it lands after it). Observed beside it: cudaMemset on pinned host memory, which
-// the same page calls synchronous, against the same gate.
+// order: a kernel enqueued after it finds every word set (order in values), and so does the host after the
+// drain. On pinned host memory the same page calls cudaMemset synchronous: it must not return while the
+// legacy stream is held.
 TEST_F(CopyOverlap, SynchronousMemsetOfDeviceMemoryReturnsBeforeItRuns) {
   const sc::claim copy11("COPY-11", sc::verdict_kind::documented,
-                         "SYNC (cudaMemset of device memory: asynchronous to the host)");
+                         "SYNC (cudaMemset of device memory: asynchronous to the host; of pinned host memory: "
+                         "synchronous)");
   const std::size_t n = kCheckedBytes / sizeof(std::uint32_t);
+  const std::uint32_t word = 0x01010101u * static_cast<std::uint32_t>(kMemsetByte);
   sc::device_buffer<std::uint32_t> dev(n);
+  sc::device_buffer<std::uint32_t> unset_when_read(1);  // words the kernel after the memset found not set
   sc::mapped<std::uint32_t> pinned_target(n);
   // Mutation (arrangement): the documented call targets pinned host memory instead of device memory.
   const bool pinned = copy11.mutated(sc::mutation_kind::arrangement);
@@ -145,14 +150,26 @@ TEST_F(CopyOverlap, SynchronousMemsetOfDeviceMemoryReturnsBeforeItRuns) {
   {
     const sc::return_observation seen = call_while_held(legacy, [&] {
       const auto scope = timeline().label("cudaMemset device");
-      const cudaError_t code = cudaMemset(target, kMemsetByte, kCheckedBytes);
+      cudaError_t code = cudaMemset(target, kMemsetByte, kCheckedBytes);
       if (code == cudaSuccess) drop(m, legacy, 1);
+      if (code == cudaSuccess)
+        code = sc::kernels::launch_count_mismatches(legacy.get(), dev.data(), static_cast<std::uint32_t>(n), word,
+                                                    unset_when_read.data());
       return code;
     });
     drain();
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
     EXPECT_TRUE(seen.returned) << "cudaMemset of device memory waited for the held legacy stream";
     EXPECT_NE(0u, m.ticket_of(1));
+    std::uint32_t unset = 0;
+    SC_CHECK_CUDA(cudaMemcpy(&unset, unset_when_read.data(), sizeof(unset), cudaMemcpyDeviceToHost));
+    sc::observe("words_unset_when_the_next_kernel_read", static_cast<unsigned long long>(unset));
+    EXPECT_EQ(0u, unset) << "a kernel enqueued after the memset in the legacy stream found words not yet set";
+    std::vector<std::uint32_t> back(n);
+    SC_CHECK_CUDA(cudaMemcpy(back.data(), dev.data(), kCheckedBytes, cudaMemcpyDeviceToHost));
+    std::size_t wrong = 0;
+    for (const std::uint32_t w : back) wrong += w != word;
+    EXPECT_EQ(0u, wrong) << "words of device memory the memset did not set";
   }
   {
     const sc::return_observation seen = call_while_held(legacy, [&] {
@@ -161,7 +178,10 @@ TEST_F(CopyOverlap, SynchronousMemsetOfDeviceMemoryReturnsBeforeItRuns) {
     });
     drain();
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-    EXPECT_TRUE(copy11.observed_row("pinned_host_memset_returned_while_gated", seen.returned));
+    sc::observe("pinned_host_memset_returned_while_gated", seen.returned.message());
+    EXPECT_TRUE(sc::does_not_hold(seen.returned))
+        << "cudaMemset of pinned host memory, which the documentation calls synchronous, returned while the "
+           "legacy stream was held";
   }
 }
 

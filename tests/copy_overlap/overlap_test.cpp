@@ -47,7 +47,7 @@ TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
         return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
       });
   EXPECT_TRUE(copy03.observed_row("copy_completed_while_kernel_resident", done));
-  if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
+  if (const std::string why = untraced_reason(); !why.empty()) return copy03.not_measured("copy_inside_kernel", why);
   const sc::timeline t = timeline().collect();
   const sc::timeline_item* c = one(t, "h2d");
   const sc::timeline_item* k = one(t, "gate@a");
@@ -96,7 +96,8 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
         return code == cudaSuccess ? cudaStreamSynchronize(d2h_stream.get()) : code;
       });
   EXPECT_TRUE(copy04.observed_row("both_copies_completed_while_kernel_resident", done));
-  if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
+  if (const std::string why = untraced_reason(); !why.empty())
+    return copy04.not_measured("copies_overlap_each_other", why);
   const sc::timeline t = timeline().collect();
   const sc::timeline_item* h2d = one(t, "h2d");
   const sc::timeline_item* d2h = one(t, "d2h");
@@ -128,7 +129,10 @@ TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
         return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
       });
   EXPECT_TRUE(copy06.observed_row("pageable_copy_completed_while_kernel_resident", done));
-  if (const std::string why = untraced_reason(); !why.empty()) GTEST_SKIP() << "the gate half was judged; " << why;
+  if (const std::string why = untraced_reason(); !why.empty()) {
+    sc::observe("copy_covered_by_kernel", why);  // a figure, not a row: the claim was judged above
+    return;
+  }
   const sc::timeline t = timeline().collect();
   const sc::timeline_item* k = one(t, "gate@a");
   const auto parts = t.labelled("h2d pageable");  // a staged copy may come as several records

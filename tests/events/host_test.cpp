@@ -85,7 +85,13 @@ TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
   const cudaError_t set = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
   (void)cudaGetLastError();
   sc::observe("set_device_flags_on_running_context", sc::error_name(set));
-  if (set == cudaSuccess) {
+  if (set != cudaSuccess) {
+    // The row is not dropped: it could not be measured, which is a failure with its reason.
+    EXPECT_TRUE(evt13.observed_row("device_blocking_sync_sleeps",
+                                   sc::detail::invalid_check("cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) on "
+                                                             "the running context returned " +
+                                                             sc::error_name(set) + ": no wait under the flag")));
+  } else {
     const host_wait flagged =
         measure_wait(s, records.device(), kSpinNs, [&] { return cudaStreamSynchronize(s.get()); });
     SC_CHECK_CUDA(cudaSetDeviceFlags(before));
