@@ -97,3 +97,38 @@ TEST(BaselineRows, UnjudgedClaimsAreTheObservedOnesWithAnUnjudgedRow) {
 }
 
 }  // namespace
+
+namespace {
+
+// One row against a baseline file: a gating entry that differs fails, a non-gating one is recorded as
+// differing and passes, a missing entry or file is not judged (never a pass of the row, never a failure).
+TEST(BaselineRows, GatingDiffersFailsNotGatingShowsAndMissingIsNotJudged) {
+  const nlohmann::json doc = nlohmann::json::parse(R"({"entries": {"X-01": {
+      "gates": {"expected": true, "gating": true, "gating_reason": "r"},
+      "informs": {"expected": 3, "gating": false}}}})");
+  const auto row = [&](const std::string& key, const nlohmann::json& value) {
+    return sc::detail::compare_with_baseline(doc, "sm_90.json", "X-01", key, value);
+  };
+  const sc::detail::baseline_row differs_gating = row("gates", false);
+  EXPECT_TRUE(differs_gating.fails);
+  EXPECT_EQ("differs-gating", differs_gating.row["status"]);
+  EXPECT_EQ("r", differs_gating.row["gating_reason"]);
+  EXPECT_NE(std::string::npos, differs_gating.text.find("gating")) << differs_gating.text;
+  EXPECT_FALSE(row("gates", true).fails);
+  EXPECT_EQ("match", row("gates", true).row["status"]);
+  const sc::detail::baseline_row differs = row("informs", 4);
+  EXPECT_FALSE(differs.fails);
+  EXPECT_EQ("differs", differs.row["status"]);
+  EXPECT_EQ(3, differs.row["expected"]);
+  EXPECT_EQ("differs", row("informs", true).row["status"]) << "a boolean never equals a number";
+  const sc::detail::baseline_row missing = row("absent", 1);
+  EXPECT_FALSE(missing.fails);
+  EXPECT_EQ("no-entry", missing.row["status"]);
+  const sc::detail::baseline_row no_file =
+      sc::detail::compare_with_baseline(nullptr, "sm_100.json", "X-01", "gates", true);
+  EXPECT_FALSE(no_file.fails);
+  EXPECT_EQ("no-baseline", no_file.row["status"]);
+  EXPECT_EQ("no file sm_100.json", no_file.row["detail"]);
+}
+
+}  // namespace
