@@ -3,7 +3,9 @@
     0  every behavior as expected
     1  a behavior regressed: a test failed (a documented claim, or any other test), or a baseline row that
        gates differs (differs-gating; no-baseline-dir, a wrong source tree, fails the same way)
-    2  the run is not trustworthy, whatever its tests say: no GPU was used, tracing (CUPTI) was off where it is
+    2  the run is not trustworthy, whatever its tests say: no GPU was used, the runner's set-up keeps the
+       behaviors from being shown (CUDA_LAUNCH_BLOCKING or CUDA_DEVICE_MAX_CONNECTIONS set, a compute-sanitizer
+       tool, MPS, a MIG instance, another process with a context on the GPU), tracing (CUPTI) was off where it is
        required, the results folder is incomplete (no env.json, a result file unreadable, a test ctest ran
        without any list of its tests, a test an entry listed without its result, a test with a claim without
        its observation file, the run not finished,
@@ -44,6 +46,28 @@ def ctest_entries(path: Path) -> Dict[str, str]:
     return entries
 
 
+def environment_problems(env: Dict[str, Any]) -> List[str]:
+    """What in the runner's set-up keeps the run from proving its behaviors (env.json "conditions"): the
+    suite needs none of these, and a test that cannot hold there skips or measures something else."""
+    c = env.get("conditions") if isinstance(env.get("conditions"), dict) else {}
+    found = []
+    for key, variable in (("launch_blocking", "CUDA_LAUNCH_BLOCKING"), ("max_connections", "CUDA_DEVICE_MAX_CONNECTIONS")):
+        if c.get(key) is not None:
+            found.append("%s=%s is set in the runner's environment (the tests that need it set their own)"
+                         % (variable, c.get(key)))
+    if c.get("sanitizer"):
+        found.append("the run was under compute-sanitizer --tool %s" % c.get("sanitizer"))
+    if isinstance(c.get("mps"), dict) and c["mps"].get("active") is True:
+        found.append("MPS is active on the GPU (%s)" % (c["mps"].get("evidence") or "no evidence recorded"))
+    if isinstance(c.get("mig"), dict) and c["mig"].get("enabled") is True:
+        found.append("the GPU is a MIG instance (%s)" % (c["mig"].get("evidence") or "no evidence recorded"))
+    for p in c.get("other_compute_processes") or []:
+        if isinstance(p, dict):
+            found.append("another process had a context on the GPU: pid %s (%s), seen at the run's %s"
+                         % (p.get("pid"), p.get("name"), p.get("seen")))
+    return found
+
+
 def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_tracing: bool = True) -> Dict[str, Any]:
     """{code, untrustworthy: [reason], regressions: [reason], failed: [name], facts} of a run read by load_run."""
     env = run["env"]
@@ -53,6 +77,7 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
     tracing = env.get("tracing") if isinstance(env.get("tracing"), dict) else {}
     if require_tracing and tracing.get("enabled") is not True:
         untrustworthy.append("tracing (CUPTI) was off: %s" % (tracing.get("reason") or "no reason recorded"))
+    untrustworthy.extend(environment_problems(env))
     if dig(env, "run", "finished_utc") is None:
         untrustworthy.append("the run did not finish (env.json has no finish time)")
     mutation = dig(env, "environment", "STREAMCHECK_MUTATE")

@@ -111,11 +111,21 @@ class Gate(unittest.TestCase):
             "truncated file": lambda: write(self.run / "observations" /
                                             "priority_flags.PriorityFlags.RangeIsOrdered.json", '{"schema": "stre'),
             "no env.json": lambda: (self.run / "env.json").unlink(),
+            "launch blocking": lambda: self.edit_env(lambda d: d.update(conditions={"launch_blocking": "1"})),
+            "connections": lambda: self.edit_env(lambda d: d.update(conditions={"max_connections": "1"})),
+            "sanitizer": lambda: self.edit_env(lambda d: d.update(conditions={"sanitizer": "memcheck"})),
+            "MPS": lambda: self.edit_env(lambda d: d.update(conditions={"mps": {"active": True, "evidence": "e"}})),
+            "MIG": lambda: self.edit_env(lambda d: d.update(conditions={"mig": {"enabled": True, "evidence": "m"}})),
+            "another process": lambda: self.edit_env(lambda d: d.update(conditions={"other_compute_processes": [
+                {"pid": "4242", "name": "sc_probe", "seen": "begin"}]})),
         }
         needles = {"no GPU": "no GPU was used: no device", "CUPTI off": "tracing (CUPTI) was off: no libcupti",
                    "not finished": "did not finish", "XML count": "counts 5", "mutation": "STREAMCHECK_MUTATE=PRIO-01",
                    "watchdog": "watchdog fired", "missing observation": "wrote no observation file",
-                   "missing XML": "no GoogleTest XML", "truncated file": "unreadable", "no env.json": "no env.json"}
+                   "missing XML": "no GoogleTest XML", "truncated file": "unreadable", "no env.json": "no env.json",
+                   "launch blocking": "CUDA_LAUNCH_BLOCKING=1 is set", "connections": "CUDA_DEVICE_MAX_CONNECTIONS=1",
+                   "sanitizer": "compute-sanitizer --tool memcheck", "MPS": "MPS is active", "MIG": "MIG instance",
+                   "another process": "another process had a context on the GPU: pid 4242 (sc_probe)"}
         for label, damage in cases.items():
             with self.subTest(label):
                 self.run = good_run(self.root / label.replace(" ", "_"))

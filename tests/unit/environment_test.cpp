@@ -160,3 +160,21 @@ TEST(ComputeModes, HaveTheirDriverNames) {
 }
 
 }  // namespace
+
+namespace {
+
+// The processes nvidia-smi lists with a context on the run's GPU: those of that GPU only, a name with commas
+// kept whole, anything that is not a line of the query left out.
+TEST(ComputeProcesses, TheLinesOfTheRunsGpu) {
+  const std::vector<std::string> lines = {"GPU-aaaa, 4242, /usr/bin/python3", "GPU-bbbb, 7, other",
+                                          "GPU-aaaa, 99, sc_probe, with, commas", "No running processes found",
+                                          "GPU-aaaaaa, 1, a longer UUID"};
+  const std::vector<sc::compute_process> found = sc::compute_processes_on("GPU-aaaa", lines);
+  ASSERT_EQ(2u, found.size());
+  EXPECT_EQ("4242", found[0].pid);
+  EXPECT_EQ("/usr/bin/python3", found[0].name);
+  EXPECT_EQ("sc_probe, with, commas", found[1].name);
+  EXPECT_TRUE(sc::compute_processes_on("", lines).empty());
+}
+
+}  // namespace
