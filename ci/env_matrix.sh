@@ -16,20 +16,24 @@ if [ $# -lt 1 ] || [ ! -f "$1/CTestTestfile.cmake" ]; then
   exit 2
 fi
 build=$(cd "$1" && pwd)
+# shellcheck source=ci/ctest_run.sh
+. "$(dirname "${BASH_SOURCE[0]}")/ctest_run.sh"
 labels=${2:-^gpu\$}
 mkdir -p "$build/env_matrix"
 status=0
 for setting in CUDA_LAUNCH_BLOCKING=1 CUDA_DEVICE_MAX_CONNECTIONS=1; do
   log="$build/env_matrix/${setting%%=*}.log"
   start=$(date +%s%N)
-  (cd "$build" && env "$setting" ctest -L "$labels" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --no-tests=error) >"$log" 2>&1
+  export "${setting?}"
+  ctest_run "$build" -L "$labels" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --no-tests=error >"$log" 2>&1
   rc=$?
+  unset "${setting%%=*}"
   wall=$(awk -v ns="$(( $(date +%s%N) - start ))" 'BEGIN { printf "%.1f", ns / 1e9 }')
   summary=$(grep -E "tests passed|No tests were found" "$log" | tail -1)
   echo "env_matrix: $setting: rc=$rc wall ${wall} s: ${summary:-no ctest summary (see $log)}"
   # ctest lists failures as "  <n> - <name> (Failed|Timeout|...)".
   sed -n 's/^[[:space:]]*[0-9]\{1,\} - \([^ ]*\) (\([A-Za-z ]*\)).*/  failed: \1 (\2)/p' "$log" | grep -v "(Skipped)" || true
-  python3 - "$(readlink -f "$build/results/latest")" <<'PY'
+  python3 - "$run" <<'PY'
 import collections, sys, xml.etree.ElementTree as ET
 from pathlib import Path
 reasons = collections.Counter()

@@ -24,6 +24,8 @@ if [ ! -f "$build/CTestTestfile.cmake" ]; then
   exit 2
 fi
 src_reports=$(cd "$(dirname "${BASH_SOURCE[0]}")/../reports" && pwd)
+# shellcheck source=ci/ctest_run.sh
+. "$(dirname "${BASH_SOURCE[0]}")/ctest_run.sh"
 echo "flake_check: mode ${STREAMCHECK_MODE:-isolated}"
 logs="$build/flake"
 mkdir -p "$logs"
@@ -33,7 +35,7 @@ walls=()
 for i in $(seq 1 "$n"); do
   log="$logs/run-$i.log"
   start=$(date +%s%N)
-  (cd "$build" && ctest -L "^${label}\$" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure) >"$log" 2>&1
+  ctest_run "$build" -L "^${label}\$" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure >"$log" 2>&1
   rc=$?
   wall_ms=$(( ($(date +%s%N) - start) / 1000000 ))
   walls+=("$wall_ms")
@@ -52,7 +54,7 @@ for i in $(seq 1 "$n"); do
 from streamcheck.results import load_run, not_run_after_process_ended
 for n, t in sorted(load_run(sys.argv[2])["tests"].items()):
     if t["status"] == "failed": print(n)
-    elif not_run_after_process_ended(t): print(n + " (not run)")' "$src_reports" "$(readlink -f "$build/results/latest")" \
+    elif not_run_after_process_ended(t): print(n + " (not run)")' "$src_reports" "$run" \
       >"$logs/failed-$i.txt" 2>/dev/null || true
   else
     rm -f "$log"

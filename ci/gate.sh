@@ -20,21 +20,21 @@ build=${1:-$src/build}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
 mkdir -p "$build"
-stamp="$build/.gate-started"
-touch "$stamp"
-rm -f "$build/junit.xml"
-bash "$src/ci/run_suite.sh" "$build" -- -L '^gpu$' --no-tests=error "$@"
-suite_rc=$?
-run=$(readlink -f "$build/results/latest" 2>/dev/null || true)
-if [ -z "$run" ] || [ ! -f "$run/env.json" ] || [ ! "$run/env.json" -nt "$stamp" ]; then
-  # A build that failed leaves no new run; the previous one must not be judged in its place.
-  echo "gate: NOT TRUSTWORTHY: this gate produced no new run folder (ctest status $suite_rc); see above" |
+said=$(mktemp)
+trap 'rm -f "$said"' EXIT
+bash "$src/ci/run_suite.sh" "$build" -- -L '^gpu$' --no-tests=error "$@" | tee "$said"
+suite_rc=${PIPESTATUS[0]}
+# This gate's own run, as run_suite.sh names it (another run in the same build folder may be newer).
+run=$(sed -n 's/^run_suite: results folder //p' "$said" | tail -n 1)
+if [ -z "$run" ] || [ ! -f "$run/env.json" ]; then
+  # A build that failed leaves no run; an earlier one must not be judged in its place.
+  echo "gate: NOT TRUSTWORTHY: this gate produced no run folder (ctest status $suite_rc); see above" |
     tee "$build/gate-summary.md"
   [ -n "${GITHUB_STEP_SUMMARY:-}" ] && cat "$build/gate-summary.md" >>"$GITHUB_STEP_SUMMARY"
   exit 2
 fi
 junit=()
-[ -f "$build/junit.xml" ] && junit=(--ctest-junit "$build/junit.xml")
+[ -f "$run/junit.xml" ] && junit=(--ctest-junit "$run/junit.xml")
 python3 "$src/reports/streamcheck_gate.py" "$run" "${junit[@]}" \
   --markdown "$build/gate-summary.md" --junit "$build/gate-junit.xml"
 rc=$?

@@ -11,12 +11,12 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
 bash "$src/ci/run_suite.sh" "$build" 2>&1 | tee "$out/suite.log"
 suite_rc=${PIPESTATUS[0]}
-suite_run=$(readlink -f "$build/results/latest")
+suite_run=$(sed -n 's/^run_suite: results folder //p' "$out/suite.log" | tail -n 1)
 tar -C "$(dirname "$suite_run")" -czf "$out/results.tgz" "$(basename "$suite_run")"
 cp "$suite_run/report.html" "$out/report.html" 2>/dev/null
 # The gate's judgement of the whole run (0 as expected, 1 regressed, 2 not trustworthy), as summary.md and
 # junit.xml (claim IDs, skip reasons).
-python3 "$src/reports/streamcheck_gate.py" "$suite_run" --ctest-junit "$build/junit.xml" \
+python3 "$src/reports/streamcheck_gate.py" "$suite_run" --ctest-junit "$suite_run/junit.xml" \
   --markdown "$out/summary.md" --junit "$out/junit.xml" | tee "$out/gate.log"
 gate_rc=${PIPESTATUS[0]}
 mutation_rc=0

@@ -9,15 +9,17 @@
 # summary that counts both kinds; exits 1 if any mutation survived or hit other tests.
 set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=ci/ctest_run.sh
+. "$src/ci/ctest_run.sh"
 build=$(cd "$1" && pwd) label=$2
 shift 2
 echo "mutation: mode ${STREAMCHECK_MODE:-isolated}"
 failed=0
 lines=()
 for id in "$@"; do
-  (cd "$build" && STREAMCHECK_MUTATE="$id" \
-     ctest -L "^${label}\$" -j "${MUTATION_JOBS:-4}" --timeout 120 >"$build/mutation-$id.log" 2>&1)
-  line=$(python3 "$src/ci/mutation_check.py" "$(readlink -f "$build/results/latest")" "$id")
+  STREAMCHECK_MUTATE="$id" ctest_run "$build" -L "^${label}\$" -j "${MUTATION_JOBS:-4}" --timeout 120 \
+    >"$build/mutation-$id.log" 2>&1
+  line=$(python3 "$src/ci/mutation_check.py" "${run:-no run folder}" "$id")
   status=$?
   echo "$line"
   lines+=("$line")

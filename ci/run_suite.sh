@@ -15,6 +15,8 @@
 # Exit status: ctest's (0 = every test passed or skipped with a reason).
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=ci/ctest_run.sh
+. "$src/ci/ctest_run.sh"
 every_gpu=0
 if [ "${1:-}" = "--every-gpu" ]; then
   every_gpu=1
@@ -70,20 +72,23 @@ if [ $every_gpu -eq 1 ]; then
   first=""
   for g in "${gpus[@]}"; do
     echo "run_suite: GPU ${g:-(as CUDA sees them)}"
-    before=$(readlink -f "$build/results/latest" 2>/dev/null || true)
     set +e
     # An empty CUDA_VISIBLE_DEVICES would hide every GPU: set it only with an index.
-    (cd "$build" && env ${g:+CUDA_VISIBLE_DEVICES=$g} ctest -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 \
-      --output-junit "junit-gpu${g}.xml" "$@")
+    if [ -n "$g" ]; then
+      CUDA_VISIBLE_DEVICES=$g ctest_run "$build" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 \
+        --output-junit "junit-$$.xml" "$@"
+    else
+      ctest_run "$build" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 --output-junit "junit-$$.xml" "$@"
+    fi
     rc=$?
     set -e
     [ $rc -gt $worst ] && worst=$rc
-    run=$(readlink -f "$build/results/latest" 2>/dev/null || true)
-    if [ -z "$run" ] || [ "$run" = "$before" ]; then
-      echo "run_suite: GPU ${g:-?}: ctest made no new results folder (status $rc)" >&2
+    if [ -z "$run" ]; then
+      echo "run_suite: GPU ${g:-?}: ctest made no results folder (status $rc)" >&2
       [ $worst -eq 0 ] && worst=1
       continue
     fi
+    mv -f "$build/junit-$$.xml" "$run/junit.xml" 2>/dev/null || true
     if [ -z "$first" ]; then
       first=$run
       report "$run"
@@ -94,20 +99,25 @@ if [ $every_gpu -eq 1 ]; then
   if [ ${#gpus[@]} -ge 2 ]; then
     echo "run_suite: the tests that need two GPUs, every GPU visible"
     set +e
-    (cd "$build" && ctest -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 --output-junit junit-multi-gpu.xml \
-      -R 'AcrossDevices\.' --no-tests=error "$@")
+    ctest_run "$build" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 --output-junit "junit-$$.xml" \
+      -R 'AcrossDevices\.' --no-tests=error "$@"
     rc=$?
     set -e
     [ $rc -gt $worst ] && worst=$rc
-    report "$(readlink -f "$build/results/latest")"
+    [ -n "$run" ] && mv -f "$build/junit-$$.xml" "$run/junit.xml" 2>/dev/null && report "$run"
   fi
   exit $worst
 fi
 
 set +e
-(cd "$build" && ctest -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 --output-junit junit.xml "$@")
+ctest_run "$build" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 --output-junit "junit-$$.xml" "$@"
 rc=$?
 set -e
-
-report "$(readlink -f "$build/results/latest")"
+if [ -z "$run" ]; then
+  echo "run_suite: ctest made no results folder (status $rc)" >&2
+  exit $(( rc == 0 ? 1 : rc ))
+fi
+# ctest's own record of the run (its JUnit file) goes into the run's folder.
+mv -f "$build/junit-$$.xml" "$run/junit.xml" 2>/dev/null || true
+report "$run"
 exit $rc

@@ -298,7 +298,9 @@ def main(argv: List[str]) -> int:
         env = dict(os.environ, STREAMCHECK_SANITIZER=tool, STREAMCHECK_MODE="isolated")
         if begin:  # a results folder of its own, whose env.json records the tool
             subprocess.run(begin, env=env, cwd=build, stdout=subprocess.DEVNULL, check=False)
-        run_folder = str((build / "results" / "latest").resolve())
+        # This script runs the run: its begin named the folder after this process (run_context.hpp).
+        mine = sorted((build / "results" / "invocations").glob("%d-*" % os.getpid()))
+        run_folder = str(mine[0].resolve()) if mine else "(no run folder: streamcheck.run.begin failed)"
         print("sanitizer %s: %d test(s) of %s" % (tool, len(entries), " ".join(labels)), flush=True)
         start = time.monotonic()
         results = []

@@ -4,7 +4,7 @@
 #   isolated (unset): one entry per test, <prefix><Suite>.<Test>, one process per test;
 #   fast: one entry per executable and environment entry, <prefix>fast, one process for its tests, and an
 #         entry of its own for each test its family calls ISOLATED (a test that must own its process).
-# Every entry writes GoogleTest's XML to <results>/gtest/<entry>.xml. `cmake -DSC_FAIL=<text> -P <this file>`
+# Every entry writes GoogleTest's XML to <its run's folder>/gtest/<entry>.xml. `cmake -DSC_FAIL=<text> -P <this file>`
 # fails with the text: the entry ctest runs where a family cannot be listed or a pattern selects nothing.
 if(DEFINED SC_FAIL)
   message(FATAL_ERROR "${SC_FAIL}")
@@ -149,8 +149,8 @@ function(sc_entries)
     list(GET entry 0 name)
     list(GET entry 1 filter)
     list(GET entry 2 timeout)
-    add_test("${name}" "${arg_EXE}" "--gtest_filter=${filter}" "--gtest_output=xml:${arg_RESULTS}/gtest/${name}.xml"
-             ${args})
+    # The process writes into its run's folder under ARG_RESULTS (fixtures/include/sc/fixtures/run_context.hpp).
+    add_test("${name}" "${arg_EXE}" "--gtest_filter=${filter}" "--gtest_output=xml:${name}.xml" ${args})
     # 77: no test of the process failed and none passed (fixtures/include/sc/fixtures/process.hpp).
     set_tests_properties("${name}" PROPERTIES LABELS "${labels}" TIMEOUT "${timeout}" SKIP_RETURN_CODE 77
                          FIXTURES_REQUIRED streamcheck_run)

@@ -73,7 +73,7 @@ function(sc_behavior_family)
   # One call per executable and entry, read when ctest reads this folder (StreamcheckEntries.cmake).
   list(JOIN arg_ISOLATED ":" isolated)
   string(CONCAT common "FAMILY ${arg_FAMILY} KIND ${kind} TIMEOUT ${arg_TIMEOUT} "
-                "RESULTS [==[${SC_RESULTS}/latest]==] ISOLATED [==[${isolated}]==]")
+                "RESULTS [==[${SC_RESULTS}]==] ISOLATED [==[${isolated}]==]")
   set(calls "set(_sc_cmake [==[${CMAKE_COMMAND}]==])\ninclude([==[${PROJECT_SOURCE_DIR}/cmake/StreamcheckEntries.cmake]==])\n")
   set(all_exes "")
   foreach(target prefix IN ZIP_LISTS targets prefixes)

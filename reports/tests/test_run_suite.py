@@ -10,12 +10,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_CTEST = r"""#!/usr/bin/env bash
-# Records its call, makes a new results folder (unless FAKE_NO_RESULTS names this call), exits as told.
+# Records its call, makes a results folder named after itself as sc_env begin does (unless FAKE_NO_RESULTS names
+# this call), exits as told.
 n=$(( $(cat "$FAKE_LOG.count" 2>/dev/null || echo 0) + 1 ))
 echo $n > "$FAKE_LOG.count"
 echo "call=$n CVD=${CUDA_VISIBLE_DEVICES-unset} ORDER=${CUDA_DEVICE_ORDER-unset} ARGS=$*" >> "$FAKE_LOG"
 if [ "${FAKE_NO_RESULTS:-}" != "$n" ]; then
-  mkdir -p results/runs/run-$n
+  mkdir -p results/runs/run-$n results/invocations
+  ln -sfn ../runs/run-$n "results/invocations/$$-$(awk '{print $22}' /proc/$$/stat)"
   ln -sfn runs/run-$n results/latest
 fi
 rc_var=FAKE_RC_$n
@@ -79,7 +81,7 @@ class EveryGpu(unittest.TestCase):
     def test_a_run_without_a_new_results_folder_fails(self):
         done, _ = self.run_suite(FAKE_NO_RESULTS="2")
         self.assertEqual(1, done.returncode, done.stderr)
-        self.assertIn("made no new results folder", done.stderr)
+        self.assertIn("GPU 1: ctest made no results folder", done.stderr)
 
     def test_a_caller_set_device_list_is_refused(self):
         done, calls = self.run_suite(CUDA_VISIBLE_DEVICES="1")

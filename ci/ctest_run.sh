@@ -1,0 +1,17 @@
+# Sourced by the ci/ scripts. ctest_run BUILD_DIR [ctest arguments...]: runs ctest in BUILD_DIR, returns its
+# status, and sets `run` to the folder of that run: results/invocations/<ctest pid>-<start> names it
+# (fixtures/include/sc/fixtures/run_context.hpp), so runs started together in one build folder each find
+# their own. `run` is empty when the run made no folder (nothing was selected, or it ended before its begin).
+ctest_run() {
+  local build=$1
+  shift
+  (cd "$build" && exec ctest "$@") &
+  local pid=$! rc=0
+  wait "$pid" || rc=$?
+  run=""
+  local link
+  for link in "$build"/results/invocations/"$pid"-*; do
+    [ -e "$link" ] && run=$(readlink -f "$link")
+  done
+  return "$rc"
+}
