@@ -10,6 +10,7 @@
 # Per run: ctest's summary line, the wall time, the failed tests, and the skips grouped by reason (from
 # the run's GoogleTest XML files). Logs: BUILD_DIR/env_matrix/<variable>.log. Exit status 0 only when both
 # runs passed.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -uo pipefail
 if [ $# -lt 1 ] || [ ! -f "$1/CTestTestfile.cmake" ]; then
   echo "usage: ci/env_matrix.sh BUILD_DIR [LABEL_REGEX]  (BUILD_DIR: a configured and built build directory)" >&2

@@ -7,6 +7,7 @@
 #
 # Prints one line per run (ctest's summary and wall time), then the tests that failed and how often, then
 # the wall time's minimum, median and maximum. Logs of failed runs are kept in BUILD_DIR/flake/.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -uo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: ci/flake_check.sh BUILD_DIR LABEL [N]" >&2

@@ -13,6 +13,7 @@
 # Mode: fast unless STREAMCHECK_MODE says otherwise (a runner gating many machines pays the suite's time on
 # each; the gate reads both modes alike, and a test that breaks its fast process leaves the rest of its
 # entry not run, which the gate calls not trustworthy). The build directory serves both modes.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -uo pipefail
 export STREAMCHECK_MODE=${STREAMCHECK_MODE:-fast}
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

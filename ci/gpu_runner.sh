@@ -3,6 +3,7 @@
 # results into OUT_DIR (a tarball of the run folder plus logs). Used by the CI templates in ci/.
 #
 #   ci/gpu_runner.sh OUT_DIR [BUILD_DIR]
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$1

@@ -6,6 +6,7 @@
 #
 # Each run is a ctest run of its own (its own results folder), with -j ${CTEST_PARALLEL_LEVEL:-4}; a failed
 # run is reported and its time still counted. Logs: BUILD_DIR/mode_bench/. Exit status 1 when a run failed.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -uo pipefail
 if [ $# -lt 1 ] || [ ! -f "$1/CTestTestfile.cmake" ]; then
   echo "usage: ci/mode_bench.sh BUILD_DIR [N]  (BUILD_DIR: a configured and built build directory)" >&2

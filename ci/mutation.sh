@@ -7,6 +7,7 @@
 #
 # Prints one line per ID (with the kind of mutation its tests applied: arrangement or expectation) and a
 # summary that counts both kinds; exits 1 if any mutation survived or hit other tests.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=ci/ctest_run.sh

@@ -34,6 +34,9 @@ def plan_ids(text, for_mutation, gpus=1):
 
 def main(argv):
     usage = "usage: plan_ids.py [--mutations [--gpus N]] tests/<family>/README.md"
+    if "-h" in argv or "--help" in argv:
+        print(__doc__.strip())
+        return 0
     args = [a for a in argv if a != "--mutations"]
     gpus = 1
     if "--gpus" in args:

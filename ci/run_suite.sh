@@ -13,6 +13,7 @@
 # Environment: CUDA_ARCHITECTURES (e.g. 90; default: the project's default), STREAMCHECK_MODE (isolated, the
 # default, or fast: how ctest runs the tests; the build directory is the same for both).
 # Exit status: ctest's (0 = every test passed or skipped with a reason).
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=ci/ctest_run.sh

@@ -255,7 +255,10 @@ def summarize(tool: str, results: List[dict], wall: float, run_folder: str) -> T
 
 
 def main(argv: List[str]) -> int:
-    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+    if len(argv) >= 2 and argv[1] in ("-h", "--help"):
+        print(__doc__.strip() + "\n\nusage: ci/sanitizer.sh BUILD_DIR [tool...]")
+        return 0
+    if len(argv) < 2:
         print(__doc__.strip() + "\n\nusage: ci/sanitizer.sh BUILD_DIR [tool...]", file=sys.stderr)
         return 2
     build = Path(argv[1]).resolve()

@@ -19,6 +19,7 @@
 # The tests learn that they run under the tool from STREAMCHECK_SANITIZER=<tool> (CUPTI tracing stays off
 # and says why, so tests that need a trace skip with that reason). Logs: BUILD_DIR/sanitizer/<tool>/.
 # Each tool gets a results folder of its own (BUILD_DIR/results/runs/<id>, env.json names the tool).
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -uo pipefail
 if [ $# -lt 1 ]; then
   echo "usage: ci/sanitizer.sh BUILD_DIR [tool...]" >&2

@@ -120,6 +120,26 @@ with open(sys.argv[1], "w") as f:
 """
 
 
+class Help(unittest.TestCase):
+    def test_every_script_answers_help_without_building_or_running_anything(self):
+        with tempfile.TemporaryDirectory() as d:
+            # Stand-ins that fail loudly if a script builds or runs anything.
+            for tool in ("cmake", "ctest", "nvidia-smi", "compute-sanitizer"):
+                path = Path(d) / tool
+                path.write_text("#!/bin/sh\necho \"$0 was called\" >&2\nexit 99\n")
+                path.chmod(0o755)
+            env = dict(os.environ, PATH="%s:%s" % (d, os.environ["PATH"]))
+            scripts = [p for p in sorted(CI.iterdir()) if p.suffix in (".sh", ".py") and p.name != "ctest_run.sh"]
+            self.assertGreater(len(scripts), 8)
+            for script in scripts:
+                with self.subTest(script.name):
+                    command = ["bash", str(script)] if script.suffix == ".sh" else [sys.executable, str(script)]
+                    done = subprocess.run(command + ["--help"], capture_output=True, text=True, timeout=30, env=env)
+                    self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+                    self.assertIn(script.name.split(".")[0], done.stdout.replace("-", "_"))
+                    self.assertNotIn("was called", done.stderr)
+
+
 class ResourceSpec(unittest.TestCase):
     """cmake/gpu_resource_spec.cmake.in, run as ctest runs it when it reads the tests: one resource "gpus" per
     GPU, two slots each; where CUDA_VISIBLE_DEVICES is set, one per entry it lists."""
