@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from .common import InputError, cuda_version, dig, fmt_value
+from .common import InputError, cuda_version, dig, driver_text, fmt_value
 from .model import same_value
 from .results import BASELINE_SCHEMA, check_member, check_schema, read_json
 
@@ -63,6 +63,7 @@ def provenance(run: Dict[str, Any]) -> Dict[str, Any]:
         "gpu": dig(env, "gpu", "name"),
         "gpu_uuid": dig(env, "gpu", "uuid"),
         "compute_capability": dig(env, "gpu", "compute_capability"),
+        "driver_release": dig(env, "driver", "version"),
         "driver_version": dig(env, "cuda", "driver_version"),
         "runtime_version": dig(env, "cuda", "runtime_version"),
         "commit": dig(env, "streamcheck", "commit"),
@@ -79,7 +80,8 @@ def write_baseline(run: Dict[str, Any], arch: str, against: Optional[Dict[str, A
     values, conflicts = observed_values(run)
     prov = provenance(run)
     where = "%s, driver %s, runtime %s, run %s (%s), commit %s" % (
-        prov["gpu"], cuda_version(prov["driver_version"]), cuda_version(prov["runtime_version"]), prov["run_id"],
+        prov["gpu"], driver_text(prov["driver_release"], prov["driver_version"]), cuda_version(prov["runtime_version"]),
+        prov["run_id"],
         prov["date"], str(prov["commit"] or "unknown")[:12])
     old_entries = (against or {}).get("entries") or {}
     entries: Dict[str, Dict[str, Any]] = {}

@@ -137,6 +137,15 @@ def cuda_version(value: Any) -> str:
     return "%d.%d.%d" % (major, minor, patch) if patch else "%d.%d" % (major, minor)
 
 
+def driver_text(release: Any, cuda_driver: Any) -> str:
+    """"580.159.04 (CUDA 13.0)": the driver's release (env.json driver.version) and the CUDA version it
+    supports (cuda.driver_version); runs from before the release was recorded give "release unknown"."""
+    known = isinstance(release, str) and bool(release)
+    if not known and isinstance(cuda_driver, int) and not isinstance(cuda_driver, bool) and cuda_driver <= 0:
+        return "none"  # no driver answered either question
+    return "%s (CUDA %s)" % (release if known else "release unknown", cuda_version(cuda_driver))
+
+
 def fmt_duration(ms: Any) -> str:
     if isinstance(ms, bool) or not isinstance(ms, (int, float)):
         return "\u2014"

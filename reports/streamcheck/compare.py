@@ -17,9 +17,13 @@ from .page_parts import environment_facts, environment_tables, facts_markup, run
 from .templates import EMPTY, fill, fill_page, join, template_text
 
 # The environment facts compared first, as (label, path in env.json); then every environment variable.
+# The driver comes first: a driver upgrade is the main reason to compare two runs of one runner.
 ENV_FIELDS = (
+    ("driver release", ("driver", "version")), ("kernel module", ("driver", "kernel_module", "version")),
+    ("kernel module flavor", ("driver", "kernel_module", "flavor")),
+    ("CUDA version of the driver", ("cuda", "driver_version")),
     ("GPU", ("gpu", "name")), ("GPU UUID", ("gpu", "uuid")), ("architecture", ("gpu", "arch")),
-    ("SM count", ("gpu", "sm_count")), ("driver", ("cuda", "driver_version")),
+    ("SM count", ("gpu", "sm_count")),
     ("runtime", ("cuda", "runtime_version")), ("commit", ("streamcheck", "commit")),
     ("uncommitted changes", ("streamcheck", "dirty")), ("CUDA architectures built", ("build", "cuda_architectures")),
     ("tracing", ("tracing", "enabled")), ("timer tick (ns)", ("gpu", "timer_tick_ns")),

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 from xml.sax.saxutils import escape, quoteattr
 
-from .common import InputError, cuda_version, dig, fmt_value
+from .common import InputError, cuda_version, dig, driver_text, fmt_value
 from .results import claim_ids, claims_kind, gpu_facts, load_run, not_run_after_process_ended, unexpected_watchdogs
 
 PASS, REGRESSED, UNTRUSTWORTHY = 0, 1, 2
@@ -142,7 +142,8 @@ def first_failure(test: Dict[str, Any]) -> str:
 def facts_line(verdict: Dict[str, Any]) -> str:
     f = verdict["facts"]
     return "%s %s, driver %s, runtime %s, commit %s" % (
-        f["gpu"] or "no GPU", f["arch"] or "", cuda_version(f["driver"]), cuda_version(f["runtime"]),
+        f["gpu"] or "no GPU", f["arch"] or "", driver_text(f.get("driver_release"), f["driver"]),
+        cuda_version(f["runtime"]),
         (str(f["commit"])[:12] if f["commit"] else "unknown"))
 
 

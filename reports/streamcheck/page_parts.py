@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .common import (COVERAGE_LABEL, TEST_LABEL, Markup, breakable, cuda_version, dig, flatten, fmt_value, plural,
+from .common import (COVERAGE_LABEL, TEST_LABEL, Markup, breakable, cuda_version, dig, driver_text, flatten, fmt_value, plural,
                      slug)
 from .results import run_mode as results_run_mode
 from .templates import EMPTY, attrs, fill, join
@@ -92,6 +92,16 @@ def priority_fact(gpu: Optional[Dict[str, Any]]) -> Markup:
                 levels=fill("muted_tail", text="(%s)" % levels) if levels else EMPTY)
 
 
+def driver_fact(env: Dict[str, Any]) -> str:
+    """"580.159.04 (CUDA 13.0) · open kernel module 580.159.04", and a mismatch between the two if any."""
+    text = driver_text(dig(env, "driver", "version"), dig(env, "cuda", "driver_version"))
+    module = dig(env, "driver", "kernel_module")
+    if isinstance(module, dict) and module.get("version"):
+        text += " \u00b7 %s kernel module %s" % (module.get("flavor") or "", module["version"])
+    mismatch = dig(env, "driver", "mismatch")
+    return text + (" \u2014 %s" % mismatch if mismatch else "")
+
+
 def environment_facts(env: Dict[str, Any]) -> List[Tuple[str, Markup]]:
     """(term, markup) of the facts every page heads with: GPU, CUDA, commit, tick, priorities, tracing."""
     gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else None
@@ -99,8 +109,8 @@ def environment_facts(env: Dict[str, Any]) -> List[Tuple[str, Markup]]:
     tracing = env.get("tracing") or {}
     reason = tracing.get("reason")
     return [("GPU", gpu_fact(env)),
-            ("CUDA", join(["driver %s \u00b7 runtime %s" % (cuda_version(dig(env, "cuda", "driver_version")),
-                                                          cuda_version(dig(env, "cuda", "runtime_version")))])),
+            ("Driver", join([driver_fact(env)])),
+            ("CUDA runtime", join([cuda_version(dig(env, "cuda", "runtime_version"))])),
             ("Commit", commit_fact(env)),
             ("Timer tick", join(["%s ns" % fmt_value(tick) if tick is not None else "\u2014"])),
             ("Priority range", priority_fact(gpu)),

@@ -545,6 +545,8 @@ def gpu_facts(env: Dict[str, Any]) -> Dict[str, Any]:
         "uuid": gpu.get("uuid"),
         "arch": gpu.get("arch"),
         "driver": dig(env, "cuda", "driver_version"),
+        "driver_release": dig(env, "driver", "version"),
+        "kernel_module": dig(env, "driver", "kernel_module", "version"),
         "runtime": dig(env, "cuda", "runtime_version"),
         "commit": dig(env, "streamcheck", "commit"),
         "tracing": dig(env, "tracing", "enabled"),

@@ -20,7 +20,7 @@ SCRIPT_TEXT = "<script>alert('x')</script>"
 
 
 def env_doc(run_id, uuid=UUID_A, driver=13000, runtime=13000, commit="c9f25ae7e95e168af0e38dd402fd67bef72247ab",
-            gpu=True):
+            gpu=True, release="580.95.05"):
     doc = {
         "schema": "streamcheck.env",
         "schema_version": "1.0.0",
@@ -29,6 +29,9 @@ def env_doc(run_id, uuid=UUID_A, driver=13000, runtime=13000, commit="c9f25ae7e9
         "build": {"build_type": "RelWithDebInfo", "cuda_architectures": "90", "generator": "Ninja"},
         "host": {"hostname": "runner", "machine": "x86_64", "os": "Linux"},
         "cuda": {"driver_version": driver, "runtime_version": runtime},
+        "driver": {"version": release, "source": "nvidia-smi",
+                   "kernel_module": {"version": release, "flavor": "open", "line": "NVRM version: ..."}}
+        if release else {"version": None, "source": None, "kernel_module": None, "reason": "neither answered"},
         "environment": {"CUDA_LAUNCH_BLOCKING": None, "CUDA_VISIBLE_DEVICES": "0"},
         "tracing": {"enabled": False, "reason": "CUPTI tracing is not part of this build yet"},
         "instruments": {"INST-01": {"id": "INST-01", "test": "instruments.Instruments.TickIsMeasured",

@@ -17,8 +17,8 @@ class Compare(unittest.TestCase):
         self.root = Path(self._tmp.name)
         self.source = make_source(self.root / "src")
         self.old = make_run(self.root / "old", "20260101T000000Z-1")
-        self.new = make_run(self.root / "new", "20260102T000000Z-2", driver=13010, uuid=UUID_B)
-        doc = env_doc("20260102T000000Z-2", driver=13010, uuid=UUID_B)
+        self.new = make_run(self.root / "new", "20260102T000000Z-2", driver=13010, uuid=UUID_B, release="580.159.04")
+        doc = env_doc("20260102T000000Z-2", driver=13010, uuid=UUID_B, release="580.159.04")
         doc["environment"]["CUDA_DEVICE_MAX_CONNECTIONS"] = "8"
         write(self.new / "env.json", json.dumps(doc))
         # Last night's failure is fixed; a pass now fails; one test removed, one added.
@@ -41,7 +41,10 @@ class Compare(unittest.TestCase):
     def test_what_changed(self):
         diff = compare_runs(load_run(self.old), load_run(self.new))
         env = {e["what"]: (e["old"], e["new"]) for e in diff["environment"]}
-        self.assertEqual(env["driver"], ("13.0 (13000)", "13.1 (13010)"))
+        self.assertEqual(env["CUDA version of the driver"], ("13.0 (13000)", "13.1 (13010)"))
+        # A driver upgrade is said first: its release, then its kernel module.
+        self.assertEqual(diff["environment"][0], {"what": "driver release", "old": "580.95.05", "new": "580.159.04"})
+        self.assertEqual(diff["environment"][1]["what"], "kernel module")
         self.assertIn("GPU UUID", env)
         self.assertEqual(env["$CUDA_DEVICE_MAX_CONNECTIONS"], (None, "8"))
         self.assertEqual({(c["test"], c["old"], c["new"]) for c in diff["status"]}, {
@@ -53,7 +56,8 @@ class Compare(unittest.TestCase):
         self.assertEqual([c["test"] for c in diff["added"]], ["unit.Clock.Fits"])
         self.assertEqual([c["test"] for c in diff["removed"]], ["priority_flags.ptds.PriorityFlags.SpecialHandles"])
         text = diff_text(diff)
-        self.assertLess(text.index("driver: 13.0"), text.index("status changes"))
+        self.assertLess(text.index("driver release: 580.95.05"), text.index("GPU UUID"))
+        self.assertLess(text.index("CUDA version of the driver: 13.0"), text.index("status changes"))
         self.assertIn("unit.Handle.OwnedHandleIsReleasedOnce: pass -> FAIL (released twice", text)
 
     def test_two_folders_give_a_comparison_page_and_text(self):

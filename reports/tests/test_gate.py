@@ -225,6 +225,9 @@ class Gate(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertIn("gate: passed: every behavior as expected (exit 0)", result.stdout)
         self.assertIn("## streamcheck gate: passed", md.read_text())
+        # The runner's driver release, not only the CUDA version it supports.
+        self.assertIn("driver 580.95.05 (CUDA 13.0)", md.read_text())
+        self.assertIn("driver 580.95.05 (CUDA 13.0)", result.stdout)
         self.assertTrue(step.read_text().startswith("earlier step\n## streamcheck gate"))
         root = ET.parse(xml).getroot()
         cases = {c.get("classname") + "." + c.get("name"): c for c in root.iter("testcase")}

@@ -198,17 +198,18 @@ class TestDetails(ReportTestCase):
     def test_header_shows_gpu_versions_and_commit(self):
         _, page = self.generate()
         header = page[page.index("<header>"):page.index("</header>")]
-        for needle in ("NVIDIA H200", "CC 9.0", "132 SMs", "driver 13.0", "runtime 13.0", "c9f25ae7e95e",
+        for needle in ("NVIDIA H200", "CC 9.0", "132 SMs", "580.95.05 (CUDA 13.0) \u00b7 open kernel module 580.95.05",
+                       "<dt>CUDA runtime</dt><dd>13.0", "c9f25ae7e95e",
                        "32 ns", "least 0 / greatest -5", "<b>off</b>", "CUPTI tracing is not part of this build yet"):
             self.assertIn(needle, header)
         self.assertIn("INST-01", page[page.index('id="instruments"'):])
 
     def test_header_without_gpu_shows_the_reason(self):
-        run = make_run(self.root / "nogpu", gpu=False, driver=0)
+        run = make_run(self.root / "nogpu", gpu=False, driver=0, release=None)
         _, page = self.generate(run)
         header = page[page.index("<header>"):page.index("</header>")]
         self.assertIn("no GPU:</b> no usable CUDA device: cudaGetDeviceCount -&gt; cudaErrorInsufficientDriver", header)
-        self.assertIn("driver none (0)", header)
+        self.assertIn("<dt>Driver</dt><dd>none</dd>", header)
 
     def test_version_formatting(self):
         self.assertEqual(common.cuda_version(13000), "13.0")

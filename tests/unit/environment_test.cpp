@@ -177,4 +177,22 @@ TEST(ComputeProcesses, TheLinesOfTheRunsGpu) {
   EXPECT_TRUE(sc::compute_processes_on("", lines).empty());
 }
 
+// The kernel module's release and flavor from the lines /proc/driver/nvidia/version begins with, open and
+// proprietary; anything else gives neither.
+TEST(KernelModule, ReleaseAndFlavorFromTheNvrmLine) {
+  const sc::kernel_module open = sc::kernel_module_from(
+      "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U16)  Thu");
+  EXPECT_EQ("580.159.04", open.version);
+  EXPECT_EQ("open", open.flavor);
+  const sc::kernel_module closed =
+      sc::kernel_module_from("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024");
+  EXPECT_EQ("550.54.15", closed.version);
+  EXPECT_EQ("proprietary", closed.flavor);
+  const sc::kernel_module arm =
+      sc::kernel_module_from("NVRM version: NVIDIA UNIX aarch64 Kernel Module  535.104.05  Sat");
+  EXPECT_EQ("535.104.05", arm.version);
+  EXPECT_TRUE(sc::kernel_module_from("GCC version:  gcc version 12.2.0").version.empty());
+  EXPECT_TRUE(sc::kernel_module_from("").flavor.empty());
+}
+
 }  // namespace
