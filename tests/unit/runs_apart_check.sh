@@ -24,10 +24,18 @@ for i in "${!suites[@]}"; do
   [ -n "${seen[$run]:-}" ] && { echo "FAIL: ${suites[$i]} and ${seen[$run]} share $run"; status=1; }
   seen[$run]=${suites[$i]}
   grep -q '"finished_utc": "' "$run/env.json" || { echo "FAIL: $run did not finish"; status=1; }
+  grep -q '"inside_run": "' "$run/env.json" || { echo "FAIL: $run does not name the run it was begun in"; status=1; }
   others=$(ls "$run/gtest" | grep -v "^unit\\.${suites[$i]}\\." || true)
   mine=$(ls "$run/gtest" | grep -c "^unit\\.${suites[$i]}\\." || true)
   [ -z "$others" ] || { echo "FAIL: $run holds results of other runs: $others"; status=1; }
   [ "$mine" -gt 0 ] || { echo "FAIL: $run holds no result of ${suites[$i]}"; status=1; }
 done
-[ $status -eq 0 ] && echo "runs_apart: ${#suites[@]} runs started together kept their results apart"
+# Runs begun inside another run leave latest to the run a person started.
+for run in "${!seen[@]}"; do
+  [ "$(readlink -f "$build/results/latest")" = "$run" ] && { echo "FAIL: latest points at the inner run $run"; status=1; }
+done
+if [ $status -eq 0 ]; then
+  echo "runs_apart: ${#suites[@]} runs started together kept their results apart"
+  rm -rf "${!seen[@]}"  # the runs were this check's; the run that holds its result stays
+fi
 exit $status
