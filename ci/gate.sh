@@ -6,7 +6,8 @@
 #   ci/gate.sh [BUILD_DIR] [-- extra ctest arguments]
 #
 # Exit status: 0 every behavior as expected; 1 a behavior regressed (a test failed, a gating baseline row
-# differs); 2 the run is not trustworthy (no GPU used, CUPTI off, results incomplete, a watchdog fired, or no
+# differs); 2 the run is not trustworthy (nothing tested on a GPU, the runner's set-up (CUDA_LAUNCH_BLOCKING,
+# a sanitizer, MPS, MIG, another process on the GPU), CUPTI off, results incomplete, a watchdog fired, or no
 # new run at all). Writes BUILD_DIR/gate-summary.md (also appended to $GITHUB_STEP_SUMMARY when set) and
 # BUILD_DIR/gate-junit.xml (claim IDs, skip reasons).
 #

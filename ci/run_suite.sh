@@ -12,7 +12,8 @@
 #
 # Environment: CUDA_ARCHITECTURES (e.g. 90; default: the project's default), STREAMCHECK_MODE (isolated, the
 # default, or fast: how ctest runs the tests; the build directory is the same for both).
-# Exit status: ctest's (0 = every test passed or skipped with a reason).
+# Exit status: ctest's (0 = every test passed or skipped with a reason), except 2 where ctest passed and
+# nothing was tested on a GPU (no GPU, or every GPU test skipped): such a run is not a green one.
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,14 +39,20 @@ elif [ ${#options[@]} -gt 0 ]; then
 fi
 cmake --build "$build" --parallel
 
+nothing_on_gpu=""
 report() {  # report RUN_FOLDER [OLD_RUN_FOLDER]: the run's page, and a comparison with OLD when given
-  local run=$1
+  local run=$1 said
   if ! command -v python3 >/dev/null 2>&1; then
     echo "run_suite: python3 not found; no HTML report. Results are in $run" >&2
     return
   fi
-  python3 "$src/reports/streamcheck_report.py" "$run" --source "$src" -o "$run/report.html" ||
-    echo "run_suite: the report is missing or lists result files it could not read (see above); results are in $run" >&2
+  said=$(python3 "$src/reports/streamcheck_report.py" "$run" --source "$src" -o "$run/report.html") ||
+    echo "run_suite: the report is missing or lists result files it could not read (see below); results are in $run" >&2
+  [ -n "$said" ] && echo "$said"
+  # The report's words for a run in which no GPU test passed or failed (reports/streamcheck/results.py).
+  if grep -q "^report: nothing was tested on a GPU" <<<"$said"; then
+    nothing_on_gpu=$(grep "^report: nothing was tested on a GPU" <<<"$said" | sed 's/^report: //')
+  fi
   if [ $# -gt 1 ]; then
     python3 "$src/reports/streamcheck_report.py" "$2" "$run" --source "$src" \
       -o "$run/compare-$(basename "$2").html" --text "$run/compare-$(basename "$2").txt" >/dev/null ||
@@ -107,6 +114,10 @@ if [ $every_gpu -eq 1 ]; then
     [ $rc -gt $worst ] && worst=$rc
     [ -n "$run" ] && mv -f "$build/junit-$$.xml" "$run/junit.xml" 2>/dev/null && report "$run"
   fi
+  if [ $worst -eq 0 ] && [ -n "$nothing_on_gpu" ]; then
+    echo "run_suite: $nothing_on_gpu: exit 2, not a green run" >&2
+    exit 2
+  fi
   exit $worst
 fi
 
@@ -121,4 +132,8 @@ fi
 # ctest's own record of the run (its JUnit file) goes into the run's folder.
 mv -f "$build/junit-$$.xml" "$run/junit.xml" 2>/dev/null || true
 report "$run"
+if [ $rc -eq 0 ] && [ -n "$nothing_on_gpu" ]; then
+  echo "run_suite: $nothing_on_gpu: exit 2, not a green run" >&2
+  exit 2
+fi
 exit $rc

@@ -65,6 +65,8 @@ def report(run_dir: Path, source: Path, output: Path) -> int:
     t = model["totals"]
     print("report: %s (%d tests: %d passed, %d failed, %d skipped; %d IDs uncovered)"
           % (output, t["tests"], t["passed"], t["failed"], t["skipped"], model["coverage"]["counts"]["uncovered"]))
+    if model["nothing_on_gpu"]:
+        print("report: %s" % model["nothing_on_gpu"])
     return problems_status(model["problems"], output)
 
 

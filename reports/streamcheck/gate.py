@@ -23,7 +23,8 @@ from typing import Any, Dict, List, Optional
 from xml.sax.saxutils import escape, quoteattr
 
 from .common import InputError, cuda_version, dig, driver_text, fmt_value
-from .results import claim_ids, claims_kind, gpu_facts, load_run, not_run_after_process_ended, unexpected_watchdogs
+from .results import (claim_ids, claims_kind, gpu_facts, load_run, not_run_after_process_ended, nothing_tested_on_gpu,
+                      unexpected_watchdogs)
 
 PASS, REGRESSED, UNTRUSTWORTHY = 0, 1, 2
 VERDICT = {PASS: "passed: every behavior as expected", REGRESSED: "FAILED: a behavior regressed",
@@ -72,8 +73,9 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
     """{code, untrustworthy: [reason], regressions: [reason], failed: [name], facts} of a run read by load_run."""
     env = run["env"]
     untrustworthy: List[str] = []
-    if not isinstance(env.get("gpu"), dict):
-        untrustworthy.append("no GPU was used: %s" % (env.get("gpu_unavailable_reason") or "no reason recorded"))
+    nothing = nothing_tested_on_gpu(env, run["tests"])
+    if nothing:
+        untrustworthy.append(nothing)
     tracing = env.get("tracing") if isinstance(env.get("tracing"), dict) else {}
     if require_tracing and tracing.get("enabled") is not True:
         untrustworthy.append("tracing (CUPTI) was off: %s" % (tracing.get("reason") or "no reason recorded"))

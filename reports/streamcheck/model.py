@@ -376,9 +376,10 @@ def build_model(run_dir: Path, source: Path) -> Dict[str, Any]:
     """Everything the report shows of one run: {run, tests, instruments, plans, coverage, totals, baseline,
     problems}. problems lists the files that could not be read (result files, the baseline file); an
     InputError only when run_dir is not a usable run folder or a plan cannot be read."""
-    from .results import load_run  # here, so that importing the model does not read anything
+    from .results import load_run, nothing_tested_on_gpu  # here, so that importing the model reads nothing
     run = load_run(run_dir)
     tests = run["tests"]
+    nothing_on_gpu = nothing_tested_on_gpu(run["env"], tests)
     plans = load_plans(source)
     coverage = build_coverage(plans, tests)
     add_planned_placeholders(coverage, plans, tests)
@@ -390,4 +391,4 @@ def build_model(run_dir: Path, source: Path) -> Dict[str, Any]:
         baseline = {"arch": None, "path": None, "version": None, "entries": {}, "provenance": None,
                     "note": "the baseline file could not be read: %s" % e}
     return {"run": run, "tests": tests, "instruments": run["instruments"], "plans": plans, "coverage": coverage,
-            "totals": totals_of(tests), "baseline": baseline, "problems": problems}
+            "totals": totals_of(tests), "baseline": baseline, "problems": problems, "nothing_on_gpu": nothing_on_gpu}

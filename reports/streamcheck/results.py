@@ -37,7 +37,10 @@ EVIDENCE_PROPERTIES = ("mutation", "mutation_kind", "watchdog", "invalid_check")
 TESTCASE_ATTRIBUTES = {"name", "file", "line", "status", "result", "time", "timestamp", "classname",
                        "type_param", "value_param"}
 # The sections of env.json that must be objects (or null) when present.
-ENV_OBJECTS = ("run", "streamcheck", "build", "host", "cuda", "environment", "gpu", "tracing", "instruments")
+ENV_OBJECTS = ("run", "streamcheck", "build", "host", "cuda", "environment", "gpu", "tracing", "instruments",
+               "driver")
+# Families whose tests run on the host only (tests/unit); every other family's tests need a GPU.
+HOST_FAMILIES = frozenset({"unit"})
 
 
 def read_text(path: Path, what: str) -> str:
@@ -535,6 +538,26 @@ def unexpected_watchdogs(test: Dict[str, Any]) -> List[Dict[str, Any]]:
     if not test["watchdog"] and test["watchdog_summary"]:
         fired = [{"gate": None, "held": None, "summary": test["watchdog_summary"], "expected": None}]
     return fired
+
+
+def nothing_tested_on_gpu(env: Dict[str, Any], tests: Dict[str, Dict[str, Any]]) -> Optional[str]:
+    """Why no test of the run judged anything on a GPU (none passed or failed), or None when some did. The
+    gate, the report and run_suite all say it in these words."""
+    gpu_tests = [t for t in tests.values() if t["family"] not in HOST_FAMILIES]
+    if not isinstance(env.get("gpu"), dict):
+        why = "no GPU was used: %s" % (env.get("gpu_unavailable_reason") or "no reason recorded")
+    elif any(t["status"] in ("passed", "failed") for t in gpu_tests):
+        return None
+    elif not gpu_tests:
+        why = "the run holds no GPU test"
+    else:
+        reasons: Dict[str, int] = {}
+        for t in gpu_tests:
+            key = t["skip_reason"] if t["status"] == "skipped" and t["skip_reason"] else t["status"]
+            reasons[key] = reasons.get(key, 0) + 1
+        reason, count = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        why = "all %d GPU tests skipped or did not run; %d of them: %s" % (len(gpu_tests), count, reason)
+    return "nothing was tested on a GPU (%s)" % why
 
 
 def gpu_facts(env: Dict[str, Any]) -> Dict[str, Any]:

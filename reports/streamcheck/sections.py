@@ -22,7 +22,14 @@ Model = Dict[str, Any]
 # Totals
 # ------------------------------------------------------------------------------------------------
 def totals_banner(model: Model) -> Markup:
-    """Failed tests named and linked; or that nothing produced a result; or that nothing failed."""
+    """That nothing was tested on a GPU, if so; then failed tests named and linked, or that nothing produced a
+    result, or that nothing failed."""
+    nothing = model.get("nothing_on_gpu")
+    rest = outcome_banner(model)
+    return join([fill("nothing_on_gpu_banner", text=nothing[0].upper() + nothing[1:]), rest]) if nothing else rest
+
+
+def outcome_banner(model: Model) -> Markup:
     t = model["totals"]
     failed = sorted((x for x in model["tests"].values() if x["status"] == "failed"), key=lambda x: x["ctest_name"])
     if failed:

@@ -118,6 +118,9 @@ class Gate(unittest.TestCase):
             "MIG": lambda: self.edit_env(lambda d: d.update(conditions={"mig": {"enabled": True, "evidence": "m"}})),
             "another process": lambda: self.edit_env(lambda d: d.update(conditions={"other_compute_processes": [
                 {"pid": "4242", "name": "sc_probe", "seen": "begin"}]})),
+            "every GPU test skipped": lambda: [write(self.run / "gtest" / ("priority_flags.PriorityFlags.%s.xml" % n),
+                                                     gtest_xml("PriorityFlags", n, skip="p.cpp:1\nneeds two GPUs"))
+                                               for n in ("RangeIsOrdered", "SpecialHandles")],
         }
         needles = {"no GPU": "no GPU was used: no device", "CUPTI off": "tracing (CUPTI) was off: no libcupti",
                    "not finished": "did not finish", "XML count": "counts 5", "mutation": "STREAMCHECK_MUTATE=PRIO-01",
@@ -125,7 +128,9 @@ class Gate(unittest.TestCase):
                    "missing XML": "no GoogleTest XML", "truncated file": "unreadable", "no env.json": "no env.json",
                    "launch blocking": "CUDA_LAUNCH_BLOCKING=1 is set", "connections": "CUDA_DEVICE_MAX_CONNECTIONS=1",
                    "sanitizer": "compute-sanitizer --tool memcheck", "MPS": "MPS is active", "MIG": "MIG instance",
-                   "another process": "another process had a context on the GPU: pid 4242 (sc_probe)"}
+                   "another process": "another process had a context on the GPU: pid 4242 (sc_probe)",
+                   "every GPU test skipped": "nothing was tested on a GPU (all 2 GPU tests skipped or did not run; 2 "
+                                             "of them: needs two GPUs)"}
         for label, damage in cases.items():
             with self.subTest(label):
                 self.run = good_run(self.root / label.replace(" ", "_"))

@@ -210,6 +210,8 @@ class TestDetails(ReportTestCase):
         header = page[page.index("<header>"):page.index("</header>")]
         self.assertIn("no GPU:</b> no usable CUDA device: cudaGetDeviceCount -&gt; cudaErrorInsufficientDriver", header)
         self.assertIn("<dt>Driver</dt><dd>none</dd>", header)
+        totals = page[page.index('id="totals"'):]
+        self.assertIn("\u2717 Nothing was tested on a GPU (no GPU was used: no usable CUDA device", totals)
 
     def test_version_formatting(self):
         self.assertEqual(common.cuda_version(13000), "13.0")

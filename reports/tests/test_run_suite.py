@@ -1,11 +1,13 @@
-"""ci/run_suite.sh --every-gpu with stand-ins for nvidia-smi, cmake and ctest: which runs it makes, with
-which GPUs visible, and what it exits with."""
+"""ci/run_suite.sh with stand-ins for nvidia-smi, cmake and ctest: which runs --every-gpu makes, with which
+GPUs visible, and what it exits with, including for a run in which nothing was tested on a GPU."""
 
 import os
 import subprocess
 import tempfile
 import unittest
 from pathlib import Path
+
+from synthetic import make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,6 +19,7 @@ echo $n > "$FAKE_LOG.count"
 echo "call=$n CVD=${CUDA_VISIBLE_DEVICES-unset} ORDER=${CUDA_DEVICE_ORDER-unset} ARGS=$*" >> "$FAKE_LOG"
 if [ "${FAKE_NO_RESULTS:-}" != "$n" ]; then
   mkdir -p results/runs/run-$n results/invocations
+  [ -n "${FAKE_TEMPLATE:-}" ] && cp -r "$FAKE_TEMPLATE/." results/runs/run-$n/
   ln -sfn ../runs/run-$n "results/invocations/$$-$(awk '{print $22}' /proc/$$/stat)"
   ln -sfn runs/run-$n results/latest
 fi
@@ -54,11 +57,12 @@ class EveryGpu(unittest.TestCase):
         path.write_text(text)
         path.chmod(0o755)
 
-    def run_suite(self, **extra):
+    def run_suite(self, every_gpu=True, **extra):
         env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
         env.update({"PATH": "%s:%s" % (self.bin, env.get("PATH", "")), "FAKE_LOG": str(self.log)})
         env.update(extra)
-        done = subprocess.run(["bash", str(ROOT / "ci" / "run_suite.sh"), "--every-gpu", str(self.build)],
+        options = ["--every-gpu"] if every_gpu else []
+        done = subprocess.run(["bash", str(ROOT / "ci" / "run_suite.sh")] + options + [str(self.build)],
                               capture_output=True, text=True, timeout=120, env=env)
         calls = self.log.read_text().splitlines() if self.log.exists() else []
         return done, calls
@@ -94,6 +98,21 @@ class EveryGpu(unittest.TestCase):
         done, calls = self.run_suite()
         self.assertEqual(0, done.returncode, done.stderr)
         self.assertEqual(1, len(calls), calls)
+
+    def test_nothing_tested_on_a_gpu_is_exit_2_and_said(self):
+        template = Path(self._tmp.name) / "template"
+        make_run(template, gpu=False, driver=0, release=None)
+        done, _ = self.run_suite(False, FAKE_TEMPLATE=str(template / "20260101T000000Z-1"))
+        self.assertEqual(2, done.returncode, done.stdout + done.stderr)
+        self.assertIn("report: nothing was tested on a GPU (no GPU was used: no usable CUDA device", done.stdout)
+        self.assertIn("run_suite: nothing was tested on a GPU (no GPU was used", done.stderr)
+
+    def test_a_run_that_tested_on_a_gpu_keeps_ctests_status(self):
+        template = Path(self._tmp.name) / "template"
+        make_run(template)
+        done, _ = self.run_suite(False, FAKE_TEMPLATE=str(template / "20260101T000000Z-1"))
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+        self.assertNotIn("nothing was tested", done.stdout + done.stderr)
 
 
 if __name__ == "__main__":
