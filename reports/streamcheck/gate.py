@@ -17,9 +17,10 @@ their claim IDs and skip reasons. Python 3.9+ standard library only.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 from xml.sax.saxutils import escape, quoteattr
 
 from .common import InputError, cuda_version, dig, driver_text, fmt_value
@@ -118,12 +119,14 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
                                                               (", ..." if len(names) > 3 else ""), reason))
 
     regressions: List[str] = []
+    details: Dict[str, str] = {}
     failed = sorted(n for n, t in tests.items() if t["status"] == "failed")
     for name in failed:
         t = tests[name]
         what = "documented behavior %s failed" % ", ".join(claim_ids(t)) if claims_kind(t, "documented") else \
             "failed" + (" (claims %s)" % ", ".join(claim_ids(t)) if t["claims"] else "")
-        regressions.append("%s: %s%s" % (name, what, ": " + first_failure(t) if t["failures"] else ""))
+        regressions.append("%s: %s%s" % (name, what, ": " + failure_reason(t) if t["failures"] else ""))
+        details[name] = "\n\n".join(f.strip() for f in t["failures"])
     for name, t in sorted(tests.items()):
         for row in t["baseline"]:
             if row.get("status") in FAILING_ROWS:
@@ -132,13 +135,58 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
                     fmt_value(row.get("observed")), fmt_value(row.get("expected"))))
     code = UNTRUSTWORTHY if untrustworthy else REGRESSED if regressions else PASS
     counts = {s: sum(1 for t in tests.values() if t["status"] == s) for s in ("passed", "failed", "skipped", "notrun")}
+    report = Path(run["dir"]) / "report.html"
     return {"code": code, "verdict": VERDICT[code], "untrustworthy": untrustworthy, "regressions": regressions,
-            "failed": failed, "counts": counts, "facts": gpu_facts(env), "run": run["id"], "dir": run["dir"]}
+            "failed": failed, "details": details, "skips": skip_groups(tests), "conditions": conditions_line(env),
+            "report": str(report) if report.is_file() else None,
+            "counts": counts, "facts": gpu_facts(env), "run": run["id"], "dir": run["dir"]}
 
 
-def first_failure(test: Dict[str, Any]) -> str:
-    lines = [line.strip() for line in test["failures"][0].splitlines() if line.strip()]
-    return " ".join(lines[1:2] or lines[:1])[:240]
+LOCATION = re.compile(r"^\S+:\d+(: Failure)?$")
+
+
+def failure_reason(test: Dict[str, Any]) -> str:
+    """Every failure of a test on one line, whole: GoogleTest's location lines (file:line) left out."""
+    parts = []
+    for failure in test["failures"]:
+        lines = [line.strip() for line in failure.splitlines() if line.strip()]
+        parts.append(" ".join(line for line in lines if not LOCATION.match(line)) or " ".join(lines))
+    return "; ".join(p for p in parts if p)
+
+
+def skip_groups(tests: Dict[str, Dict[str, Any]]) -> List[Tuple[str, int]]:
+    """(reason, count) of the skipped and not-run tests, the most frequent first; the baseline rule's skips
+    (observed values not judged) count as one reason."""
+    groups: Dict[str, int] = {}
+    for t in tests.values():
+        if t["status"] == "skipped":
+            key = "not judged: observed values without a baseline here, or not measured" \
+                if t.get("skip_kind") in ("not_judged", "no_baseline") else t["skip_reason"] or "(no reason given)"
+        elif t["status"] == "notrun":
+            key = "not run: " + ("; ".join(t["notes"]) or "(no reason recorded)")
+        else:
+            continue
+        groups[key] = groups.get(key, 0) + 1
+    return sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def conditions_line(env: Dict[str, Any]) -> str:
+    """The runner's set-up as the run found it, one line, also when nothing is wrong with it."""
+    c = env.get("conditions") if isinstance(env.get("conditions"), dict) else {}
+    if not c:
+        return "not recorded"
+    parts = ["mode %s" % (dig(env, "run", "mode") or "isolated")]
+    for key, variable in (("cuda_visible_devices", "CUDA_VISIBLE_DEVICES"), ("launch_blocking", "CUDA_LAUNCH_BLOCKING"),
+                          ("max_connections", "CUDA_DEVICE_MAX_CONNECTIONS")):
+        parts.append("%s %s" % (variable, "unset" if c.get(key) is None else "=" + str(c.get(key))))
+    parts.append("compute mode %s" % (dig(c, "compute_mode", "name") or "unknown"))
+    parts.append("MPS %s" % {True: "on", False: "off"}.get(dig(c, "mps", "active"), "unknown"))
+    parts.append("MIG %s" % {True: "on", False: "off"}.get(dig(c, "mig", "enabled"), "unknown"))
+    parts.append("sanitizer %s" % (c.get("sanitizer") or "none"))
+    others = c.get("other_compute_processes") or []
+    parts.append("%d other process(es) on the GPU" % len(others) if others else "no other process on the GPU")
+    parts.append("tracing %s" % ("on" if dig(env, "tracing", "enabled") is True else "off"))
+    return ", ".join(parts)
 
 
 def facts_line(verdict: Dict[str, Any]) -> str:
@@ -154,21 +202,52 @@ def md_cell(text: Any) -> str:
     return escape(str(text)).replace("|", "\\|").replace("\n", " ").replace("`", "'")
 
 
+def md_block(text: str, indent: str = "  ") -> List[str]:
+    """A fenced block of text, indented under a list item; no fence inside it can close it."""
+    fence = "~~~~"
+    while fence in text:
+        fence += "~"
+    return [indent + fence + "text"] + [indent + line if line else "" for line in text.splitlines()] + [indent + fence]
+
+
 def markdown(verdict: Dict[str, Any], limit: int = 50) -> str:
-    """The summary for $GITHUB_STEP_SUMMARY or a GitLab note."""
+    """The summary for $GITHUB_STEP_SUMMARY or a GitLab note: the verdict, the GPU and driver, the runner's
+    set-up, why the run is not trustworthy, each regression with its whole failure text, the skips by reason,
+    and where the report is."""
     c = verdict["counts"]
     out = ["## streamcheck gate: %s (exit %d)" % (verdict["verdict"], verdict["code"]), "",
            "Run `%s` on %s." % (md_cell(verdict["run"]), md_cell(facts_line(verdict))), "",
+           "Conditions: %s." % md_cell(verdict.get("conditions") or "not recorded"), "",
            "| passed | failed | skipped | not run |", "|---:|---:|---:|---:|",
            "| %d | %d | %d | %d |" % (c["passed"], c["failed"], c["skipped"], c["notrun"]), ""]
-    for title, items in (("Why the run is not trustworthy", verdict["untrustworthy"]),
-                         ("Regressions", verdict["regressions"])):
-        if items:
-            out.append("### %s (%d)" % (title, len(items)))
-            out.extend("- %s" % md_cell(item) for item in items[:limit])
-            if len(items) > limit:
-                out.append("- ... %d more" % (len(items) - limit))
-            out.append("")
+    if verdict["untrustworthy"]:
+        out.append("### Why the run is not trustworthy (%d)" % len(verdict["untrustworthy"]))
+        out.extend("- %s" % md_cell(item) for item in verdict["untrustworthy"][:limit])
+        if len(verdict["untrustworthy"]) > limit:
+            out.append("- ... %d more" % (len(verdict["untrustworthy"]) - limit))
+        out.append("")
+    if verdict["regressions"]:
+        out.append("### Regressions (%d)" % len(verdict["regressions"]))
+        details = verdict.get("details") or {}
+        for item in verdict["regressions"][:limit]:
+            name = item.split(": ", 1)[0]
+            if name in details and details[name]:
+                out.append("- **%s**: %s" % (md_cell(name), md_cell(item.split(": ", 2)[1])))
+                out.extend(md_block(details[name]))
+            else:
+                out.append("- %s" % md_cell(item))
+        if len(verdict["regressions"]) > limit:
+            out.append("- ... %d more (the JUnit file and the report have every one)" % (len(verdict["regressions"]) - limit))
+        out.append("")
+    skips = verdict.get("skips") or []
+    if skips:
+        out.extend(["### Skipped or not run, by reason", "", "| tests | reason |", "|---:|---|"])
+        out.extend("| %d | %s |" % (n, md_cell(reason)) for reason, n in skips[:limit])
+        if len(skips) > limit:
+            out.append("| %d | (%d more reasons) |" % (sum(n for _, n in skips[limit:]), len(skips) - limit))
+        out.append("")
+    if verdict.get("report"):
+        out.extend(["Report: `%s`" % md_cell(verdict["report"]), ""])
     return "\n".join(out) + "\n"
 
 
@@ -185,7 +264,7 @@ def junit(run: Dict[str, Any], verdict: Dict[str, Any]) -> str:
         body = "<properties>%s</properties>" % props if props else ""
         if t["status"] == "failed":
             text = "\n\n".join(t["failures"]) or "failed"
-            body += "<failure message=%s>%s</failure>" % (quoteattr(first_failure(t) if t["failures"] else "failed"),
+            body += "<failure message=%s>%s</failure>" % (quoteattr(failure_reason(t) if t["failures"] else "failed"),
                                                          escape(text[:20000]))
         elif t["status"] == "skipped":
             body += "<skipped message=%s/>" % quoteattr(t["skip_reason"] or "(no reason given)")
@@ -215,7 +294,8 @@ def gate(run_dir: Path, ctest_junit: Optional[Path] = None, require_tracing: boo
         run = {"id": Path(run_dir).name, "dir": str(run_dir), "env": {}, "tests": {}, "problems": [],
                "xml_files": 0}
         verdict = {"code": UNTRUSTWORTHY, "verdict": VERDICT[UNTRUSTWORTHY], "untrustworthy": [str(e)],
-                   "regressions": [], "failed": [], "counts": {"passed": 0, "failed": 0, "skipped": 0, "notrun": 0},
+                   "regressions": [], "failed": [], "details": {}, "skips": [], "conditions": "not recorded",
+                   "report": None, "counts": {"passed": 0, "failed": 0, "skipped": 0, "notrun": 0},
                    "facts": gpu_facts({}), "run": run["id"], "dir": run["dir"]}
         return {"run": run, "verdict": verdict}
     return {"run": run, "verdict": judge(run, ctest, require_tracing)}
@@ -228,6 +308,8 @@ def summary_lines(verdict: Dict[str, Any]) -> List[str]:
                                                                     c["notrun"])]
     lines.extend("gate: not trustworthy: %s" % r for r in verdict["untrustworthy"])
     lines.extend("gate: regression: %s" % r for r in verdict["regressions"])
+    if verdict.get("report"):
+        lines.append("gate: report %s" % verdict["report"])
     lines.append("gate: %s (exit %d)" % (verdict["verdict"], verdict["code"]))
     return lines
 

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from synthetic import REPORTS, SCRIPT_TEXT, env_doc, gtest_xml, observation, write
-from streamcheck.gate import gate
+from streamcheck.gate import gate, markdown
 from streamcheck.results import load_run
 
 GATE = REPORTS / "streamcheck_gate.py"
@@ -80,6 +80,36 @@ class Gate(unittest.TestCase):
         verdict = self.code()
         self.assertEqual(verdict["code"], 1, verdict)
         self.assertIn("documented behavior PRIO-01 failed: least was 1", verdict["regressions"][0])
+
+    def test_a_failure_is_summarized_whole_with_skips_by_reason_conditions_and_the_report(self):
+        reason = ["p.cpp:9", "rate 0.31 exceeds kRateTolerance, where", "  the tolerance is 0.25 (one tick in four)",
+                  "~~~~ a fence in the text"]
+        write(self.run / "gtest" / "priority_flags.PriorityFlags.RangeIsOrdered.xml", gtest_xml(
+            "PriorityFlags", "RangeIsOrdered", failures=["\n".join(reason), "p.cpp:12\nand a second failure"],
+            properties={"catalog_id": "PRIO-01", "verdict_kind": "documented"}))
+        for n in ("A", "B"):
+            write(self.run / "gtest" / ("unit.Handle.Skip%s.xml" % n), gtest_xml("Handle", "Skip" + n,
+                                                                                skip="h.cpp:1\nneeds two GPUs"))
+        self.edit_env(lambda d: d.update(conditions={"launch_blocking": None, "max_connections": None,
+                                                     "mps": {"active": False}, "mig": {"enabled": False},
+                                                     "compute_mode": {"name": "Default"}}))
+        self.edit_env(lambda d: d["run"].update(gtest_xml_files=5))
+        write(self.run / "report.html", "<html></html>")
+        verdict = self.code()
+        self.assertEqual(verdict["code"], 1, verdict)
+        self.assertIn("where the tolerance is 0.25 (one tick in four) ~~~~ a fence in the text; and a second failure",
+                      verdict["regressions"][0])
+        md = markdown(verdict)
+        for needle in ("  ~~~~~text\n  p.cpp:9\n  rate 0.31 exceeds kRateTolerance, where\n"
+                       "    the tolerance is 0.25 (one tick in four)\n  ~~~~ a fence in the text\n\n"
+                       "  p.cpp:12\n  and a second failure\n  ~~~~~\n",
+                       "| 2 | needs two GPUs |", "| 1 | no reason",
+                       "Conditions: mode isolated, CUDA_VISIBLE_DEVICES unset, CUDA_LAUNCH_BLOCKING unset, "
+                       "CUDA_DEVICE_MAX_CONNECTIONS unset, compute mode Default, MPS off, MIG off, sanitizer none, "
+                       "no other process on the GPU, tracing on.",
+                       "Report: `%s`" % (self.run / "report.html"), "driver 580.95.05 (CUDA 13.0)"):
+            self.assertIn(needle, md)
+        self.assertLess(md.index("| 2 | needs two GPUs |"), md.index("| 1 | no reason"))
 
     def test_1_a_gating_baseline_row_differs(self):
         def differ(doc):
