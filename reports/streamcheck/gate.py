@@ -17,6 +17,7 @@ their claim IDs and skip reasons. Python 3.9+ standard library only.
 
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -136,9 +137,12 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
     code = UNTRUSTWORTHY if untrustworthy else REGRESSED if regressions else PASS
     counts = {s: sum(1 for t in tests.values() if t["status"] == s) for s in ("passed", "failed", "skipped", "notrun")}
     report = Path(run["dir"]) / "report.html"
+    # Named from the folder the gate runs in where it is below it: the path a CI artifact keeps.
+    where = os.path.relpath(report) if report.is_file() else None
+    where = str(report.resolve()) if where and where.startswith("..") else where
     return {"code": code, "verdict": VERDICT[code], "untrustworthy": untrustworthy, "regressions": regressions,
             "failed": failed, "details": details, "skips": skip_groups(tests), "conditions": conditions_line(env),
-            "report": str(report) if report.is_file() else None,
+            "report": where,
             "counts": counts, "facts": gpu_facts(env), "run": run["id"], "dir": run["dir"]}
 
 

@@ -107,7 +107,7 @@ class Gate(unittest.TestCase):
                        "Conditions: mode isolated, CUDA_VISIBLE_DEVICES unset, CUDA_LAUNCH_BLOCKING unset, "
                        "CUDA_DEVICE_MAX_CONNECTIONS unset, compute mode Default, MPS off, MIG off, sanitizer none, "
                        "no other process on the GPU, tracing on.",
-                       "Report: `%s`" % (self.run / "report.html"), "driver 580.95.05 (CUDA 13.0)"):
+                       "Report: `%s`" % (self.run / "report.html").resolve(), "driver 580.95.05 (CUDA 13.0)"):
             self.assertIn(needle, md)
         self.assertLess(md.index("| 2 | needs two GPUs |"), md.index("| 1 | no reason"))
 
@@ -293,6 +293,20 @@ class Gate(unittest.TestCase):
         for template in ("github-actions-gpu.yml", "gitlab-ci-gpu.yml"):
             self.assertIn("ci/gate.sh", (REPORTS.parent / "ci" / template).read_text())
         self.assertIn("junit: build/gate-junit.xml", (REPORTS.parent / "ci" / "gitlab-ci-gpu.yml").read_text())
+
+    def test_templates_build_for_the_runners_gpu_on_the_expected_events_and_keep_results_for_a_while(self):
+        github = (REPORTS.parent / "ci" / "github-actions-gpu.yml").read_text()
+        gitlab = (REPORTS.parent / "ci" / "gitlab-ci-gpu.yml").read_text()
+        for name, text in (("github", github), ("gitlab", gitlab)):
+            self.assertIn("What to change:", text.split("\n\n")[0], name)
+            self.assertIn("-DCMAKE_CUDA_ARCHITECTURES=native", text, name)
+            self.assertNotIn('"90"', text, name)
+            self.assertLess(text.index("-B build"), text.index("bash ci/gate.sh build"), name)
+        for event in ("push:", "workflow_dispatch:", "schedule:"):
+            self.assertIn("\n  %s" % event, github)
+        self.assertEqual(github.count("retention-days: 14"), 3)
+        self.assertIn("$CI_PIPELINE_SOURCE =~ /^(push|web|schedule)$/", gitlab)
+        self.assertEqual(gitlab.count("expire_in: 2 weeks"), 3)
 
     def test_both_templates_have_the_sanitizer_job_on_a_build_it_configures(self):
         for template in ("github-actions-gpu.yml", "gitlab-ci-gpu.yml"):
