@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Gate for a GPU runner (driver or toolkit upgrade, new GPU, virtualized GPU): build, run every GPU test, and
-# judge the run with reports/streamcheck_gate.py (the one gate; README, "Gating a runner"). Which rows gate is
-# the baselines' policy (baselines/sm_<cc>.json), not a list of families.
+# Gate for a GPU runner (driver or toolkit upgrade, new GPU, virtualized GPU): build, run every GPU test on
+# every GPU of the machine at once (ci/run_suite.sh --every-gpu: a run per GPU, the two-GPU tests over pairs),
+# and judge the runs with reports/streamcheck_gate.py (the one gate; README, "Gating a runner"); the worst
+# run's verdict is the machine's. With CUDA_VISIBLE_DEVICES set, one run on the GPUs it names. Which rows gate
+# is the baselines' policy (baselines/sm_<cc>.json), not a list of families.
 #
 #   ci/gate.sh [BUILD_DIR] [-- extra ctest arguments]
 #
@@ -24,10 +26,13 @@ build=${1:-$src/build}
 mkdir -p "$build"
 said=$(mktemp)
 trap 'rm -f "$said"' EXIT
-bash "$src/ci/run_suite.sh" "$build" -- -L '^gpu$' --no-tests=error "$@" | tee "$said"
+every=(--every-gpu)
+[ -n "${CUDA_VISIBLE_DEVICES:-}" ] && every=()
+bash "$src/ci/run_suite.sh" "${every[@]}" "$build" -- -L '^gpu$' --no-tests=error "$@" 2>&1 | tee "$said"
 suite_rc=${PIPESTATUS[0]}
-# This gate's own run, as run_suite.sh names it (another run in the same build folder may be newer).
-run=$(sed -n 's/^run_suite: results folder //p' "$said" | tail -n 1)
+# This gate's own runs, as run_suite.sh names them (another run in the same build folder may be newer).
+mapfile -t runs < <(sed -n 's/^run_suite: results folder //p' "$said")
+run=${runs[0]:-}
 if [ -z "$run" ] || [ ! -f "$run/env.json" ]; then
   # A build that failed leaves no run; an earlier one must not be judged in its place.
   echo "gate: NOT TRUSTWORTHY: this gate produced no run folder (ctest status $suite_rc); see above" |
@@ -35,10 +40,18 @@ if [ -z "$run" ] || [ ! -f "$run/env.json" ]; then
   [ -n "${GITHUB_STEP_SUMMARY:-}" ] && cat "$build/gate-summary.md" >>"$GITHUB_STEP_SUMMARY"
   exit 2
 fi
-junit=()
-[ -f "$run/junit.xml" ] && junit=(--ctest-junit "$run/junit.xml")
-python3 "$src/reports/streamcheck_gate.py" "$run" "${junit[@]}" \
-  --markdown "$build/gate-summary.md" --junit "$build/gate-junit.xml"
+# Each run's ctest record (RUN/junit.xml) is read with it.
+python3 "$src/reports/streamcheck_gate.py" "${runs[@]}" --markdown "$build/gate-summary.md" \
+  --junit "$build/gate-junit.xml"
 rc=$?
-echo "gate: results in $run (exit $rc)"
+# A GPU whose ctest made no run folder was not gated: the machine's gate proves nothing about it.
+if grep -q "ctest made no results folder" "$said"; then
+  {
+    echo ""
+    echo "**NOT TRUSTWORTHY**: $(grep "ctest made no results folder" "$said" | sed 's/^run_suite: //' | paste -sd ';' -)"
+  } | tee -a "$build/gate-summary.md"
+  [ -n "${GITHUB_STEP_SUMMARY:-}" ] && tail -n 2 "$build/gate-summary.md" >>"$GITHUB_STEP_SUMMARY"
+  rc=2
+fi
+echo "gate: results in ${runs[*]} (exit $rc)"
 exit $rc

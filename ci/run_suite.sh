@@ -3,12 +3,13 @@
 #
 #   ci/run_suite.sh [--every-gpu] [BUILD_DIR] [-- extra ctest arguments]
 #
-# --every-gpu: one run per GPU that nvidia-smi lists (CUDA_VISIBLE_DEVICES=<index>, so each run folder holds
-# one GPU's results and its env.json names that GPU), then, with two or more GPUs, one run of the tests that
-# need two GPUs (suites *AcrossDevices) with every GPU visible; each run folder gets its report, and each
-# GPU after the first a comparison page against the first GPU's run (compare-<run id>.html in its folder),
-# so the GPUs' differences (environment, statuses, observed values) are side by side. Exit status: the
-# worst of the runs'.
+# --every-gpu: every GPU that nvidia-smi lists at once: one run per GPU (CUDA_VISIBLE_DEVICES=<index>, so each
+# run folder holds one GPU's results and its env.json names that GPU) and, with two or more GPUs, one run of
+# the tests that need two GPUs (suites *AcrossDevices) per pair of GPUs (neighbours; with an odd count the last
+# with the first), all started together. Each run folder gets its report and ctest's log, each GPU after the
+# first a comparison page against the first GPU's run, and the machine one page of its own, machine.html in
+# the first GPU's run folder: what differs between the GPUs first, then GPU x family and the pairs' runs.
+# Exit status: the worst of the runs'.
 #
 # Environment: CUDA_ARCHITECTURES (e.g. 90; default: the project's default), STREAMCHECK_MODE (isolated, the
 # default, or fast: how ctest runs the tests; the build directory is the same for both).
@@ -76,43 +77,70 @@ if [ $every_gpu -eq 1 ]; then
   fi
   # nvidia-smi numbers GPUs by PCI bus; CUDA numbers them fastest first unless told otherwise.
   export CUDA_DEVICE_ORDER=PCI_BUS_ID
+  # Pairs for the two-GPU tests: neighbours, and with an odd count the last with the first, so every GPU is in
+  # one. An empty CUDA_VISIBLE_DEVICES would hide every GPU: it is set only with an index.
+  jobs_=()
+  for g in "${gpus[@]}"; do jobs_+=("$g"); done
+  n=${#gpus[@]}
+  if [ "$n" -ge 2 ]; then
+    for ((i = 0; i + 1 < n; i += 2)); do jobs_+=("${gpus[i]},${gpus[i + 1]}"); done
+    [ $((n % 2)) -eq 1 ] && jobs_+=("${gpus[n - 1]},${gpus[0]}")
+  fi
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  # Every run at once: the GPU lock (fixtures/include/sc/fixtures/gpu_lock.hpp) keeps one test process at a
+  # time on each GPU, so a pair's tests take their turn on GPUs that their own runs are testing.
+  for j in "${jobs_[@]}"; do
+    case "$j" in
+      *,*) select_=(-R 'AcrossDevices\.' --no-tests=error) ;;
+      *) select_=(-E 'AcrossDevices\.') ;;
+    esac
+    (
+      set +e
+      if [ -n "$j" ]; then
+        CUDA_VISIBLE_DEVICES=$j ctest_run "$build" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure \
+          --timeout 300 --output-junit "junit-$$-${j/,/-}.xml" "${select_[@]}" "$@"
+      else
+        ctest_run "$build" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 \
+          --output-junit "junit-$$-.xml" "${select_[@]}" "$@"
+      fi
+      echo "$? $run" >"$work/status-${j/,/-}"
+    ) >"$work/log-${j/,/-}" 2>&1 &
+  done
+  wait
   worst=0
   first=""
-  for g in "${gpus[@]}"; do
-    echo "run_suite: GPU ${g:-(as CUDA sees them)}"
-    set +e
-    # An empty CUDA_VISIBLE_DEVICES would hide every GPU: set it only with an index.
-    if [ -n "$g" ]; then
-      CUDA_VISIBLE_DEVICES=$g ctest_run "$build" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 \
-        --output-junit "junit-$$.xml" "$@"
-    else
-      ctest_run "$build" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 --output-junit "junit-$$.xml" "$@"
-    fi
-    rc=$?
-    set -e
-    [ $rc -gt $worst ] && worst=$rc
+  machine=()
+  for j in "${jobs_[@]}"; do
+    read -r rc run <"$work/status-${j/,/-}" || { rc=1; run=""; }
+    label="GPU ${j:-(as CUDA sees them)}"
+    [[ $j == *,* ]] && label="GPUs $j (tests that need two GPUs)"
+    echo "run_suite: $label: ctest status $rc"
+    # ctest's summary and what failed; the whole log goes into the run's folder.
+    sed -n '/tests passed\|tests failed\|The following tests FAILED\|^\s*[0-9]* - .*(\(Failed\|Timeout\|Not Run\|Exception\))/p' \
+      "$work/log-${j/,/-}" | sed "s/^/  /"
+    [ "$rc" -gt $worst ] && worst=$rc
     if [ -z "$run" ]; then
-      echo "run_suite: GPU ${g:-?}: ctest made no results folder (status $rc)" >&2
+      echo "run_suite: $label: ctest made no results folder (status $rc)" >&2
+      cat "$work/log-${j/,/-}" >&2
       [ $worst -eq 0 ] && worst=1
       continue
     fi
-    mv -f "$build/junit-$$.xml" "$run/junit.xml" 2>/dev/null || true
-    if [ -z "$first" ]; then
-      first=$run
+    cp "$work/log-${j/,/-}" "$run/ctest.log"
+    mv -f "$build/junit-$$-${j/,/-}.xml" "$run/junit.xml" 2>/dev/null || true
+    machine+=("$run")
+    if [[ $j == *,* ]] || [ -z "$first" ]; then
+      [[ $j == *,* ]] || first=$run
       report "$run"
     else
       report "$run" "$first"
     fi
   done
-  if [ ${#gpus[@]} -ge 2 ]; then
-    echo "run_suite: the tests that need two GPUs, every GPU visible"
-    set +e
-    ctest_run "$build" -j "${CTEST_PARALLEL_LEVEL:-4}" --output-on-failure --timeout 300 --output-junit "junit-$$.xml" \
-      -R 'AcrossDevices\.' --no-tests=error "$@"
-    rc=$?
-    set -e
-    [ $rc -gt $worst ] && worst=$rc
-    [ -n "$run" ] && mv -f "$build/junit-$$.xml" "$run/junit.xml" 2>/dev/null && report "$run"
+  if [ ${#machine[@]} -ge 2 ] && command -v python3 >/dev/null 2>&1; then
+    # In the first GPU's run folder, where the gate finds it.
+    python3 "$src/reports/streamcheck_report.py" --machine "${machine[@]}" --source "$src" \
+      -o "${first:-${machine[0]}}/machine.html" ||
+      echo "run_suite: the machine page could not be written (see above)" >&2
   fi
   if [ $worst -eq 0 ] && [ -n "$nothing_on_gpu" ]; then
     echo "run_suite: $nothing_on_gpu: exit 2, not a green run" >&2

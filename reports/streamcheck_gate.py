@@ -27,7 +27,8 @@ from typing import Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from streamcheck.gate import UNTRUSTWORTHY, gate, junit, markdown, summary_lines  # noqa: E402
+from streamcheck.gate import (UNTRUSTWORTHY, VERDICT, artifact_path, gate, junit_document,  # noqa: E402
+                              machine_markdown, markdown, summary_lines)
 
 
 def write(path: str, text: str, append: bool = False) -> Optional[str]:
@@ -40,32 +41,47 @@ def write(path: str, text: str, append: bool = False) -> Optional[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="streamcheck_gate.py", description="Judge a streamcheck run folder: "
-                                     "exit 0 as expected, 1 regressed, 2 not trustworthy.")
-    parser.add_argument("run_dir", metavar="RUN_DIR")
-    parser.add_argument("--ctest-junit", metavar="JUNIT.xml", help="ctest --output-junit's file of the same run")
+    parser = argparse.ArgumentParser(prog="streamcheck_gate.py", description="Judge a streamcheck run folder, or "
+                                     "the run folders of one machine's GPUs (the worst verdict counts): exit 0 as "
+                                     "expected, 1 regressed, 2 not trustworthy.")
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    parser.add_argument("--ctest-junit", metavar="JUNIT.xml", help="ctest --output-junit's file of the same run "
+                        "(default: RUN_DIR/junit.xml, where ci/run_suite.sh puts it; one RUN_DIR only)")
     parser.add_argument("--markdown", metavar="OUT.md", help="write the Markdown summary here")
     parser.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML (claim IDs, skip reasons) here")
     parser.add_argument("--no-tracing-required", action="store_true",
                         help="accept a run with CUPTI tracing off (e.g. under compute-sanitizer)")
     args = parser.parse_args(argv)
-    result = gate(Path(args.run_dir), Path(args.ctest_junit) if args.ctest_junit else None,
-                  require_tracing=not args.no_tracing_required)
-    verdict = result["verdict"]
-    for line in summary_lines(verdict):
-        print(line)
-    text = markdown(verdict)
+    if args.ctest_junit and len(args.run_dirs) > 1:
+        parser.error("--ctest-junit names the file of one run; with several, each RUN_DIR/junit.xml is read")
+    results = []
+    for run_dir in map(Path, args.run_dirs):
+        ctest = Path(args.ctest_junit) if args.ctest_junit else run_dir / "junit.xml"
+        results.append(gate(run_dir, ctest if args.ctest_junit or ctest.is_file() else None,
+                            require_tracing=not args.no_tracing_required))
+    for result in results:
+        for line in summary_lines(result["verdict"]):
+            print(line if len(results) == 1 else "%s %s" % (result["verdict"].get("label") or result["verdict"]["run"],
+                                                             line))
+    code = max(r["verdict"]["code"] for r in results)
+    if len(results) == 1:
+        text = markdown(results[0]["verdict"])
+    else:
+        page = next((artifact_path(Path(d) / "machine.html") for d in args.run_dirs
+                     if (Path(d) / "machine.html").is_file()), None)
+        text = machine_markdown(results, page)
+        print("gate: machine: %s (exit %d)%s" % (VERDICT[code], code, "; page %s" % page if page else ""))
     errors = []
     if args.markdown:
         errors.append(write(args.markdown, text))
     if os.environ.get("GITHUB_STEP_SUMMARY") and os.environ["GITHUB_STEP_SUMMARY"] != args.markdown:
         errors.append(write(os.environ["GITHUB_STEP_SUMMARY"], text, append=True))
     if args.junit:
-        errors.append(write(args.junit, junit(result["run"], verdict)))
+        errors.append(write(args.junit, junit_document([(r["run"], r["verdict"]) for r in results])))
     errors = [e for e in errors if e]
     for error in errors:
         print("gate: %s" % error, file=sys.stderr)
-    return UNTRUSTWORTHY if errors else verdict["code"]
+    return UNTRUSTWORTHY if errors else code
 
 
 if __name__ == "__main__":

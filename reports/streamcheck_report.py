@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""streamcheck report: one self-contained HTML page for a run folder, or a comparison of two.
+"""streamcheck report: one self-contained HTML page for a run folder, a comparison of two, or a machine's.
 
     python3 reports/streamcheck_report.py RUN_DIR [--source SRC_DIR] [-o OUT.html]
     python3 reports/streamcheck_report.py OLD_RUN_DIR NEW_RUN_DIR [--source SRC_DIR] [-o OUT.html] [--text OUT.txt]
+    python3 reports/streamcheck_report.py --machine RUN_DIR... -o OUT.html
 
 A run folder (build/results/latest, or build/results/runs/<id>) holds env.json, gtest/*.xml,
 observations/*.json and instruments/*.json. The test plans are read from SRC_DIR/tests/<family>/README.md,
@@ -11,6 +12,8 @@ from, why it is gating, whether a driver may flip it, a finding).
 
 With two run folders the page compares them (what changed from OLD to NEW: environment, test statuses,
 observed values and baseline statuses, tests added or removed) and the same comparison is printed as text.
+With --machine the folders are one machine's runs, one per GPU and one per pair of GPUs (ci/run_suite.sh
+--every-gpu): the page shows what differs between the GPUs first, then GPU x family and the pairs' runs.
 
 The page needs no network and no JavaScript: CSS is inline, the data is embedded as
 <script type="application/json" id="data">, and a small optional script adds filtering.
@@ -84,6 +87,16 @@ def compare(old_dir: Path, new_dir: Path, source: Path, output: Path, text_outpu
     return problems_status(diff["problems"], output)
 
 
+def machine(run_dirs: Sequence[Path], source: Path, output: Path) -> int:
+    from streamcheck.machine import machine_text, machine_view, render_machine
+    from streamcheck.results import load_run
+    view = machine_view([load_run(d) for d in run_dirs])
+    write_output(output, render_machine(view, source, output))
+    sys.stdout.write(machine_text(view))
+    print("machine: %s" % output)
+    return problems_status(view["problems"], output)
+
+
 def problems_status(problems: Sequence[str], output: Path) -> int:
     if not problems:
         return 0
@@ -106,7 +119,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="where to write the page (default: report.html in RUN_DIR; with two folders "
                              "compare-<old run id>.html in NEW_RUN_DIR)")
     parser.add_argument("--text", metavar="OUT.txt", help="with two folders: also write the text comparison here")
+    parser.add_argument("--machine", action="store_true",
+                        help="the folders are the runs of one machine's GPUs and pairs of GPUs (ci/run_suite.sh "
+                             "--every-gpu): write one page, what differs between the GPUs first (-o is required)")
     args = parser.parse_args(argv)
+    if args.machine:
+        if not args.output:
+            parser.error("--machine needs -o OUT.html")
+        try:
+            return machine([Path(d) for d in args.run_dirs], Path(args.source) if args.source else
+                           Path(__file__).resolve().parent.parent, Path(args.output))
+        except InputError as e:
+            print("%s: error: %s" % (GENERATOR, e), file=sys.stderr)
+            return 2
     if len(args.run_dirs) > 2:
         parser.error("give one run folder (a report) or two (OLD NEW: a comparison), not %d" % len(args.run_dirs))
 

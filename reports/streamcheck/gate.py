@@ -136,14 +136,21 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
                     fmt_value(row.get("observed")), fmt_value(row.get("expected"))))
     code = UNTRUSTWORTHY if untrustworthy else REGRESSED if regressions else PASS
     counts = {s: sum(1 for t in tests.values() if t["status"] == s) for s in ("passed", "failed", "skipped", "notrun")}
-    report = Path(run["dir"]) / "report.html"
-    # Named from the folder the gate runs in where it is below it: the path a CI artifact keeps.
-    where = os.path.relpath(report) if report.is_file() else None
-    where = str(report.resolve()) if where and where.startswith("..") else where
-    return {"code": code, "verdict": VERDICT[code], "untrustworthy": untrustworthy, "regressions": regressions,
+    visible = dig(env, "environment", "CUDA_VISIBLE_DEVICES")
+    label = ("GPUs %s" if "," in visible else "GPU %s") % visible if isinstance(visible, str) and visible else None
+    return {"label": label,"code": code, "verdict": VERDICT[code], "untrustworthy": untrustworthy, "regressions": regressions,
             "failed": failed, "details": details, "skips": skip_groups(tests), "conditions": conditions_line(env),
-            "report": where,
+            "report": artifact_path(Path(run["dir"]) / "report.html"),
             "counts": counts, "facts": gpu_facts(env), "run": run["id"], "dir": run["dir"]}
+
+
+def artifact_path(path: Path) -> Optional[str]:
+    """A file's path from the folder the gate runs in where it is below it (the path a CI artifact keeps),
+    else its absolute path; None when there is no such file."""
+    if not path.is_file():
+        return None
+    relative = os.path.relpath(path)
+    return str(path.resolve()) if relative.startswith("..") else relative
 
 
 LOCATION = re.compile(r"^\S+:\d+(: Failure)?$")
@@ -189,14 +196,17 @@ def conditions_line(env: Dict[str, Any]) -> str:
     parts.append("sanitizer %s" % (c.get("sanitizer") or "none"))
     others = c.get("other_compute_processes") or []
     parts.append("%d other process(es) on the GPU" % len(others) if others else "no other process on the GPU")
+    coordinated = c.get("coordinated_compute_processes") or []
+    if coordinated:
+        parts.append("%d test process(es) of other streamcheck runs, kept apart by the GPU lock" % len(coordinated))
     parts.append("tracing %s" % ("on" if dig(env, "tracing", "enabled") is True else "off"))
     return ", ".join(parts)
 
 
 def facts_line(verdict: Dict[str, Any]) -> str:
     f = verdict["facts"]
-    return "%s %s, driver %s, runtime %s, commit %s" % (
-        f["gpu"] or "no GPU", f["arch"] or "", driver_text(f.get("driver_release"), f["driver"]),
+    return "%s, driver %s, runtime %s, commit %s" % (
+        " ".join(str(x) for x in (f["gpu"] or "no GPU", f["arch"]) if x), driver_text(f.get("driver_release"), f["driver"]),
         cuda_version(f["runtime"]),
         (str(f["commit"])[:12] if f["commit"] else "unknown"))
 
@@ -214,24 +224,26 @@ def md_block(text: str, indent: str = "  ") -> List[str]:
     return [indent + fence + "text"] + [indent + line if line else "" for line in text.splitlines()] + [indent + fence]
 
 
-def markdown(verdict: Dict[str, Any], limit: int = 50) -> str:
+def markdown(verdict: Dict[str, Any], limit: int = 50, level: int = 2) -> str:
     """The summary for $GITHUB_STEP_SUMMARY or a GitLab note: the verdict, the GPU and driver, the runner's
     set-up, why the run is not trustworthy, each regression with its whole failure text, the skips by reason,
-    and where the report is."""
+    and where the report is. level: the heading level of its title (one run of several: 3)."""
     c = verdict["counts"]
-    out = ["## streamcheck gate: %s (exit %d)" % (verdict["verdict"], verdict["code"]), "",
+    title = "streamcheck gate" if level == 2 else "Run of %s" % (verdict.get("label") or verdict["run"])
+    sub = "#" * (level + 1)
+    out = ["%s %s: %s (exit %d)" % ("#" * level, title, verdict["verdict"], verdict["code"]), "",
            "Run `%s` on %s." % (md_cell(verdict["run"]), md_cell(facts_line(verdict))), "",
            "Conditions: %s." % md_cell(verdict.get("conditions") or "not recorded"), "",
            "| passed | failed | skipped | not run |", "|---:|---:|---:|---:|",
            "| %d | %d | %d | %d |" % (c["passed"], c["failed"], c["skipped"], c["notrun"]), ""]
     if verdict["untrustworthy"]:
-        out.append("### Why the run is not trustworthy (%d)" % len(verdict["untrustworthy"]))
+        out.append("%s Why the run is not trustworthy (%d)" % (sub, len(verdict["untrustworthy"])))
         out.extend("- %s" % md_cell(item) for item in verdict["untrustworthy"][:limit])
         if len(verdict["untrustworthy"]) > limit:
             out.append("- ... %d more" % (len(verdict["untrustworthy"]) - limit))
         out.append("")
     if verdict["regressions"]:
-        out.append("### Regressions (%d)" % len(verdict["regressions"]))
+        out.append("%s Regressions (%d)" % (sub, len(verdict["regressions"])))
         details = verdict.get("details") or {}
         for item in verdict["regressions"][:limit]:
             name = item.split(": ", 1)[0]
@@ -245,7 +257,7 @@ def markdown(verdict: Dict[str, Any], limit: int = 50) -> str:
         out.append("")
     skips = verdict.get("skips") or []
     if skips:
-        out.extend(["### Skipped or not run, by reason", "", "| tests | reason |", "|---:|---|"])
+        out.extend(["%s Skipped or not run, by reason" % sub, "", "| tests | reason |", "|---:|---|"])
         out.extend("| %d | %s |" % (n, md_cell(reason)) for reason, n in skips[:limit])
         if len(skips) > limit:
             out.append("| %d | (%d more reasons) |" % (sum(n for _, n in skips[limit:]), len(skips) - limit))
@@ -255,9 +267,36 @@ def markdown(verdict: Dict[str, Any], limit: int = 50) -> str:
     return "\n".join(out) + "\n"
 
 
+def machine_markdown(results: List[Dict[str, Any]], page: Optional[str]) -> str:
+    """The summary of several runs of one machine (a run per GPU, one per pair of GPUs): the worst verdict,
+    one line per run, the machine page, then each run's summary."""
+    worst = max(r["verdict"]["code"] for r in results)
+    out = ["## streamcheck gate: %s (exit %d)" % (VERDICT[worst], worst), "",
+           "| run | GPUs | verdict |", "|---|---|---|"]
+    out.extend("| `%s` | %s | %s (exit %d) |" % (md_cell(r["verdict"]["run"]), md_cell(r["verdict"].get("label") or ""),
+                                               md_cell(r["verdict"]["verdict"]), r["verdict"]["code"]) for r in results)
+    out.append("")
+    if page:
+        out.extend(["Machine page (what differs between the GPUs): `%s`" % md_cell(page), ""])
+    return "\n".join(out) + "\n" + "".join(markdown(r["verdict"], level=3) for r in results)
+
+
 def junit(run: Dict[str, Any], verdict: Dict[str, Any]) -> str:
     """JUnit XML: one test case per test (claim IDs and kinds as properties, skip reasons, failure text), and one
     for the gate's judgement of the run itself."""
+    return junit_document([(run, verdict)])
+
+
+def junit_document(judged: List[Tuple[Dict[str, Any], Dict[str, Any]]]) -> str:
+    """JUnit XML of one or more judged runs: a test suite each."""
+    suites = [junit_suite(run, verdict) for run, verdict in judged]
+    tests = sum(s[1] for s in suites)
+    failures = sum(s[2] for s in suites)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="streamcheck" tests="%d" failures="%d">\n%s'
+            '</testsuites>\n' % (tests, failures, "".join(s[0] for s in suites)))
+
+
+def junit_suite(run: Dict[str, Any], verdict: Dict[str, Any]) -> Tuple[str, int, int]:
     cases = []
     for name, t in sorted(run["tests"].items()):
         classname, _, short = name.rpartition(".")
@@ -283,10 +322,9 @@ def junit(run: Dict[str, Any], verdict: Dict[str, Any]) -> str:
         if trust else ""))
     c = verdict["counts"]
     failures = c["failed"] + (1 if trust else 0)
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="streamcheck" tests="%d" failures="%d">\n'
-            '<testsuite name=%s tests="%d" failures="%d" skipped="%d">\n%s\n</testsuite>\n</testsuites>\n' % (
-                len(cases), failures, quoteattr("streamcheck " + verdict["run"]), len(cases), failures,
-                c["skipped"] + c["notrun"], "\n".join(cases)))
+    name = "streamcheck " + verdict["run"] + (" (%s)" % verdict["label"] if verdict.get("label") else "")
+    return ('<testsuite name=%s tests="%d" failures="%d" skipped="%d">\n%s\n</testsuite>\n' % (
+        quoteattr(name), len(cases), failures, c["skipped"] + c["notrun"], "\n".join(cases)), len(cases), failures)
 
 
 def gate(run_dir: Path, ctest_junit: Optional[Path] = None, require_tracing: bool = True) -> Dict[str, Any]:

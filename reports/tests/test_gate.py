@@ -285,6 +285,35 @@ class Gate(unittest.TestCase):
         self.assertEqual(missing.returncode, 2)
         self.assertNotIn("Traceback", missing.stderr)
 
+    def test_a_machines_runs_are_judged_together_the_worst_counting(self):
+        other = good_run(self.root / "gpu1", "20260101T000000Z-2")
+        doc = json.loads((other / "env.json").read_text())
+        doc["environment"]["CUDA_VISIBLE_DEVICES"] = "1"
+        write(other / "env.json", json.dumps(doc))
+        write(other / "gtest" / "priority_flags.PriorityFlags.RangeIsOrdered.xml", gtest_xml(
+            "PriorityFlags", "RangeIsOrdered", failures=["p.cpp:9\nleast was 1"],
+            properties={"catalog_id": "PRIO-01", "verdict_kind": "documented"}))
+        write(self.run / "machine.html", "<html></html>")
+        md, xml = self.root / "s.md", self.root / "j.xml"
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+        result = cli(self.run, other, "--markdown", md, "--junit", xml, env=env)
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        text = md.read_text()
+        self.assertTrue(text.startswith("## streamcheck gate: FAILED: a behavior regressed (exit 1)"), text)
+        self.assertIn("| `20260101T000000Z-1` | GPU 0 | passed: every behavior as expected (exit 0) |", text)
+        self.assertIn("| `20260101T000000Z-2` | GPU 1 | FAILED: a behavior regressed (exit 1) |", text)
+        self.assertIn("Machine page (what differs between the GPUs): `%s`" % (self.run / "machine.html").resolve(), text)
+        self.assertIn("### Run of GPU 1: FAILED", text)
+        self.assertIn("#### Regressions (1)", text)
+        self.assertIn("GPU 1 gate: regression:", result.stdout)
+        suites = list(ET.parse(xml).getroot().iter("testsuite"))
+        self.assertEqual(["streamcheck 20260101T000000Z-1 (GPU 0)", "streamcheck 20260101T000000Z-2 (GPU 1)"],
+                         [s.get("name") for s in suites])
+        self.assertEqual("1", ET.parse(xml).getroot().get("failures"))
+        both = cli(self.run, other, "--ctest-junit", xml, env=env)
+        self.assertEqual(2, both.returncode)
+        self.assertIn("--ctest-junit names the file of one run", both.stderr)
+
     def test_gate_sh_calls_the_gate_and_judges_its_own_run(self):
         text = (REPORTS.parent / "ci" / "gate.sh").read_text()
         self.assertIn("reports/streamcheck_gate.py", text)

@@ -12,18 +12,18 @@ from synthetic import make_run
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_CTEST = r"""#!/usr/bin/env bash
-# Records its call, makes a results folder named after itself as sc_env begin does (unless FAKE_NO_RESULTS names
-# this call), exits as told.
-n=$(( $(cat "$FAKE_LOG.count" 2>/dev/null || echo 0) + 1 ))
-echo $n > "$FAKE_LOG.count"
-echo "call=$n CVD=${CUDA_VISIBLE_DEVICES-unset} ORDER=${CUDA_DEVICE_ORDER-unset} ARGS=$*" >> "$FAKE_LOG"
-if [ "${FAKE_NO_RESULTS:-}" != "$n" ]; then
-  mkdir -p results/runs/run-$n results/invocations
-  [ -n "${FAKE_TEMPLATE:-}" ] && cp -r "$FAKE_TEMPLATE/." results/runs/run-$n/
-  ln -sfn ../runs/run-$n "results/invocations/$$-$(awk '{print $22}' /proc/$$/stat)"
-  ln -sfn runs/run-$n results/latest
+# Records its call, makes a results folder named after its GPUs as sc_env begin does (unless FAKE_NO_RESULTS
+# names those GPUs), and exits as FAKE_RC_<GPUs> says. Calls may come at once: nothing is shared between them.
+key=${CUDA_VISIBLE_DEVICES-unset}
+key=${key//,/_}
+echo "CVD=${CUDA_VISIBLE_DEVICES-unset} ORDER=${CUDA_DEVICE_ORDER-unset} ARGS=$*" >> "$FAKE_LOG.$key"
+if [ "${FAKE_NO_RESULTS:-}" != "$key" ]; then
+  mkdir -p results/runs/run-$key results/invocations
+  [ -n "${FAKE_TEMPLATE:-}" ] && cp -r "$FAKE_TEMPLATE/." results/runs/run-$key/
+  ln -sfn ../runs/run-$key "results/invocations/$$-$(awk '{print $22}' /proc/$$/stat)"
 fi
-rc_var=FAKE_RC_$n
+echo "100% tests passed, 0 tests failed out of 1 (GPUs $key)"
+rc_var=FAKE_RC_$key
 exit ${!rc_var:-0}
 """
 
@@ -64,26 +64,45 @@ class EveryGpu(unittest.TestCase):
         options = ["--every-gpu"] if every_gpu else []
         done = subprocess.run(["bash", str(ROOT / "ci" / "run_suite.sh")] + options + [str(self.build)],
                               capture_output=True, text=True, timeout=120, env=env)
-        calls = self.log.read_text().splitlines() if self.log.exists() else []
+        logs = self.log.parent.glob(self.log.name + ".*")
+        calls = sorted(line for log in logs for line in log.read_text().splitlines())
         return done, calls
 
-    def test_one_run_per_gpu_then_the_two_gpu_tests_with_every_gpu_visible(self):
+    def test_one_run_per_gpu_and_the_two_gpu_tests_on_a_pair(self):
         done, calls = self.run_suite()
         self.assertEqual(0, done.returncode, done.stderr)
         self.assertEqual(3, len(calls), calls)
         self.assertIn("CVD=0 ORDER=PCI_BUS_ID", calls[0])
-        self.assertIn("CVD=1 ORDER=PCI_BUS_ID", calls[1])
-        self.assertIn("CVD=unset ORDER=PCI_BUS_ID", calls[2])
-        self.assertIn("-R AcrossDevices\\.", calls[2])
-        self.assertNotIn("AcrossDevices", calls[0] + calls[1])
+        self.assertIn("CVD=0,1 ORDER=PCI_BUS_ID", calls[1])
+        self.assertIn("CVD=1 ORDER=PCI_BUS_ID", calls[2])
+        self.assertIn("-R AcrossDevices\\.", calls[1])
+        self.assertIn("-E AcrossDevices\\.", calls[0])
+        self.assertIn("-E AcrossDevices\\.", calls[2])
+        self.assertIn("run_suite: GPUs 0,1 (tests that need two GPUs): ctest status 0", done.stdout)
+        self.assertIn("100% tests passed, 0 tests failed out of 1 (GPUs 0_1)", done.stdout)
+
+    def test_every_gpu_is_in_a_pair(self):
+        self.fake("nvidia-smi", "#!/bin/sh\nprintf '0\\n1\\n2\\n'\n")
+        done, calls = self.run_suite()
+        self.assertEqual(0, done.returncode, done.stderr)
+        pairs = sorted(c.split()[0] for c in calls if "," in c.split()[0])
+        self.assertEqual(["CVD=0,1", "CVD=2,0"], pairs)
+
+    def test_the_runs_start_together(self):
+        # Each stand-in waits until every one of the three has been called: only runs started together end.
+        self.fake("ctest", FAKE_CTEST.replace("rc_var=", "for _ in $(seq 100); do [ $(cat $FAKE_LOG.* | wc -l) -ge 3 ] "
+                                                           "&& break; sleep 0.1; done\n"
+                                                           "[ $(cat $FAKE_LOG.* | wc -l) -ge 3 ] || exit 9\nrc_var="))
+        done, calls = self.run_suite()
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
 
     def test_the_worst_status_is_the_exit_status(self):
-        done, calls = self.run_suite(FAKE_RC_2="8")
+        done, calls = self.run_suite(FAKE_RC_1="8")
         self.assertEqual(8, done.returncode, done.stderr)
-        self.assertEqual(3, len(calls), "a failing GPU does not stop the runs after it")
+        self.assertEqual(3, len(calls), "a failing GPU does not stop the other runs")
 
     def test_a_run_without_a_new_results_folder_fails(self):
-        done, _ = self.run_suite(FAKE_NO_RESULTS="2")
+        done, _ = self.run_suite(FAKE_NO_RESULTS="1")
         self.assertEqual(1, done.returncode, done.stderr)
         self.assertIn("GPU 1: ctest made no results folder", done.stderr)
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -63,6 +64,24 @@ TEST_F(GpuLock, WaitsForTheHolder) {
 TEST_F(GpuLock, RefusesALinkInPlaceOfTheFile) {
   std::filesystem::create_symlink("/tmp", path("link"));
   EXPECT_NE(std::string::npos, sc::lock_gpus({uuid("link")}).find("cannot be taken")) << "a link was followed";
+}
+
+// The holders of a lock, from /proc/locks: this process once it holds GPU a's lock, and nobody after; the
+// parser keeps holders of the one inode and leaves waiters ("->") and other lock kinds out.
+TEST_F(GpuLock, HoldersAreReadFromProcLocks) {
+  ASSERT_EQ("", sc::lock_gpus({uuid("a")}));
+  EXPECT_EQ(std::vector<long>{static_cast<long>(getpid())}, sc::gpu_lock_holders(uuid("a")));
+  sc::release_gpu_locks();
+  EXPECT_TRUE(sc::gpu_lock_holders(uuid("a")).empty());
+  const std::string text =
+      "1: FLOCK  ADVISORY  WRITE 4242 00:2d:1234 0 EOF\n"
+      "1: -> FLOCK  ADVISORY  WRITE 77 00:2d:1234 0 EOF\n"
+      "2: POSIX  ADVISORY  WRITE 88 00:2d:1234 0 EOF\n"
+      "3: FLOCK  ADVISORY  WRITE 99 fd:01:12345 0 EOF\n"
+      "4: FLOCK  ADVISORY  WRITE 5 08:01:1234 0 EOF\n"
+      "garbage\n";
+  EXPECT_EQ((std::vector<long>{4242, 5}), sc::flock_holders(text, 1234));
+  EXPECT_TRUE(sc::flock_holders(text, 1).empty());
 }
 
 }  // namespace
