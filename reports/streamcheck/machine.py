@@ -64,6 +64,7 @@ def machine_view(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         if differing([fmt_value(v) for v in values]):
             environment.append({"what": label, "values": values})
     status, values, baselines = [], [], []
+    measured = 0  # differing values no baseline compares: timings and placements, which differ run to run
     names = sorted(set().union(*(set(r["tests"]) for r in gpus))) if gpus else []
     for name in names:
         tests = [r["tests"].get(name) for r in gpus]
@@ -73,10 +74,14 @@ def machine_view(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
                 next((first_line(t) for t in tests if t and first_line(t)), "")
             status.append({"test": name, "statuses": statuses, "why": why})
         keys = sorted(set().union(*(set(t["observations"]) for t in tests if t)), key=str)
+        compared = {str(r.get("key")) for t in tests if t for r in t["baseline"]}
         for key in keys:
             seen = [t["observations"].get(key) if t else None for t in tests]
             if differing(seen):
-                values.append({"test": name, "key": key, "values": seen})
+                if str(key) in compared:
+                    values.append({"test": name, "key": key, "values": seen})
+                else:
+                    measured += 1
         rows = [{(str(r.get("id")), str(r.get("key"))): r for r in t["baseline"]} if t else {} for t in tests]
         for ident, key in sorted(set().union(*(set(r) for r in rows))):
             found = [r.get((ident, key), {}) for r in rows]
@@ -88,6 +93,7 @@ def machine_view(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     problems = ["%s (%s)" % (p, r["id"]) for r in runs for p in r["problems"]]
     nothing = [(r, nothing_tested_on_gpu(r["env"], r["tests"])) for r in gpus]
     return {"gpus": gpus, "pairs": pairs, "environment": environment, "status": status, "values": values,
+            "measured": measured,
             "baselines": baselines, "grid": grid, "problems": problems,
             "nothing_on_gpu": [(gpu_label(r), why) for r, why in nothing if why],
             "failed": sum(1 for r in runs for t in r["tests"].values() if t["status"] == "failed")}
@@ -113,7 +119,8 @@ def machine_text(view: Dict[str, Any]) -> str:
     """The page's first part as lines for a log."""
     out = ["machine: %s, %s; differences between the GPUs: %s, %s, %s, %s" % (
         plural(len(view["gpus"]), "GPU"), plural(len(view["pairs"]), "two-GPU run"),
-        plural(len(view["status"]), "test status", "test statuses"), plural(len(view["values"]), "observed value"),
+        plural(len(view["status"]), "test status", "test statuses"),
+        plural(len(view["values"]), "observed value") + " a baseline compares",
         plural(len(view["baselines"]), "baseline row"), plural(len(view["environment"]), "environment fact"))]
     out.extend("machine: %s: %s" % (label, why) for label, why in view["nothing_on_gpu"])
     out.extend("machine: %s differs: %s" % (e["what"], " / ".join(fmt_value(v) for v in e["values"]))
@@ -150,11 +157,14 @@ def render_machine(view: Dict[str, Any], source: Path, page: Path) -> str:
                                                   [join([s or "\u2014", mono(fmt_value(v))], " ") for s, v in c["rows"]]
                                                   for c in view["baselines"]],
                       "Every baseline row has the same status on every GPU.") +
-                fill("h3", text="Observed values") +
+                fill("h3", text="Observed values a baseline compares") +
                 table(["Test", "Key"] + head, [[mono(c["test"]), mono(c["key"])] + [mono(fmt_value(v))
                                                                                    for v in c["values"]]
                                                for c in view["values"]],
-                      "Every observed value is the same on every GPU.")),
+                      "Every observed value a baseline compares is the same on every GPU.") +
+                fill("muted_p", text="%s that no baseline compares (timings, SM placements) differ too, as they do "
+                                     "from run to run; the GPUs' reports have them." % plural(view["measured"],
+                                                                                              "other value"))),
         section("grid", "GPU \u00d7 family", table(
             ["Family"] + head, [[mono(row["family"])] + [counts_text(c) for c in row["cells"]] for row in view["grid"]],
             "No run of a single GPU.") +

@@ -34,6 +34,7 @@ class Machine(unittest.TestCase):
         obs = self.gpu1 / "observations" / "priority_flags.PriorityFlags.SpecialHandles.json"
         doc = json.loads(obs.read_text())
         doc["observations"]["per_thread.flags"] = 0
+        doc["observations"]["note"] = "a measurement no baseline compares"
         write(obs, json.dumps(doc))
         self.pair = self.root / "pair" / "20260101T000000Z-3"
         write(self.pair / "env.json", json.dumps(dict(env_doc("20260101T000000Z-3"),
@@ -49,10 +50,11 @@ class Machine(unittest.TestCase):
         self.assertEqual([(c["test"], c["statuses"]) for c in view["status"]],
                          [("unit.Handle.OwnedHandleIsReleasedOnce", ["passed", "failed"])])
         self.assertEqual([(c["key"], c["values"]) for c in view["values"]], [("per_thread.flags", [1, 0])])
+        self.assertEqual(view["measured"], 1, "counted, not listed")
         self.assertEqual(view["environment"], [], "UUIDs differ by nature and are not a difference")
         text = machine_text(view)
         self.assertIn("machine: 2 GPUs, 1 two-GPU run; differences between the GPUs: 1 test status, 1 observed "
-                      "value, 0 baseline rows, 0 environment facts", text)
+                      "value a baseline compares, 0 baseline rows, 0 environment facts", text)
         self.assertIn("unit.Handle.OwnedHandleIsReleasedOnce: passed / failed", text)
 
     def test_gpus_that_agree(self):
