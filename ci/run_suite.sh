@@ -41,6 +41,13 @@ fi
 cmake --build "$build" --parallel
 
 nothing_on_gpu=""
+finish() {  # finish STATUS: exits with it, or with 2 where it is 0 and a report said nothing was tested on a GPU
+  if [ "$1" -eq 0 ] && [ -n "$nothing_on_gpu" ]; then
+    echo "run_suite: $nothing_on_gpu: exit 2, not a green run" >&2
+    exit 2
+  fi
+  exit "$1"
+}
 report() {  # report RUN_FOLDER [OLD_RUN_FOLDER]: the run's page, and a comparison with OLD when given
   local run=$1 said
   if ! command -v python3 >/dev/null 2>&1; then
@@ -142,11 +149,7 @@ if [ $every_gpu -eq 1 ]; then
       -o "${first:-${machine[0]}}/machine.html" ||
       echo "run_suite: the machine page could not be written (see above)" >&2
   fi
-  if [ $worst -eq 0 ] && [ -n "$nothing_on_gpu" ]; then
-    echo "run_suite: $nothing_on_gpu: exit 2, not a green run" >&2
-    exit 2
-  fi
-  exit $worst
+  finish $worst
 fi
 
 set +e
@@ -160,8 +163,4 @@ fi
 # ctest's own record of the run (its JUnit file) goes into the run's folder.
 mv -f "$build/junit-$$.xml" "$run/junit.xml" 2>/dev/null || true
 report "$run"
-if [ $rc -eq 0 ] && [ -n "$nothing_on_gpu" ]; then
-  echo "run_suite: $nothing_on_gpu: exit 2, not a green run" >&2
-  exit 2
-fi
-exit $rc
+finish $rc

@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from xml.sax.saxutils import escape, quoteattr
 
 from .common import InputError, cuda_version, dig, driver_text, fmt_value
+from .model import skip_groups
 from .results import (claim_ids, claims_kind, gpu_facts, load_run, not_run_after_process_ended, nothing_tested_on_gpu,
                       unexpected_watchdogs)
 
@@ -139,7 +140,7 @@ def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_t
     visible = dig(env, "environment", "CUDA_VISIBLE_DEVICES")
     label = ("GPUs %s" if "," in visible else "GPU %s") % visible if isinstance(visible, str) and visible else None
     return {"label": label,"code": code, "verdict": VERDICT[code], "untrustworthy": untrustworthy, "regressions": regressions,
-            "failed": failed, "details": details, "skips": skip_groups(tests), "conditions": conditions_line(env),
+            "failed": failed, "details": details, "skips": skip_groups(tests.values(), not_run=True), "conditions": conditions_line(env),
             "report": artifact_path(Path(run["dir"]) / "report.html"),
             "counts": counts, "facts": gpu_facts(env), "run": run["id"], "dir": run["dir"]}
 
@@ -163,22 +164,6 @@ def failure_reason(test: Dict[str, Any]) -> str:
         lines = [line.strip() for line in failure.splitlines() if line.strip()]
         parts.append(" ".join(line for line in lines if not LOCATION.match(line)) or " ".join(lines))
     return "; ".join(p for p in parts if p)
-
-
-def skip_groups(tests: Dict[str, Dict[str, Any]]) -> List[Tuple[str, int]]:
-    """(reason, count) of the skipped and not-run tests, the most frequent first; the baseline rule's skips
-    (observed values not judged) count as one reason."""
-    groups: Dict[str, int] = {}
-    for t in tests.values():
-        if t["status"] == "skipped":
-            key = "not judged: observed values without a baseline here, or not measured" \
-                if t.get("skip_kind") in ("not_judged", "no_baseline") else t["skip_reason"] or "(no reason given)"
-        elif t["status"] == "notrun":
-            key = "not run: " + ("; ".join(t["notes"]) or "(no reason recorded)")
-        else:
-            continue
-        groups[key] = groups.get(key, 0) + 1
-    return sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def conditions_line(env: Dict[str, Any]) -> str:

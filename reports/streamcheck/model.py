@@ -236,6 +236,24 @@ def is_unjudged(test: Dict[str, Any]) -> bool:
     return test["status"] == "skipped" and test["skip_kind"] in ("not_judged", "no_baseline")
 
 
+UNJUDGED_REASON = "not judged (observed values without a baseline, or not measured here)"
+
+
+def skip_groups(tests: Iterable[Dict[str, Any]], not_run: bool = False) -> List[Tuple[str, int]]:
+    """(reason, count) of the skipped tests (and with not_run, the tests not run), the most frequent first.
+    The baseline rule's skips list their rows, so they differ from test to test: one reason for all."""
+    groups: Dict[str, int] = {}
+    for t in tests:
+        if t["status"] == "skipped":
+            key = UNJUDGED_REASON if is_unjudged(t) else t["skip_reason"] or "(no reason given)"
+        elif t["status"] == "notrun" and not_run:
+            key = "not run: " + ("; ".join(t["notes"]) or "(no reason recorded)")
+        else:
+            continue
+        groups[key] = groups.get(key, 0) + 1
+    return sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def baseline_differences(tests: Iterable[Dict[str, Any]]) -> Dict[str, List[str]]:
     """catalog ID -> descriptions of baseline entries whose value differs."""
     found: Dict[str, List[str]] = {}

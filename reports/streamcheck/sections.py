@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from .common import COVERAGE_ORDER, TEST_LABEL, TEST_ORDER, Markup, breakable, dig, fmt_ns, inline_md, plural, slug
-from .model import is_unjudged
+from .model import is_unjudged, skip_groups
 from .page_parts import badge, dash, environment_tables, kv_list, test_anchor, test_link, timeline_link
 from .templates import EMPTY, attrs, fill, join
 from .test_row import test_row
@@ -46,17 +46,10 @@ def outcome_banner(model: Model) -> Markup:
 
 def skip_reasons(tests: Dict[str, Dict[str, Any]]) -> Markup:
     """How many tests were skipped for each reason, the most frequent first."""
-    reasons: Dict[str, int] = {}
-    for x in tests.values():
-        if x["status"] == "skipped":
-            # The baseline rule's messages list the rows, so they differ from test to test: one line for all.
-            key = "not judged (observed values without a baseline, or not measured here)" \
-                if is_unjudged(x) else x["skip_reason"] or "(no reason given)"
-            reasons[key] = reasons.get(key, 0) + 1
+    reasons = skip_groups(tests.values())
     if not reasons:
         return EMPTY
-    return fill("skip_reasons", rows=join(fill("skip_reason_row", reason=reason, count=n) for reason, n in
-                                          sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))))
+    return fill("skip_reasons", rows=join(fill("skip_reason_row", reason=reason, count=n) for reason, n in reasons))
 
 
 def totals_section(model: Model) -> Markup:

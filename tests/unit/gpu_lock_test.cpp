@@ -70,9 +70,9 @@ TEST_F(GpuLock, RefusesALinkInPlaceOfTheFile) {
 // parser keeps holders of the one inode and leaves waiters ("->") and other lock kinds out.
 TEST_F(GpuLock, HoldersAreReadFromProcLocks) {
   ASSERT_EQ("", sc::lock_gpus({uuid("a")}));
-  EXPECT_EQ(std::vector<long>{static_cast<long>(getpid())}, sc::gpu_lock_holders(uuid("a")));
+  EXPECT_EQ(std::vector<long>{static_cast<long>(getpid())}, sc::gpu_lock_holders(uuid("a"), sc::proc_locks()));
   sc::release_gpu_locks();
-  EXPECT_TRUE(sc::gpu_lock_holders(uuid("a")).empty());
+  EXPECT_TRUE(sc::gpu_lock_holders(uuid("a"), sc::proc_locks()).empty());
   const std::string text =
       "1: FLOCK  ADVISORY  WRITE 4242 00:2d:1234 0 EOF\n"
       "1: -> FLOCK  ADVISORY  WRITE 77 00:2d:1234 0 EOF\n"
