@@ -26,6 +26,7 @@ written (the one-line error says why), or the page was written and lists the res
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -63,11 +64,27 @@ def write_output(path: Path, text: str) -> None:
 def report(run_dir: Path, source: Path, output: Path) -> int:
     from streamcheck.model import build_model
     from streamcheck.page import render_report
+    from streamcheck.timeline import timeline_state, trace_path
+    from streamcheck.trace_events import chrome_trace
     model = build_model(run_dir, source)
     write_output(output, render_report(model, source))
+    # Each drawn timeline whole, as a Chrome trace beside the page (the page links it).
+    gpu = str(((model["run"]["env"].get("gpu") or {}) if isinstance(model["run"]["env"].get("gpu"), dict)
+               else {}).get("name") or "no GPU")
+    traces = 0
+    for test in model["tests"].values():
+        if timeline_state(test) == "drawn":
+            path = output.parent / trace_path(test)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise InputError("%s: cannot write: %s" % (path.parent, e.strerror or e))
+            write_output(path, json.dumps(chrome_trace(test, gpu), separators=(",", ":")))
+            traces += 1
     t = model["totals"]
-    print("report: %s (%d tests: %d passed, %d failed, %d skipped; %d IDs uncovered)"
-          % (output, t["tests"], t["passed"], t["failed"], t["skipped"], model["coverage"]["counts"]["uncovered"]))
+    print("report: %s (%d tests: %d passed, %d failed, %d skipped; %d IDs uncovered%s)"
+          % (output, t["tests"], t["passed"], t["failed"], t["skipped"], model["coverage"]["counts"]["uncovered"],
+             "; %d Chrome traces in %s" % (traces, output.parent / "traces") if traces else ""))
     if model["nothing_on_gpu"]:
         print("report: %s" % model["nothing_on_gpu"])
     return problems_status(model["problems"], output)

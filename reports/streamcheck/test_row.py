@@ -13,7 +13,7 @@ from .common import (BASELINE_LABEL, MAX_EVIDENCE_LINES, MUTATION_KIND_TITLE, Ma
 from .model import is_unjudged, same_value
 from .page_parts import badge, dash, kv_list, test_anchor
 from .templates import EMPTY, attrs, fill, join
-from .timeline import block_chart_html, timeline_anchor, timeline_html, timeline_note, timeline_state
+from .timeline import block_chart_html, timeline_anchor, timeline_html, timeline_note, timeline_state, trace_path
 
 # Failure text shown per failure at most (the XML file has all of it).
 MAX_FAILURE_CHARS = 8000
@@ -159,7 +159,7 @@ def test_row(t: Test, known: Optional[Dict[str, Any]] = None) -> Markup:
                  baseline=baseline_list(t["baseline"], claim_ids, known))]
     if timeline_state(t) == "drawn":
         # The drawing takes the table's whole width, in a row of its own under the test's row.
-        rows.append(fill("wide_row", content=timeline_html(t["timeline"], timeline_anchor(t))))
+        rows.append(fill("wide_row", content=timeline_html(t["timeline"], timeline_anchor(t), trace_path(t))))
     if t.get("block_chart"):
         rows.append(fill("wide_row", content=block_chart_html(t["block_chart"])))
     return join(rows)

@@ -734,9 +734,10 @@ def clock_line(tl: Dict[str, Any], model: Dict[str, Any]) -> Markup:
     return join(line, " \u00b7 ")
 
 
-def timeline_html(tl: Dict[str, Any], anchor: str) -> Markup:
+def timeline_html(tl: Dict[str, Any], anchor: str, trace: str) -> Markup:
     """The collapsed timeline of one test: legend, the drawing (and a zoom on the items when they fill
-    a small part of the span), the clock line and what was left out."""
+    a small part of the span), the clock line, what was left out, and the link to its whole trace (trace:
+    the path of its Chrome trace file from the page)."""
     model = timeline_model(tl)
     t0, t1 = model["t0"], max(model["t1"], model["t0"] + 1)
     svg, stats = timeline_svg(model, t0, t1, "timeline of the whole test")
@@ -765,7 +766,7 @@ def timeline_html(tl: Dict[str, Any], anchor: str) -> Markup:
             drawings.append(fill("drawing", caption=caption, svg=zoom_svg))
 
     notes = notes_first + left_out_notes(model, stats)
-    return fill("timeline", anchor=anchor, summary=timeline_summary(model),
+    return fill("timeline", anchor=anchor, summary=timeline_summary(model), trace=trace,
                 legend=timeline_legend(bool(model["copies"]["count"])), drawings=join(drawings, "\n"),
                 clock=clock_line(tl, model), notes=join(fill("tl_note", text=note) for note in notes))
 
@@ -996,6 +997,11 @@ def timeline_note(test: Dict[str, Any]) -> Optional[str]:
 
 def timeline_anchor(test: Dict[str, Any]) -> str:
     return "tl-" + slug(test["ctest_name"])
+
+
+def trace_path(test: Dict[str, Any]) -> str:
+    """Where the report writes the test's Chrome trace (trace_events.py), from the report's folder."""
+    return "traces/%s.json" % slug(test["ctest_name"])
 
 
 # ------------------------------------------------------------------------------------------------

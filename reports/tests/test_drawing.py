@@ -50,7 +50,7 @@ class Drawing(unittest.TestCase):
         return {"tracing": {"enabled": True}, "clock": "cupti", "items": [item], "ranges": [], "host_events": []}
 
     def test_many_blocks_are_one_shape_with_one_tooltip(self):
-        html = timeline.timeline_html(self.kernel_with_blocks(5000), "tl-x")
+        html = timeline.timeline_html(self.kernel_with_blocks(5000), "tl-x", "traces/x.json")
         self.assertEqual(html.count('<rect class="block"'), 0)
         self.assertEqual(html.count('<path class="blocks"'), 1)
         self.assertIn("grid \u2014 5000 blocks on 132 SMs", html)
@@ -58,7 +58,7 @@ class Drawing(unittest.TestCase):
         self.assertLess(len(html), 40000)
 
     def test_few_blocks_keep_a_tooltip_each(self):
-        html = timeline.timeline_html(self.kernel_with_blocks(30), "tl-x")
+        html = timeline.timeline_html(self.kernel_with_blocks(30), "tl-x", "traces/x.json")
         self.assertEqual(html.count('<rect class="block"'), 30)
         self.assertNotIn('<path class="blocks"', html)
 

@@ -586,6 +586,33 @@ class Timelines(ReportTestCase):
         return [(float(x), float(w)) for x, w in re.findall(
             r'<g class="%s"><title>.*?</title><rect x="([-\d.]+)" y="[\d.]+" width="([\d.]+)"' % cls, svg, re.S)]
 
+    def test_each_drawn_timeline_is_written_whole_as_a_chrome_trace_the_page_links(self):
+        ctest = self.add_test("TwoStreams", two_streams_timeline())
+        off = self.add_test("Off", timeline_doc(tracing=False, reason="no CUPTI"))
+        result, page = self.generate()
+        trace_file = self.out.parent / "traces" / (ctest + ".json")
+        self.assertIn('<a href="traces/%s.json">the whole trace</a>' % ctest, self.drawing(page, ctest))
+        self.assertFalse((self.out.parent / "traces" / (off + ".json")).exists(), "nothing drawn, no trace")
+        self.assertIn("Chrome traces in", result.stdout)
+        doc = json.loads(trace_file.read_text())
+        events = doc["traceEvents"]
+        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+        work = [e for e in events if e["ph"] != "M"]
+        for e in work:
+            self.assertTrue({"name", "ph", "pid", "tid", "ts"} <= set(e), e)
+        by_name = {e["name"]: e for e in work}
+        # Microseconds from the first record, exact although CUPTI's clock is near 1.8e18 ns.
+        self.assertEqual((by_name["Timeline.Test"]["ts"], by_name["Timeline.Test"]["dur"]), (0.0, 3000.0))
+        self.assertEqual((by_name["k2"]["ts"], by_name["k2"]["dur"]), (70.0, 2000.0))
+        self.assertEqual(names[(1, by_name["k2"]["tid"])], "stream s2")
+        self.assertEqual(names[(1, by_name["copy"]["tid"])], "stream s2 \u00b7 HtoD")
+        # Every block record on its SM's thread, none left out; the open range runs to the last record.
+        blocks = [e for e in work if e["cat"] == "block"]
+        self.assertEqual(sorted(names[(2, e["tid"])] for e in blocks), ["SM 0", "SM 2", "SM 4"])
+        self.assertEqual(by_name["still-open (open)"]["ts"] + by_name["still-open (open)"]["dur"], 3000.0)
+        self.assertEqual((by_name["enqueued"]["ph"], by_name["enqueued"]["ts"]), ("i", 141.0))
+        self.assertNotIn("blocks", by_name["k1"]["args"], "blocks are events of their own, not arguments")
+
     def test_svg_is_drawn_collapsed_under_the_tests_row_and_listed_under_timelines(self):
         ctest = self.add_test("TwoStreams", two_streams_timeline())
         _, page = self.generate()
