@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""streamcheck gate: judges one run folder for a GPU runner, with documented exit codes.
+"""streamcheck gate: judges a run folder, or the run folders of one machine's GPUs, for a GPU runner, with
+documented exit codes (the worst run's counts).
 
-    python3 reports/streamcheck_gate.py RUN_DIR [--ctest-junit BUILD/junit.xml] [--markdown OUT.md]
-                                        [--junit OUT.xml] [--no-tracing-required]
+    python3 reports/streamcheck_gate.py RUN_DIR... [--markdown OUT.md] [--junit OUT.xml] [--no-tracing-required]
 
 Exit status:
   0  every behavior as expected
@@ -12,8 +12,9 @@ Exit status:
      (no env.json, unreadable result files, a test without its XML, a test with a claim without its observation
      file, the run not finished), a gate watchdog fired, a mutation active; also bad arguments
 
---ctest-junit: ctest --output-junit's file, to find tests that ctest ran but that left no XML (a crash or a
-timeout). --markdown: a Markdown summary (appended to $GITHUB_STEP_SUMMARY as well when that is set).
+RUN_DIR/junit.xml, ctest --output-junit's file where ci/run_suite.sh put it, is read to find tests that ctest
+ran but that left no XML (a crash or a timeout). --markdown: a Markdown summary (appended to
+$GITHUB_STEP_SUMMARY as well when that is set).
 --junit: JUnit XML with claim IDs and skip reasons. Python 3.9+ standard library only.
 """
 
@@ -45,20 +46,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      "the run folders of one machine's GPUs (the worst verdict counts): exit 0 as "
                                      "expected, 1 regressed, 2 not trustworthy.")
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    parser.add_argument("--ctest-junit", metavar="JUNIT.xml", help="ctest --output-junit's file of the same run "
-                        "(default: RUN_DIR/junit.xml, where ci/run_suite.sh puts it; one RUN_DIR only)")
     parser.add_argument("--markdown", metavar="OUT.md", help="write the Markdown summary here")
     parser.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML (claim IDs, skip reasons) here")
     parser.add_argument("--no-tracing-required", action="store_true",
                         help="accept a run with CUPTI tracing off (e.g. under compute-sanitizer)")
     args = parser.parse_args(argv)
-    if args.ctest_junit and len(args.run_dirs) > 1:
-        parser.error("--ctest-junit names the file of one run; with several, each RUN_DIR/junit.xml is read")
-    results = []
-    for run_dir in map(Path, args.run_dirs):
-        ctest = Path(args.ctest_junit) if args.ctest_junit else run_dir / "junit.xml"
-        results.append(gate(run_dir, ctest if args.ctest_junit or ctest.is_file() else None,
-                            require_tracing=not args.no_tracing_required))
+    results = [gate(Path(d), require_tracing=not args.no_tracing_required) for d in args.run_dirs]
     for result in results:
         for line in summary_lines(result["verdict"]):
             print(line if len(results) == 1 else "%s %s" % (result["verdict"].get("label") or result["verdict"]["run"],

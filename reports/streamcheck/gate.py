@@ -312,11 +312,14 @@ def junit_suite(run: Dict[str, Any], verdict: Dict[str, Any]) -> Tuple[str, int,
         quoteattr(name), len(cases), failures, c["skipped"] + c["notrun"], "\n".join(cases)), len(cases), failures)
 
 
-def gate(run_dir: Path, ctest_junit: Optional[Path] = None, require_tracing: bool = True) -> Dict[str, Any]:
-    """judge() of a run folder; a folder that is not a run is untrustworthy (code 2), not an exception."""
+def gate(run_dir: Path, require_tracing: bool = True) -> Dict[str, Any]:
+    """judge() of a run folder, with ctest's record of the run (RUN_DIR/junit.xml, where ci/run_suite.sh puts
+    ctest --output-junit's file) when it has one: it names tests that ctest ran but that left no result (a
+    crash, a timeout). A folder that is not a run is untrustworthy (code 2), not an exception."""
+    junit = Path(run_dir) / "junit.xml"
     try:
         run = load_run(run_dir)
-        ctest = ctest_entries(ctest_junit) if ctest_junit is not None else None
+        ctest = ctest_entries(junit) if junit.is_file() else None
     except InputError as e:
         run = {"id": Path(run_dir).name, "dir": str(run_dir), "env": {}, "tests": {}, "problems": [],
                "xml_files": 0}

@@ -88,8 +88,9 @@ def machine_view(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
             if differing([f.get("status") for f in found]):
                 baselines.append({"test": name, "id": ident, "key": key,
                                   "rows": [(f.get("status"), f.get("observed")) for f in found]})
-    families = sorted(set().union(*(set(family_counts(r)) for r in gpus))) if gpus else []
-    grid = [{"family": f, "cells": [family_counts(r).get(f) for r in gpus]} for f in families]
+    counts = [family_counts(r) for r in gpus]
+    families = sorted(set().union(*(set(c) for c in counts))) if counts else []
+    grid = [{"family": f, "cells": [c.get(f) for c in counts]} for f in families]
     problems = ["%s (%s)" % (p, r["id"]) for r in runs for p in r["problems"]]
     nothing = [(r, nothing_tested_on_gpu(r["env"], r["tests"])) for r in gpus]
     return {"gpus": gpus, "pairs": pairs, "environment": environment, "status": status, "values": values,

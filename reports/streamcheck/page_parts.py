@@ -93,13 +93,12 @@ def priority_fact(gpu: Optional[Dict[str, Any]]) -> Markup:
 
 
 def driver_fact(env: Dict[str, Any]) -> str:
-    """"580.159.04 (CUDA 13.0) · open kernel module 580.159.04", and a mismatch between the two if any."""
+    """"580.159.04 (CUDA 13.0) · open kernel module 580.159.04"."""
     text = driver_text(dig(env, "driver", "version"), dig(env, "cuda", "driver_version"))
     module = dig(env, "driver", "kernel_module")
     if isinstance(module, dict) and module.get("version"):
         text += " \u00b7 %s kernel module %s" % (module.get("flavor") or "", module["version"])
-    mismatch = dig(env, "driver", "mismatch")
-    return text + (" \u2014 %s" % mismatch if mismatch else "")
+    return text
 
 
 def environment_facts(env: Dict[str, Any]) -> List[Tuple[str, Markup]]:

@@ -170,13 +170,13 @@ class Gate(unittest.TestCase):
                 self.assertTrue(any(needles[label] in r for r in verdict["untrustworthy"]), verdict["untrustworthy"])
 
     def test_2_ctest_ran_a_test_that_left_no_xml(self):
-        junit = self.root / "junit.xml"
+        junit = self.run / "junit.xml"
         write(junit, '<testsuite><testcase name="streamcheck.run.begin" status="run"/>'
                      '<testcase name="priority_flags.PriorityFlags.RangeIsOrdered" status="run"/>'
                      '<testcase name="priority_flags.PriorityFlags.Hangs" status="fail"/>'
                      '<testcase name="priority_flags.conn1.EnvironmentEntry.FilterSelectsATest" status="run"/>'
                      '<testcase name="harness.Harness.Disabled" status="notrun"/></testsuite>')
-        verdict = self.code(ctest_junit=junit)
+        verdict = self.code()
         self.assertEqual(verdict["code"], 2)
         self.assertEqual(len(verdict["untrustworthy"]), 1)
         self.assertIn("priority_flags.PriorityFlags.Hangs: ctest ran it (fail)", verdict["untrustworthy"][0])
@@ -187,22 +187,22 @@ class Gate(unittest.TestCase):
         listed = ["priority_flags.PriorityFlags.RangeIsOrdered", "priority_flags.PriorityFlags.SpecialHandles"]
         write(self.run / "entries" / "priority_flags.fast.json",
               json.dumps({"entry": "priority_flags.fast", "tests": listed}))
-        junit = self.root / "junit.xml"
+        junit = self.run / "junit.xml"
         write(junit, '<testsuite><testcase name="streamcheck.run.begin" status="run"/>'
                      '<testcase name="priority_flags.fast" status="fail"/></testsuite>')
         self.assertEqual(load_run(self.run)["mode"], "fast")
-        self.assertEqual(self.code(ctest_junit=junit)["untrustworthy"], [])
+        self.assertEqual(self.code()["untrustworthy"], [])
         # The process ended before a listed test left any result: not run, naming the entry.
         write(self.run / "entries" / "priority_flags.fast.json",
               json.dumps({"entry": "priority_flags.fast", "tests": listed + ["priority_flags.PriorityFlags.Crashes"]}))
-        verdict = self.code(ctest_junit=junit)
+        verdict = self.code()
         self.assertEqual(verdict["code"], 2)
         self.assertEqual(len(verdict["untrustworthy"]), 1, verdict["untrustworthy"])
         self.assertIn("1 test(s) not run (priority_flags.PriorityFlags.Crashes)", verdict["untrustworthy"][0])
         self.assertIn("ctest entry priority_flags.fast", verdict["untrustworthy"][0])
         # An entry ctest ran that failed and left no list at all (it ended before its first test).
         (self.run / "entries" / "priority_flags.fast.json").unlink()
-        verdict = self.code(ctest_junit=junit)
+        verdict = self.code()
         self.assertEqual(verdict["code"], 2)
         self.assertIn("priority_flags.fast: ctest ran it (fail)", verdict["untrustworthy"][0])
 
@@ -310,9 +310,14 @@ class Gate(unittest.TestCase):
         self.assertEqual(["streamcheck 20260101T000000Z-1 (GPU 0)", "streamcheck 20260101T000000Z-2 (GPU 1)"],
                          [s.get("name") for s in suites])
         self.assertEqual("1", ET.parse(xml).getroot().get("failures"))
-        both = cli(self.run, other, "--ctest-junit", xml, env=env)
-        self.assertEqual(2, both.returncode)
-        self.assertIn("--ctest-junit names the file of one run", both.stderr)
+        # Each run's own ctest record is read with it: a test ctest ran that left no result, in GPU 1's run.
+        write(other / "junit.xml", '<testsuite><testcase name="priority_flags.PriorityFlags.Hangs" status="fail"/>'
+                                   '</testsuite>')
+        result = cli(self.run, other, env=env)
+        self.assertEqual(2, result.returncode)
+        self.assertIn("GPU 1 gate: not trustworthy: priority_flags.PriorityFlags.Hangs: ctest ran it (fail)",
+                      result.stdout)
+        self.assertNotIn("GPU 0 gate: not trustworthy", result.stdout)
 
     def test_gate_sh_calls_the_gate_and_judges_its_own_run(self):
         text = (REPORTS.parent / "ci" / "gate.sh").read_text()
