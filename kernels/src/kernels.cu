@@ -18,9 +18,9 @@ __global__ void mark_kernel(std::uint32_t* counter, mark_board* board, unsigned 
 
 // The body of every timed spin: every warp resident (start barrier), spin `spin_ns` of %globaltimer time
 // from t0, resynchronize, and thread 0 writes the block's record. t0 and sm0 are the block's shared
-// stamps, set by thread 0 before the barrier.
+// stamps, set by thread 0 before the barrier. ready: see spin_plan.
 __device__ void timed_spin(block_record* records, const std::uint64_t& t0, const std::uint32_t& sm0,
-                           std::uint64_t spin_ns) {
+                           std::uint64_t spin_ns, const std::uint32_t* ready = nullptr, std::uint32_t ready_count = 0) {
   __syncthreads();  // every warp of the block is resident before the spin is counted
   std::uint64_t last = t0;
   std::uint64_t widest = 0;
@@ -31,7 +31,10 @@ __device__ void timed_spin(block_record* records, const std::uint64_t& t0, const
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    records[blockIdx.x] = block_record{t0, now_ns(), widest, sm0, device::sm_id(), device::sm_count_bound(), 0u};
+    std::uint32_t seen = 0;
+    for (std::uint32_t i = 0; i < ready_count && i < kReadyWords; ++i)
+      seen |= (*static_cast<const volatile std::uint32_t*>(ready + i) != 0u ? 1u : 0u) << i;
+    records[blockIdx.x] = block_record{t0, now_ns(), widest, sm0, device::sm_id(), device::sm_count_bound(), seen};
   }
 }
 
@@ -58,7 +61,7 @@ __global__ void sched_spin_kernel(block_record* records, spin_plan plan) {
     if (plan.started != nullptr) sys_u32(plan.started[blockIdx.x]).store(1u, cuda::memory_order_relaxed);
   }
   __syncthreads();  // arrival is read by every thread below
-  timed_spin(records, t0, sm0, plan.spin_ns + arrival * plan.stagger_ns);
+  timed_spin(records, t0, sm0, plan.spin_ns + arrival * plan.stagger_ns, plan.ready, plan.ready_count);
 }
 
 __global__ void gap_log_kernel(gap_log* logs, std::uint64_t spin_ns, std::uint64_t threshold_ns) {

@@ -23,14 +23,16 @@ COVERAGE_LABEL = {
     "no-result": "no-result",
     "uncovered": "uncovered",
     "skipped": "skipped",
+    "recorded": "recorded value",
     "pass": "pass",
     "retired": "retired",
 }
-COVERAGE_ORDER = ["fail", "differs", "no-result", "uncovered", "skipped", "pass", "retired"]
+COVERAGE_ORDER = ["fail", "differs", "no-result", "uncovered", "skipped", "recorded", "pass", "retired"]
 
 BASELINE_LABEL = {"match": "match", "differs": "differs", "differs-gating": "differs (gating)",
                   "no-baseline": "no baseline", "no-entry": "no entry", "no-baseline-dir": "no baselines folder",
-                  "not-compared": "not compared (under a tool)", "not-measured": "not measured here"}
+                  "not-compared": "not compared (under a tool)", "not-measured": "not measured here",
+                  "recorded": "recorded (never judged)", "invalid": "invalid (not judged)"}
 
 MUTATION_KIND_TITLE = {
     "arrangement": "the mutation changed what the test sets up, so the observation itself must tell the difference",

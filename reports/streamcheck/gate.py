@@ -69,7 +69,18 @@ def environment_problems(env: Dict[str, Any]) -> List[str]:
         if isinstance(p, dict):
             found.append("another process had a context on the GPU: pid %s (%s), seen at the run's %s"
                          % (p.get("pid"), p.get("name"), p.get("seen")))
+    for t in c.get("time_sliced_tests") or []:
+        if isinstance(t, dict):
+            e = t.get("evidence") if isinstance(t.get("evidence"), dict) else {}
+            found.append("the GPU was shared with another context while %s ran: a block of %s stopped for %s us "
+                         "(bound %s us), so its rows were not judged"
+                         % (t.get("test"), e.get("grid"), fmt_us(e.get("widest_gap_ns")), fmt_us(e.get("bound_ns"))))
     return found
+
+
+def fmt_us(ns: Any) -> str:
+    return "%d" % (ns // 1000) if isinstance(ns, int) and not isinstance(ns, bool) else "?"
+
 
 
 def judge(run: Dict[str, Any], ctest: Optional[Dict[str, str]] = None, require_tracing: bool = True) -> Dict[str, Any]:

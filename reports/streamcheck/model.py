@@ -237,6 +237,7 @@ def is_unjudged(test: Dict[str, Any]) -> bool:
 
 
 UNJUDGED_REASON = "not judged (observed values without a baseline, or not measured here)"
+RECORDED_REASON = "recorded values, not a verdict (a recorded claim is shown, never judged)"
 
 
 def skip_groups(tests: Iterable[Dict[str, Any]], not_run: bool = False) -> List[Tuple[str, int]]:
@@ -245,7 +246,8 @@ def skip_groups(tests: Iterable[Dict[str, Any]], not_run: bool = False) -> List[
     groups: Dict[str, int] = {}
     for t in tests:
         if t["status"] == "skipped":
-            key = UNJUDGED_REASON if is_unjudged(t) else t["skip_reason"] or "(no reason given)"
+            key = UNJUDGED_REASON if is_unjudged(t) else RECORDED_REASON if t["skip_kind"] == "recorded" else \
+                t["skip_reason"] or "(no reason given)"
         elif t["status"] == "notrun" and not_run:
             key = "not run: " + ("; ".join(t["notes"]) or "(no reason recorded)")
         else:
@@ -318,6 +320,12 @@ def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, 
             if unjudged and entry["status"] == "pass":
                 entry["status"] = "skipped"
             entry["detail"].extend(unjudged)
+            # A recorded claim is shown with its values, apart from verdicts: never a pass.
+            recorded = ["%s = %s (%s)" % (b.get("key"), fmt_value(b.get("observed")), label_of(t)) for t in results
+                        for b in t["baseline"] if b.get("id") == row["id"] and b.get("status") == "recorded"]
+            if row["kind"] == "recorded" and recorded and entry["status"] in ("pass", "skipped"):
+                entry["status"] = "recorded"
+                entry["detail"] = [d for d in entry["detail"] if not d.startswith("not judged")] + recorded
             rows.append(entry)
 
     # IDs that tests claim but no plan lists (families without a plan, or a plan that forgot one).

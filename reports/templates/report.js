@@ -9,7 +9,7 @@
   bar.hidden = false;
   var q = document.getElementById('filter-text');
   var problems = document.getElementById('filter-problems');
-  var good = {passed: 1, pass: 1, retired: 1};
+  var good = {passed: 1, pass: 1, retired: 1, recorded: 1};
   function apply() {
     var text = q.value.toLowerCase();
     var rows = document.querySelectorAll('tr[data-status]');

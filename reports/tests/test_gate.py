@@ -148,6 +148,9 @@ class Gate(unittest.TestCase):
             "MIG": lambda: self.edit_env(lambda d: d.update(conditions={"mig": {"enabled": True, "evidence": "m"}})),
             "another process": lambda: self.edit_env(lambda d: d.update(conditions={"other_compute_processes": [
                 {"pid": "4242", "name": "sc_probe", "seen": "begin"}]})),
+            "shared GPU": lambda: self.edit_env(lambda d: d.update(conditions={"time_sliced_tests": [
+                {"test": "priority_sched.PrioritySched.X", "evidence": {"grid": "low", "widest_gap_ns": 2500000,
+                                                                        "bound_ns": 1000000}}]})),
             "every GPU test skipped": lambda: [write(self.run / "gtest" / ("priority_flags.PriorityFlags.%s.xml" % n),
                                                      gtest_xml("PriorityFlags", n, skip="p.cpp:1\nneeds two GPUs"))
                                                for n in ("RangeIsOrdered", "SpecialHandles")],
@@ -159,6 +162,8 @@ class Gate(unittest.TestCase):
                    "launch blocking": "CUDA_LAUNCH_BLOCKING=1 is set", "connections": "CUDA_DEVICE_MAX_CONNECTIONS=1",
                    "sanitizer": "compute-sanitizer --tool memcheck", "MPS": "MPS is active", "MIG": "MIG instance",
                    "another process": "another process had a context on the GPU: pid 4242 (sc_probe)",
+                   "shared GPU": "the GPU was shared with another context while priority_sched.PrioritySched.X ran: "
+                                 "a block of low stopped for 2500 us (bound 1000 us)",
                    "every GPU test skipped": "nothing was tested on a GPU (all 2 GPU tests skipped or did not run; 2 "
                                              "of them: needs two GPUs)"}
         for label, damage in cases.items():

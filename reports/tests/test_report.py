@@ -366,6 +366,27 @@ class Evidence(ReportTestCase):
         self.assertEqual("skipped", coverage.group(1))
         self.assertIn("not judged in PriorityFlags.SpecialHandles: " + reason, coverage.group(2))
 
+    def test_a_recorded_claim_is_shown_apart_with_its_values_never_a_pass(self):
+        plan = self.source / "tests" / "priority_flags" / "README.md"
+        plan.write_text(plan.read_text().replace("| PRIO-07 | Special handles | observed |",
+                                                 "| PRIO-07 | Special handles | recorded |"))
+        for prefix in ("priority_flags.", "priority_flags.ptds."):
+            (self.run_dir / "gtest" / (prefix + "PriorityFlags.SpecialHandles.xml")).unlink()
+            (self.run_dir / "observations" / (prefix + "PriorityFlags.SpecialHandles.json")).unlink()
+        baseline = [{"id": "PRIO-07", "key": "legacy.priority", "observed": 3, "status": "recorded",
+                     "detail": "a recorded value: shown, never judged"}]
+        ctest = self.add_test("SpecialHandles", {"skip_kind": "recorded"}, baseline=baseline,
+                              skip="x.cpp:1\nrecorded values, not a verdict: PRIO-07/legacy.priority = 3;",
+                              claims=[("PRIO-07", "recorded", "not stated in docs")],
+                              suite="PriorityFlags", family="priority_flags", version="1.11.0")
+        model, page = self.generate()
+        coverage = re.search(r'<tr data-status="([a-z-]+)"[^>]*id="id-PRIO-07">(.*?)</tr>', page, re.S)
+        self.assertIsNotNone(coverage)
+        self.assertEqual("recorded", coverage.group(1))
+        self.assertIn("recorded value", coverage.group(2))
+        self.assertIn("legacy.priority = 3 (PriorityFlags.SpecialHandles)", coverage.group(2))
+        self.assertIn('<span class="st st-recorded">recorded (never judged)</span>', self.row(page, ctest))
+
     def test_skip_for_want_of_a_baseline_reads_not_judged(self):
         reason = ("not judged: observed value(s) without a baseline, or not measured here: PRIO-07/legacy.priority "
                   "(no file /src/baselines/sm_100.json);")

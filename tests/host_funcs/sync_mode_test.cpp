@@ -1,4 +1,4 @@
-// HOST-15 (observed): cuLaunchHostFunc_v2 and its host-task sync modes (CUDA 13.2 driver API): BLOCKING
+// HOST-15 (recorded): cuLaunchHostFunc_v2 and its host-task sync modes (CUDA 13.2 driver API): BLOCKING
 // (0, the worker thread sleeps until a host task is ready) and SPINWAIT (1, it spins), and what an
 // unknown mode returns. The toolkit this suite builds with (13.0) has no declaration of it, so the entry
 // point is asked of the driver at run time, and the test skips, saying so, where the driver predates it.
@@ -36,10 +36,10 @@ void CUDART_CB note_wake(void* data) {
   w->ran.store(true, std::memory_order_release);
 }
 
-// HOST-15 · cuda-python HostTaskSyncMode (CUDA 13.2) (observed): the latency from a gate's release to the
+// HOST-15 · cuda-python HostTaskSyncMode (CUDA 13.2) (recorded): the latency from a gate's release to the
 // start of the host function behind it, per sync mode (median of kSamples), and the code of mode 2.
 TEST_F(HostFuncs, HostTaskSyncModesOfLaunchHostFuncV2) {
-  const sc::claim host15("HOST-15", sc::verdict_kind::observed,
+  const sc::claim host15("HOST-15", sc::verdict_kind::recorded,
                          "cuda-python HostTaskSyncMode; DRV cuLaunchHostFunc_v2 (CUDA 13.2)");
   SC_REQUIRE(sc::requirement::async_launches);
   int driver = 0;

@@ -20,12 +20,12 @@ using sc::testing::decided;
 using sc::testing::PrioritySched;
 using sc::testing::sched_grid;
 
-// SCHED-04 (observed; RTSS17 Fig. 8): a pending high-priority grid whose blocks do not fit yet is not
+// SCHED-04 (recorded; RTSS17 Fig. 8): a pending high-priority grid whose blocks do not fit yet is not
 // overtaken by a later low-priority grid whose smaller blocks would. The running grid has blocks of half
 // the size, staggered so that on each SM one retires 0.5 ms before the next: room for a small block, not
 // for a large one.
 TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
-  const sc::claim sched04("SCHED-04", sc::verdict_kind::observed, "RTSS17 Fig. 8");
+  const sc::claim sched04("SCHED-04", sc::verdict_kind::recorded, "RTSS17 Fig. 8");
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   const unsigned small = threads() / 2;
   int small_per_sm = 0;
@@ -34,37 +34,46 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
   const unsigned small_wave = sms() * static_cast<unsigned>(small_per_sm);
   // Reason for 0.5 ms: half a block's spin, long against dispatch latency (microseconds).
   constexpr std::uint64_t kStaggerNs = sc::testing::kBlockSpinNs / 2;
-  sc::testing::sched_latch latch(*this);
-  const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
-  // Mutation (arrangement): the priorities swapped: the later small grid is the high-priority one.
-  const bool swapped = sched04.mutated(sc::mutation_kind::arrangement);
-  const sc::stream hs = make(stream_flags::non_blocking, "high", swapped ? least() : greatest());
-  const sc::stream ls = make(stream_flags::non_blocking, "later_low", swapped ? greatest() : least());
-  // The fill spins kFillSpinNs first, so both pending grids are ready before the first small room appears.
-  sched_grid& fill = grid("fill", fs, least(), small_wave, small, sc::testing::kFillSpinNs, kStaggerNs);
-  sched_grid& high = grid("high", hs, greatest(), wave());
-  sched_grid& later = grid("later_low", ls, least(), small_wave, small);
-  launch(fill, fs);
-  latch.behind(hs);
-  launch(high, hs);
-  latch.behind(ls);
-  launch(later, ls);
-  const std::string not_built = latch.open_when_started(fill, small_wave);
-  if (!collect()) return;
+  // A recorded claim has no mutation: no value of it fails.
+  sched_grid* fill = nullptr;
+  sched_grid* high = nullptr;
+  sched_grid* later = nullptr;
+  std::string not_built;
+  const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
+    sc::testing::sched_latch latch(*this);
+    const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
+    const sc::stream hs = make(stream_flags::non_blocking, "high", greatest());
+    const sc::stream ls = make(stream_flags::non_blocking, "later_low", least());
+    // The fill spins kFillSpinNs first, so both pending grids are ready before the first small room appears.
+    fill = &grid("fill", fs, least(), small_wave, small, sc::testing::kFillSpinNs, kStaggerNs);
+    high = &grid("high", hs, greatest(), wave());
+    later = &grid("later_low", ls, least(), small_wave, small);
+    launch(*fill, fs);
+    latch.behind(hs);
+    launch(*high, hs);
+    latch.behind(ls);
+    launch(*later, ls);
+    not_built = latch.open_when_started(*fill, small_wave);
+    if (!collect()) return std::nullopt;
+    if (!not_built.empty()) return std::string();
+    return ready_when_room(*fill);
+  });
+  if (!not_ready) return;
   ASSERT_TRUE(not_built.empty()) << not_built;
-  const std::uint64_t high_dispatched = sc::dispatch_complete_ns(high.host);
-  const std::size_t cut = sc::started_before(later.host, high_dispatched);
+  const std::uint64_t high_dispatched = sc::dispatch_complete_ns(high->host);
+  const std::size_t cut = sc::started_before(later->host, high_dispatched);
   sc::observe("later_low.blocks_started_before_high_dispatched", static_cast<unsigned long long>(cut));
-  sc::observe(
-      "high.first_start_after_fill_first_end_us",
-      (static_cast<double>(sc::first_start_ns(high.host)) - static_cast<double>(sc::first_end_ns(fill.host))) / 1000.0);
+  sc::observe("high.first_start_after_fill_first_end_us", (static_cast<double>(sc::first_start_ns(high->host)) -
+                                                           static_cast<double>(sc::first_end_ns(fill->host))) /
+                                                              1000.0);
   sc::observe("sms_shared_by_fill_and_high",
-              static_cast<unsigned long long>(sc::sms_shared_by_grids({residency(fill), residency(high)})));
+              static_cast<unsigned long long>(sc::sms_shared_by_grids({residency(*fill), residency(*high)})));
   const std::string what = std::to_string(cut) + " later low blocks started before the high grid's last block";
-  // Whether any small block cut ahead (recorded), and whether the later grid took the small room on every SM
-  // (no hold-back at all; gating).
-  EXPECT_TRUE(sched04.observed_row("later_low_grid_waits_for_high_dispatch", decided(cut == 0, what)));
-  EXPECT_TRUE(sched04.observed_row("later_low_grid_took_the_small_room_on_every_sm", decided(cut >= sms(), what)));
+  // Whether any small block cut ahead, and whether the later grid took the small room on every SM (no
+  // hold-back at all): recorded values (the claim's kind).
+  EXPECT_TRUE(sched04.observed_row("later_low_grid_waits_for_high_dispatch", decided(*not_ready, cut == 0, what)));
+  EXPECT_TRUE(
+      sched04.observed_row("later_low_grid_took_the_small_room_on_every_sm", decided(*not_ready, cut >= sms(), what)));
 }
 
 // SCHED-05 (observed; RTAS20, RTSS17 Fig. 7; catalog Q1): one grid per priority level, all pending behind
@@ -167,32 +176,42 @@ TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
   sc::observe("small.threads", static_cast<int>(small));
   // Mutation (arrangement): the cluster grid at the lowest priority.
   const bool mutated = sched08.mutated(sc::mutation_kind::arrangement);
-  sc::testing::sched_latch latch(*this);
-  const sc::stream ls = make(stream_flags::non_blocking, "small_low", least());
-  const sc::stream hs = make(stream_flags::non_blocking, "cluster_high", mutated ? least() : greatest());
-  // Four waves of small blocks: three stay pending when the latch opens.
-  sched_grid& low = grid("small_low", ls, least(), 4 * small_wave, small);
-  sched_grid& high = grid("cluster_high", hs, greatest(), kCluster * static_cast<unsigned>(clusters), 0,
-                          sc::testing::kBlockSpinNs, 0, kCluster);
-  latch.behind(hs);
-  launch(high, hs);
-  launch(low, ls);
-  const std::string not_built = latch.open_when_started(low, small_wave);
-  const unsigned started_at_release = started(low);
-  if (!collect()) return;
+  sched_grid* low = nullptr;
+  sched_grid* high = nullptr;
+  std::string not_built;
+  unsigned started_at_release = 0;
+  const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
+    sc::testing::sched_latch latch(*this);
+    const sc::stream ls = make(stream_flags::non_blocking, "small_low", least());
+    const sc::stream hs = make(stream_flags::non_blocking, "cluster_high", mutated ? least() : greatest());
+    // Four waves of small blocks: three stay pending when the latch opens.
+    low = &grid("small_low", ls, least(), 4 * small_wave, small);
+    high = &grid("cluster_high", hs, greatest(), kCluster * static_cast<unsigned>(clusters), 0,
+                 sc::testing::kBlockSpinNs, 0, kCluster);
+    latch.behind(hs);
+    launch(*high, hs);
+    launch(*low, ls);
+    not_built = latch.open_when_started(*low, small_wave);
+    started_at_release = started(*low);
+    if (!collect()) return std::nullopt;
+    if (!not_built.empty()) return std::string();
+    return ready_when_room(*low);
+  });
+  if (!not_ready) return;
   ASSERT_TRUE(not_built.empty()) << not_built;
-  ASSERT_LT(started_at_release, low.blocks) << "no small block was pending when the latch opened";
-  const std::uint64_t high_first = sc::first_start_ns(high.host);
-  const std::uint64_t high_dispatched = sc::dispatch_complete_ns(high.host);
-  const std::uint64_t low_dispatched = sc::dispatch_complete_ns(low.host);
+  const std::string not_pending =
+      started_at_release >= low->blocks ? "no small block was pending when the latch opened" : *not_ready;
+  const std::uint64_t high_first = sc::first_start_ns(high->host);
+  const std::uint64_t high_dispatched = sc::dispatch_complete_ns(high->host);
+  const std::uint64_t low_dispatched = sc::dispatch_complete_ns(low->host);
   sc::observe("small_low.blocks_started_during_cluster_dispatch",
-              static_cast<unsigned long long>(sc::started_within(low.host, high_first, high_dispatched)));
+              static_cast<unsigned long long>(sc::started_within(low->host, high_first, high_dispatched)));
   sc::observe("cluster_high.first_start_after_release_wave_us",
-              (static_cast<double>(high_first) - static_cast<double>(sc::first_end_ns(low.host))) / 1000.0);
+              (static_cast<double>(high_first) - static_cast<double>(sc::first_end_ns(low->host))) / 1000.0);
   sc::observe("cluster_high.dispatch_us", static_cast<double>(high_dispatched - high_first) / 1000.0);
   EXPECT_TRUE(sched08.observed_row(
       "cluster_grid_dispatched_ahead_of_pending_small_blocks",
-      decided(high_dispatched < low_dispatched,
+      decided(not_pending, high_dispatched < low_dispatched,
               "D(cluster) " + std::to_string(high_dispatched) + " vs D(small) " + std::to_string(low_dispatched))));
 }
 

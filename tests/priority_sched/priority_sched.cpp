@@ -9,6 +9,7 @@
 
 #include "sc/fixtures/calibration.hpp"
 #include "sc/fixtures/check.hpp"
+#include "sc/fixtures/driver.hpp"
 #include "sc/fixtures/host_atomic.hpp"
 #include "sc/fixtures/observe.hpp"
 #include "sc/kernels/launch.hpp"
@@ -32,6 +33,8 @@ void PrioritySched::SetUp() {
   per_sm_ = static_cast<unsigned>(per_sm);
   sms_ = static_cast<unsigned>(properties().multiProcessorCount);
   SC_CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least_, &greatest_));
+  ready_words_ = device_buffer<std::uint32_t>(kernels::kReadyWords);
+  begin_readiness();
   observe("grid.threads", static_cast<int>(threads_));
   observe("grid.blocks_per_sm", per_sm);
   observe("grid.wave_blocks", static_cast<int>(wave()));
@@ -68,6 +71,8 @@ sched_grid& PrioritySched::grid(const std::string& label, const stream& s, int p
     g.plan.arrival_slots = static_cast<std::uint32_t>(slots);
   }
   g.plan.started = g.started.device();
+  g.plan.ready = ready_words_.data();
+  g.plan.ready_count = kernels::kReadyWords;
   return g;
 }
 
@@ -97,12 +102,38 @@ bool PrioritySched::wait_started(const sched_grid& g, unsigned n) {
 }
 
 sched_latch::sched_latch(PrioritySched& t) : t_(t), s_(t.make(stream_flags::non_blocking, "latch")) {
+  t_.begin_readiness();
   t_.hold(latch_, s_);
   opened_ = event::create(event_flags::disable_timing);
   SC_CHECK_CUDA(cudaEventRecord(opened_.get(), s_.get()));
 }
 
-void sched_latch::behind(const stream& s) const { SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), opened_.get(), 0)); }
+void sched_latch::behind(const stream& s) const {
+  SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), opened_.get(), 0));
+  t_.write_ready_word(s);
+}
+
+void PrioritySched::begin_readiness() {
+  // The device is idle here: before the arrangement's first launch.
+  SC_CHECK_CUDA(cudaMemset(ready_words_.data(), 0, kernels::kReadyWords * sizeof(std::uint32_t)));
+  released_ = 0;
+  ready_problem_.clear();
+}
+
+void PrioritySched::write_ready_word(const stream& s) {
+  if (released_ >= kernels::kReadyWords)
+    throw std::logic_error("PrioritySched: more streams behind the latch than ready words");
+  // The stream's front end writes the word (cuStreamWriteValue32 takes no SM), so it lands as soon as the
+  // stream has passed its wait, even while every SM is full.
+  const CUresult code = driver().cuStreamWriteValue32(
+      s.get(), reinterpret_cast<CUdeviceptr>(ready_words_.data() + released_), 1u, CU_STREAM_WRITE_VALUE_DEFAULT);
+  if (code != CUDA_SUCCESS && ready_problem_.empty()) {
+    const char* name = nullptr;
+    driver().cuGetErrorName(code, &name);
+    ready_problem_ = std::string("cuStreamWriteValue32 failed (") + (name != nullptr ? name : "unknown") + ")";
+  }
+  ++released_;
+}
 
 std::string sched_latch::open_when_started(const sched_grid& running, unsigned n) {
   held_window w(latch_);
@@ -132,21 +163,23 @@ slack PrioritySched::ready_slack() const {
                "100 us later the grid was not ready yet");
 }
 
-std::string PrioritySched::ready_when_room(const sched_grid& fill,
-                                           const std::vector<const sched_grid*>& pending) const {
-  std::uint64_t first = 0;
-  for (const sched_grid* g : pending) {
-    const std::uint64_t t = first_start_ns(g->host);
-    if (t != 0) first = first == 0 ? t : std::min(first, t);
-  }
-  const std::uint64_t room = first_end_ns(fill.host);
-  observe("pending.first_start_after_first_free_slot_us",
-          (static_cast<double>(first) - static_cast<double>(room)) / 1000.0);
-  if (first <= room + ready_slack().ns()) return {};
+std::string PrioritySched::ready_when_room(const sched_grid& running) const {
+  if (!ready_problem_.empty()) return "the pending streams' release cannot be shown: " + ready_problem_;
+  const kernels::block_record* first = nullptr;
+  for (const auto& b : running.host)
+    if (b.t1_ns != 0 && (first == nullptr || b.t1_ns < first->t1_ns)) first = &b;
+  if (first == nullptr) return running.label + " has no block record";
+  const std::uint32_t all = released_ >= 32 ? ~0u : (1u << released_) - 1u;
+  const std::uint32_t seen = first->ready_seen & all;
+  unsigned count = 0;
+  for (std::uint32_t bits = seen; bits != 0; bits &= bits - 1) ++count;
+  observe("pending.streams_behind_latch", static_cast<int>(released_));
+  observe("pending.streams_released_at_first_free_slot", static_cast<int>(count));
+  if (seen == all) return {};
   std::ostringstream why;
-  why << "no pending grid started within " << ready_slack() << " of the first freed slot (it started "
-      << (first - room) / 1000 << " us later): the grids were not ready when room appeared, so their order "
-      << "shows when the latch's release reached each stream, not their priorities";
+  why << "when the first block of " << running.label << " retired, " << count << " of " << released_
+      << " streams behind the latch had been released: the other grids were not ready when room appeared, so "
+      << "the order shows when the latch's release reached each stream, not their priorities";
   return why.str();
 }
 
@@ -179,6 +212,25 @@ bool PrioritySched::collect() {
     return judged_ = false;
   }
   EXPECT_TRUE(within_residency_limits(inputs, properties(), "residency"));
+  // Another context on the GPU: its blocks were time-sliced with these, and no block-level row can say
+  // what this context's scheduling did.
+  std::uint64_t widest = 0;
+  std::string where;
+  for (const sched_grid& g : grids_)
+    if (g.launched && widest_gap_ns(g.host) > widest) {
+      widest = widest_gap_ns(g.host);
+      where = g.label;
+    }
+  observe("blocks.widest_gap_ns", static_cast<unsigned long long>(widest));
+  if (widest > kTimeSliceGapNs) {
+    std::ostringstream why;
+    why << "the GPU was shared with another context: a block of " << in_attempt(where) << " stopped for "
+        << widest / 1000 << " us (bound " << kTimeSliceGapNs / 1000
+        << " us: the longest stop of a block alone is about 0.13 ms; time-slicing with another context stops "
+        << "blocks for milliseconds)";
+    sc::detail::set_gpu_shared({{"widest_gap_ns", widest}, {"bound_ns", kTimeSliceGapNs}, {"grid", in_attempt(where)}},
+                               why.str());
+  }
   return judged_ = true;
 }
 
@@ -228,7 +280,14 @@ PrioritySched::fill_arrangement PrioritySched::arrange_behind_fill(const std::ve
     out.not_built = latch.open_when_started(*out.fill, wave());
     if (!collect()) return std::nullopt;
     if (!out.not_built.empty()) return std::string();  // a failure of the test, not another attempt
-    return ready_when_room(*out.fill, {out.pending.begin(), out.pending.end()});
+    std::uint64_t first = 0;
+    for (const sched_grid* g : out.pending) {
+      const std::uint64_t t = first_start_ns(g->host);
+      if (t != 0) first = first == 0 ? t : std::min(first, t);
+    }
+    observe("pending.first_start_after_first_free_slot_us",
+            (static_cast<double>(first) - static_cast<double>(first_end_ns(out.fill->host))) / 1000.0);
+    return ready_when_room(*out.fill);
   });
   return out;
 }
@@ -278,13 +337,17 @@ void write_block_chart(const std::vector<chart_grid>& grids, const cudaDevicePro
 ::testing::AssertionResult within_residency_limits(const std::vector<residency_input>& grids,
                                                    const cudaDeviceProp& properties, const std::string& key) {
   const std::vector<residency_peak> peaks = residency_peaks(grids);
+  // Mutation SCHED-13 (expectation): the limit taken as one block per SM.
+  const int block_limit = sc::detail::mutation_active("SCHED-13", sc::mutation_kind::expectation)
+                              ? 1
+                              : properties.maxBlocksPerMultiProcessor;
   std::uint32_t most_blocks = 0;
   std::uint64_t most_threads = 0;
   std::ostringstream over;
   for (const residency_peak& p : peaks) {
     most_blocks = std::max(most_blocks, p.blocks);
     most_threads = std::max(most_threads, p.threads);
-    if (p.blocks > static_cast<std::uint32_t>(properties.maxBlocksPerMultiProcessor) ||
+    if (p.blocks > static_cast<std::uint32_t>(block_limit) ||
         p.threads > static_cast<std::uint64_t>(properties.maxThreadsPerMultiProcessor))
       over << " SM " << p.sm << ": " << p.blocks << " blocks / " << p.threads << " threads (" << p.grids
            << " grids at once, t=" << p.at_ns << ");";
@@ -295,8 +358,8 @@ void write_block_chart(const std::vector<chart_grid>& grids, const cudaDevicePro
   if (over.str().empty()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << "more blocks or threads resident on one SM than the device allows (maxBlocksPerMultiProcessor "
-         << properties.maxBlocksPerMultiProcessor << ", maxThreadsPerMultiProcessor "
-         << properties.maxThreadsPerMultiProcessor << "); within one context that means the records are wrong "
+         << block_limit << ", maxThreadsPerMultiProcessor " << properties.maxThreadsPerMultiProcessor
+         << "); within one context that means the records are wrong "
          << "or blocks were time-sliced:" << over.str();
 }
 

@@ -36,6 +36,11 @@ inline constexpr std::uint64_t kBlockSpinNs = 1'000'000;
 // by priority, not by who became ready first. A run where they were not is an invalid check
 // (ready_when_room), not a verdict.
 inline constexpr std::uint64_t kFillSpinNs = 10'000'000;
+// The widest stretch between two %globaltimer reads of a spinning block beyond which the block was not
+// running: its SM served another context (time-slicing). Reason: alone, the widest gap in any block was
+// 0.13 ms on an H100 (timer ticks, interrupts); time-sliced with a second context, 1.5-2.6 ms (SCHED-11).
+// 1 ms lies between, a quarter of a block's spin.
+inline constexpr std::uint64_t kTimeSliceGapNs = 1'000'000;
 // How long the host waits for a grid's first wave to be resident. Reason: a wave starts within
 // microseconds of being dispatched; 1 s leaves room for a loaded machine and stays below the latch deadline.
 inline constexpr std::chrono::milliseconds kWaveDeadline{1000};
@@ -130,7 +135,15 @@ class PrioritySched : public GpuTest {
   slack ready_slack() const;
   // Empty when some pending grid started within ready_slack() of the fill's first retiring block (the
   // pending grids were ready when room appeared); otherwise why the arrangement proves nothing.
-  std::string ready_when_room(const sched_grid& fill, const std::vector<const sched_grid*>& pending) const;
+  // The pending grids' streams are released by the latch (sched_latch::behind): each then writes its ready
+  // word, which every block of every grid reads as it ends. Empty when the block of `running` that freed the
+  // first slot saw every stream released so far (each pending grid was next in its stream when room
+  // appeared); otherwise why the arrangement proves nothing.
+  std::string ready_when_room(const sched_grid& running) const;
+  // Called by sched_latch: clears the ready words (a new arrangement), and writes stream `s`'s word once
+  // the stream passes the point where this is called.
+  void begin_readiness();
+  void write_ready_word(const stream& s);
 
  private:
   unsigned threads_ = 0;
@@ -143,6 +156,9 @@ class PrioritySched : public GpuTest {
   int attempt_ = 1;     // arrange(): the attempt under way
   bool arranged_ = false;
   std::deque<sched_grid> grids_;
+  device_buffer<std::uint32_t> ready_words_;  // kernels::kReadyWords, written by the released streams
+  unsigned released_ = 0;                     // ready words handed out in this arrangement
+  std::string ready_problem_;                 // why a ready word could not be written
 };
 
 // The one hold of a scheduling arrangement: a host latch in its own stream and an event recorded behind
@@ -150,7 +166,7 @@ class PrioritySched : public GpuTest {
 class sched_latch {
  public:
   explicit sched_latch(PrioritySched& t);
-  // Makes `s` wait for the latch.
+  // Makes `s` wait for the latch; once released, `s` writes its ready word (ready_when_room).
   void behind(const stream& s) const;
   // Opens the latch once `running` has n blocks started (n = 0: as soon as the latch runs) and records the
   // host event "latch opened". Empty when the arrangement was built; otherwise why not (the latch did not

@@ -26,37 +26,44 @@ struct saturation {
   sched_grid* running = nullptr;
   sched_grid* pending = nullptr;
   unsigned running_started_at_release = 0;
-  std::string why_not;  // empty when the arrangement was built
-  bool judged = true;   // false: the kernels ran under a tool and the test is skipped (collect())
+  std::string why_not;  // empty when the latch's arrangement was built (otherwise a failure)
+  // What PrioritySched::arrange returned: nullopt when the kernels ran under a tool and the test is skipped
+  // (collect()); "" when the pending grid was ready when the first slot freed; else why it was not.
+  std::optional<std::string> not_ready;
 };
 
 // `running` (kRunningWaves waves, priority running_priority) runs; `pending` (one wave, pending_priority)
-// waits behind a latch opened once the running grid's first wave is resident. With pending_first the
+// waits behind a latch opened once the running grid's first wave is resident, built again (arrange) while
+// the pending stream was not yet released when the first running block retired. With pending_first the
 // pending grid is neither held nor launched second: it is launched first, into an idle device.
 saturation saturate(PrioritySched& t, const std::string& running, int running_priority, const std::string& pending,
                     int pending_priority, bool pending_first) {
   saturation s;
-  sc::testing::sched_latch latch(t);
-  s.running_stream.emplace(t.make(stream_flags::non_blocking, running, running_priority));
-  s.pending_stream.emplace(t.make(stream_flags::non_blocking, pending, pending_priority));
-  s.pending = &t.grid(pending, *s.pending_stream, pending_priority, t.wave());
-  s.running = &t.grid(running, *s.running_stream, running_priority, kRunningWaves * t.wave());
-  if (!pending_first) latch.behind(*s.pending_stream);
-  t.launch(*s.pending, *s.pending_stream);
-  t.launch(*s.running, *s.running_stream);
-  s.why_not = latch.open_when_started(*s.running, pending_first ? 0 : t.wave());
-  s.running_started_at_release = latch.started_at_release();
-  s.judged = t.collect();
+  s.not_ready = t.arrange([&]() -> std::optional<std::string> {
+    sc::testing::sched_latch latch(t);
+    s.running_stream.emplace(t.make(stream_flags::non_blocking, running, running_priority));
+    s.pending_stream.emplace(t.make(stream_flags::non_blocking, pending, pending_priority));
+    s.pending = &t.grid(pending, *s.pending_stream, pending_priority, t.wave());
+    s.running = &t.grid(running, *s.running_stream, running_priority, kRunningWaves * t.wave());
+    if (!pending_first) latch.behind(*s.pending_stream);
+    t.launch(*s.pending, *s.pending_stream);
+    t.launch(*s.running, *s.running_stream);
+    s.why_not = latch.open_when_started(*s.running, pending_first ? 0 : t.wave());
+    s.running_started_at_release = latch.started_at_release();
+    if (!t.collect()) return std::nullopt;
+    if (!s.why_not.empty()) return std::string();  // a failure of the test, not another attempt
+    return t.ready_when_room(*s.running);
+  });
   return s;
 }
 
 // SCHED-01 (observed; RTSS17 rule A2, driver docs: priority is a hint), SCHED-02 (documented in 13.x: "do
 // not preempt already-running work"), SCHED-03 (observed: the dispatch delay is the remaining block time),
-// SCHED-12 (observed: the first wave covers every SM).
+// SCHED-12 (recorded: the first wave covers every SM).
 TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   const sc::claim sched09("SCHED-09", sc::verdict_kind::observed,
                           "RTSS17 App. A; cudaDevAttrComputePreemptionSupported");
-  const sc::claim sched12("SCHED-12", sc::verdict_kind::observed, "SIGM20; RTAS20");
+  const sc::claim sched12("SCHED-12", sc::verdict_kind::recorded, "SIGM20; RTAS20");
   const sc::claim sched03("SCHED-03", sc::verdict_kind::observed, "RTSS17; catalog Q3");
   const sc::claim sched01("SCHED-01", sc::verdict_kind::observed,
                           "RTSS17 rule A2, Fig. 6; DRV cuStreamCreateWithPriority 13.x");
@@ -67,14 +74,16 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   // priorities within one context do not use it.
   int preemption = 0;
   SC_CHECK_CUDA(cudaDeviceGetAttribute(&preemption, cudaDevAttrComputePreemptionSupported, device()));
-  EXPECT_TRUE(sched09.matches_baseline("compute_preemption_supported", preemption != 0));
+
+  // Mutation SCHED-09 (expectation): the attribute read as its opposite.
+  const bool preempts = sched09.mutate(sc::mutation_kind::expectation, preemption != 0, preemption == 0);
   // Mutation SCHED-01 (arrangement): both grids at the lowest priority.
   const int high_priority = sched01.mutated(sc::mutation_kind::arrangement) ? least() : greatest();
-  // Mutation SCHED-02 and SCHED-09 (arrangement): the high grid is not held and is launched first.
-  const bool high_first =
-      sched02.mutated(sc::mutation_kind::arrangement) || sched09.mutated(sc::mutation_kind::arrangement);
+  EXPECT_TRUE(sched09.matches_baseline("compute_preemption_supported", preempts));
+  // Mutation SCHED-02 (arrangement): the high grid is not held and is launched first.
+  const bool high_first = sched02.mutated(sc::mutation_kind::arrangement);
   const saturation s = saturate(*this, "low", least(), "high", high_priority, high_first);
-  if (!s.judged) return;
+  if (!s.not_ready) return;
   ASSERT_TRUE(s.why_not.empty()) << s.why_not;
   const sc::block_records& low = s.running->host;
   const sc::block_records& high = s.pending->host;
@@ -105,11 +114,10 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
               static_cast<unsigned long long>(low.size() - sc::started_before(low, high_dispatched + 1)));
   const std::string not_pending = s.running_started_at_release >= s.running->blocks
                                       ? "every low block had started before the latch opened: none was pending"
-                                      : "";
+                                      : *s.not_ready;
   EXPECT_TRUE(sched01.observed_row(
       "high_grid_dispatched_ahead_of_pending_low_blocks",
-      decided(high_first ? "the high grid was not held (mutation)" : not_pending,
-              high_dispatched < low_dispatched && low_during == 0,
+      decided(not_pending, high_dispatched < low_dispatched && low_during == 0,
               "D(high) " + std::to_string(high_dispatched) + " vs D(low) " + std::to_string(low_dispatched) +
                   ", low blocks started during the high dispatch: " + std::to_string(low_during))));
 
@@ -119,31 +127,52 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   EXPECT_TRUE(sched12.matches_baseline("first_blocks_on_distinct_sms", distinct == sms()));
 
   // SCHED-03: from the latch opening (host, CUPTI clock) to the first high block, against the least
-  // remaining time of the low blocks resident then.
+  // remaining time of the low blocks resident then: never shorter (no preemption), and longer only by the
+  // dispatch of a ready grid into a freed slot (ready_slack).
   if (!timeline().enabled()) {
-    sc::observe("dispatch_delay", "CUPTI tracing unavailable: " + sc::trace::state().reason);
+    sched03.not_measured(
+        "dispatch_delay_is_the_remaining_block_time",
+        "CUPTI tracing unavailable (the latch opening is a host event on CUPTI's clock): " + sc::trace::state().reason);
     return;
   }
   const sc::timeline t = timeline().collect();
   std::uint64_t opened_ns = 0;
   for (const auto& e : t.host_events)
-    if (e.label == "latch opened") opened_ns = e.start_ns;
-  const auto low_items = t.labelled("low");
-  const auto high_items = t.labelled("high");
-  if (opened_ns == 0 || low_items.size() != 1 || high_items.size() != 1 || low_items[0]->blocks.empty() ||
-      high_items[0]->blocks.empty()) {
-    sc::observe("dispatch_delay", "the timeline lacks the latch opening or the grids' block records");
-    return;
+    if (e.label == in_attempt("latch opened")) opened_ns = e.start_ns;
+  const auto low_items = t.labelled(in_attempt("low"));
+  const auto high_items = t.labelled(in_attempt("high"));
+  std::string missing;
+  if (high_first)
+    missing = "the high grid was not held behind the latch (mutation)";
+  else if (opened_ns == 0)
+    missing = "the timeline has no \"" + in_attempt("latch opened") + "\" event";
+  else if (low_items.size() != 1 || high_items.size() != 1 || low_items[0]->blocks.empty() ||
+           high_items[0]->blocks.empty())
+    missing = "the timeline lacks the grids' block records";
+  std::uint64_t first_high_cupti = 0;
+  std::uint64_t remaining = 0;
+  if (missing.empty()) {
+    first_high_cupti = sc::first_start_ns(high_items[0]->blocks);
+    remaining = sc::least_remaining_ns(low_items[0]->blocks, opened_ns);
+    const double delay_us = (static_cast<double>(first_high_cupti) - static_cast<double>(opened_ns)) / 1000.0;
+    sc::observe("dispatch_delay_us", delay_us);
+    sc::observe("least_remaining_low_block_us", static_cast<double>(remaining) / 1000.0);
+    sc::observe("delay_minus_remaining_us", delay_us - static_cast<double>(remaining) / 1000.0);
   }
-  const std::uint64_t first_high_cupti = sc::first_start_ns(high_items[0]->blocks);
-  const std::uint64_t remaining = sc::least_remaining_ns(low_items[0]->blocks, opened_ns);
-  const double delay_us = (static_cast<double>(first_high_cupti) - static_cast<double>(opened_ns)) / 1000.0;
-  sc::observe("dispatch_delay_us", delay_us);
-  sc::observe("least_remaining_low_block_us", static_cast<double>(remaining) / 1000.0);
-  sc::observe("delay_minus_remaining_us", delay_us - static_cast<double>(remaining) / 1000.0);
-  EXPECT_TRUE(sched03.matches_baseline("dispatch_delay_at_least_remaining_block_time",
-                                       static_cast<double>(first_high_cupti) + static_cast<double>(tol.ns()) >=
-                                           static_cast<double>(opened_ns + remaining)));
+  // Mutation (expectation): the delay expected to be one block spin longer than the remaining time.
+  const std::uint64_t expected_ns =
+      opened_ns + remaining +
+      sched03.mutate<std::uint64_t>(sc::mutation_kind::expectation, 0, sc::testing::kBlockSpinNs);
+  const sc::slack dispatch = ready_slack();
+  const bool within = first_high_cupti + tol.ns() >= expected_ns && first_high_cupti <= expected_ns + dispatch.ns();
+  EXPECT_TRUE(sched03.observed_row(
+      "dispatch_delay_is_the_remaining_block_time",
+      decided(missing.empty() ? *s.not_ready : missing, within,
+              "first high block " +
+                  std::to_string(static_cast<long long>(first_high_cupti) - static_cast<long long>(opened_ns)) +
+                  " ns after the latch opened, least remaining low block time " + std::to_string(remaining) +
+                  " ns (at least that, less " + std::to_string(tol.ns()) + " ns, and at most " +
+                  std::to_string(dispatch.ns()) + " ns more)")));
 }
 
 // SCHED-06 (observed; RTSS17 rules G2-G3, X1): at equal priority, a later grid's blocks start only once the
@@ -153,7 +182,7 @@ TEST_F(PrioritySched, EqualPriorityIsFirstInFirstOut) {
   // Mutation (arrangement): the later grid at the highest priority.
   const bool mutated = sched06.mutated(sc::mutation_kind::arrangement);
   const saturation s = saturate(*this, "earlier", least(), "later", mutated ? greatest() : least(), false);
-  if (!s.judged) return;
+  if (!s.not_ready) return;
   ASSERT_TRUE(s.why_not.empty()) << s.why_not;
   const sc::block_records& earlier = s.running->host;
   const sc::block_records& later = s.pending->host;
@@ -165,7 +194,7 @@ TEST_F(PrioritySched, EqualPriorityIsFirstInFirstOut) {
               (static_cast<double>(sc::first_start_ns(later)) - static_cast<double>(earlier_dispatched)) / 1000.0);
   const std::string not_pending = s.running_started_at_release >= s.running->blocks
                                       ? "every earlier block had started before the latch opened"
-                                      : "";
+                                      : *s.not_ready;
   EXPECT_TRUE(sched06.observed_row(
       "later_grid_waits_for_earlier_dispatch",
       decided(not_pending, cut == 0, std::to_string(cut) + " later blocks started before the earlier grid's last")));

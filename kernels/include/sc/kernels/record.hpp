@@ -35,21 +35,26 @@ struct block_record {
   std::uint32_t sm_begin;    // %smid at t0
   std::uint32_t sm_end;      // %smid at t1 (differs only if the block was moved, e.g. after preemption)
   std::uint32_t nsmid;       // %nsmid (upper bound of %smid values, may exceed the SM count)
-  std::uint32_t reserved;
+  std::uint32_t ready_seen;  // bit i: the grid's ready word i was not zero when the block ended (spin_plan)
 };
 
 // How a scheduling grid (priority_sched) spins. With arrivals (device memory, one zeroed word per %smid
 // value) the k-th block to start on an SM spins spin_ns + k * stagger_ns, so the blocks
 // sharing an SM retire one after another; without it every block spins spin_ns. started, when not null,
 // is mapped host memory with one word per block: thread 0 stores 1 there as soon as it runs (a block gets
-// all its resources when it is dispatched, so it then holds its slot).
+// all its resources when it is dispatched, so it then holds its slot). ready, when not null, is device
+// memory with ready_count words (at most 32), each written by a stream's front end once that stream has passed
+// its wait: thread 0 reads them as its block ends and keeps which were set (block_record::ready_seen), so
+// the block that frees the first slot tells which pending streams were released by then.
+inline constexpr unsigned kReadyWords = 32;
 struct spin_plan {
   std::uint64_t spin_ns;
   std::uint64_t stagger_ns;
   std::uint32_t* arrivals;
   std::uint32_t arrival_slots;  // words at arrivals; an SM whose %smid is not below it counts as first
-  std::uint32_t reserved;
+  std::uint32_t ready_count;
   std::uint32_t* started;
+  const std::uint32_t* ready;
 };
 
 // One per block of a gap-logging spin (time-slicing between contexts, SCHED-11): every stretch longer
