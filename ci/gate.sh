@@ -10,8 +10,8 @@
 # Exit status: 0 every behavior as expected; 1 a behavior regressed (a test failed, a gating baseline row
 # differs); 2 the run is not trustworthy (nothing tested on a GPU, the runner's set-up (CUDA_LAUNCH_BLOCKING,
 # a sanitizer, MPS, MIG, another process on the GPU), CUPTI off, results incomplete, a watchdog fired, or no
-# new run at all). Writes BUILD_DIR/gate-summary.md (also appended to $GITHUB_STEP_SUMMARY when set) and
-# BUILD_DIR/gate-junit.xml (claim IDs, skip reasons).
+# new run at all). Writes gate-summary.md (also appended to $GITHUB_STEP_SUMMARY when set) and gate-junit.xml
+# (claim IDs, skip reasons) into its first run's folder, and copies both to BUILD_DIR.
 #
 # Mode: fast unless STREAMCHECK_MODE says otherwise (a runner gating many machines pays the suite's time on
 # each; the gate reads both modes alike, and a test that breaks its fast process leaves the rest of its
@@ -40,18 +40,21 @@ if [ -z "$run" ] || [ ! -f "$run/env.json" ]; then
   [ -n "${GITHUB_STEP_SUMMARY:-}" ] && cat "$build/gate-summary.md" >>"$GITHUB_STEP_SUMMARY"
   exit 2
 fi
-# Each run's ctest record (RUN/junit.xml) is read with it.
-python3 "$src/reports/streamcheck_gate.py" "${runs[@]}" --markdown "$build/gate-summary.md" \
-  --junit "$build/gate-junit.xml"
+# Each run's ctest record (RUN/junit.xml) is read with it. The summary is written into the gate's first run
+# folder, so that gates run at once in one build folder (one per GPU) keep theirs, then copied to BUILD_DIR.
+python3 "$src/reports/streamcheck_gate.py" "${runs[@]}" --markdown "$run/gate-summary.md" \
+  --junit "$run/gate-junit.xml"
 rc=$?
 # A GPU whose ctest made no run folder was not gated: the machine's gate proves nothing about it.
 if grep -q "ctest made no results folder" "$said"; then
   {
     echo ""
     echo "**NOT TRUSTWORTHY**: $(grep "ctest made no results folder" "$said" | sed 's/^run_suite: //' | paste -sd ';' -)"
-  } | tee -a "$build/gate-summary.md"
-  [ -n "${GITHUB_STEP_SUMMARY:-}" ] && tail -n 2 "$build/gate-summary.md" >>"$GITHUB_STEP_SUMMARY"
+  } | tee -a "$run/gate-summary.md"
+  [ -n "${GITHUB_STEP_SUMMARY:-}" ] && tail -n 2 "$run/gate-summary.md" >>"$GITHUB_STEP_SUMMARY"
   rc=2
 fi
+cp -f "$run/gate-summary.md" "$build/gate-summary.md.$$" && mv -f "$build/gate-summary.md.$$" "$build/gate-summary.md"
+cp -f "$run/gate-junit.xml" "$build/gate-junit.xml.$$" 2>/dev/null && mv -f "$build/gate-junit.xml.$$" "$build/gate-junit.xml"
 echo "gate: results in ${runs[*]} (exit $rc)"
 exit $rc

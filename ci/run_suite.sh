@@ -136,19 +136,27 @@ if [ $every_gpu -eq 1 ]; then
     cp "$work/log-${j/,/-}" "$run/ctest.log"
     mv -f "$build/junit-$$-${j/,/-}.xml" "$run/junit.xml" 2>/dev/null || true
     machine+=("$run")
+    # The pages are written at once (each reads its run's files only) and said in the runs' order below.
     if [[ $j == *,* ]] || [ -z "$first" ]; then
       [[ $j == *,* ]] || first=$run
-      report "$run"
+      report "$run" >"$work/report-${#machine[@]}" 2>&1 &
     else
-      report "$run" "$first"
+      report "$run" "$first" >"$work/report-${#machine[@]}" 2>&1 &
     fi
   done
   if [ ${#machine[@]} -ge 2 ] && command -v python3 >/dev/null 2>&1; then
     # In the first GPU's run folder, where the gate finds it.
-    python3 "$src/reports/streamcheck_report.py" --machine "${machine[@]}" --source "$src" \
-      -o "${first:-${machine[0]}}/machine.html" ||
-      echo "run_suite: the machine page could not be written (see above)" >&2
+    { python3 "$src/reports/streamcheck_report.py" --machine "${machine[@]}" --source "$src" \
+        -o "${first:-${machine[0]}}/machine.html" ||
+        echo "run_suite: the machine page could not be written (see above)"; } >"$work/machine" 2>&1 &
   fi
+  wait
+  for ((k = 1; k <= ${#machine[@]}; k++)); do
+    cat "$work/report-$k"
+    grep -q "^report: nothing was tested on a GPU" "$work/report-$k" &&
+      nothing_on_gpu=$(grep "^report: nothing was tested on a GPU" "$work/report-$k" | sed 's/^report: //' | head -n 1)
+  done
+  [ -f "$work/machine" ] && cat "$work/machine"
   finish $worst
 fi
 
