@@ -19,14 +19,14 @@ failed=0
 lines=()
 for id in "$@"; do
   STREAMCHECK_MUTATE="$id" ctest_run "$build" -L "^${label}\$" -j "${MUTATION_JOBS:-4}" --timeout 120 \
-    >"$build/mutation-$id.log" 2>&1
+    >"$build/mutation-${STREAMCHECK_MODE:-isolated}-$id.log" 2>&1
   line=$(python3 "$src/ci/mutation_check.py" "${run:-no run folder}" "$id")
   status=$?
   echo "$line"
   lines+=("$line")
   if [ $status -ne 0 ]; then
     failed=1
-    tail -n 25 "$build/mutation-$id.log" | sed "s/^/  [$id] /"
+    tail -n 25 "$build/mutation-${STREAMCHECK_MODE:-isolated}-$id.log" | sed "s/^/  [$id] /"
   fi
 done
 count() { printf '%s\n' "${lines[@]}" | grep -c -- "$1" || true; }
