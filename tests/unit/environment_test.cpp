@@ -196,3 +196,17 @@ TEST(KernelModule, ReleaseAndFlavorFromTheNvrmLine) {
 }
 
 }  // namespace
+
+namespace {
+
+// A test executable of the suite by nvidia-smi's name for it; the suite's probe and anything else are not.
+TEST(ComputeProcesses, SuiteTestProcessesAreKnownByTheirExecutable) {
+  EXPECT_TRUE(sc::is_suite_test_process("/work/build/tests/priority_sched/sc_priority_sched_tests"));
+  EXPECT_TRUE(sc::is_suite_test_process("sc_events_tests"));
+  EXPECT_FALSE(sc::is_suite_test_process("/work/build/fixtures/sc_probe"));
+  EXPECT_FALSE(sc::is_suite_test_process("/usr/bin/python3"));
+  EXPECT_FALSE(sc::is_suite_test_process("/opt/sc_tests"));
+  EXPECT_FALSE(sc::is_suite_test_process("/opt/sc_x_tests.sh"));
+}
+
+}  // namespace
