@@ -273,9 +273,12 @@ PrioritySched::fill_arrangement PrioritySched::arrange_behind_fill(const std::ve
       out.pending.push_back(&grid(p.label, streams.back(), p.priority, p.blocks));
     }
     launch(*out.fill, fs);
+    const event first_done = event::create(event_flags::disable_timing);
     for (std::size_t i = 0; i < pending.size(); ++i) {
       latch.behind(streams[i]);
+      if (i > 0 && pending[i].after_first) SC_CHECK_CUDA(cudaStreamWaitEvent(streams[i].get(), first_done.get(), 0));
       launch(*out.pending[i], streams[i]);
+      if (i == 0) SC_CHECK_CUDA(cudaEventRecord(first_done.get(), streams[0].get()));
     }
     out.not_built = latch.open_when_started(*out.fill, wave());
     if (!collect()) return std::nullopt;

@@ -116,6 +116,9 @@ class PrioritySched : public GpuTest {
     int stream_priority;  // its stream's priority (a mutation may make it differ from `priority`)
     int priority;         // the priority the test states for it (block chart)
     unsigned blocks;
+    // A mutation: once released (its ready word written), the stream also waits for the first pending
+    // grid to finish, so this grid cannot start before that one.
+    bool after_first = false;
   };
   struct fill_arrangement {
     sched_grid* fill = nullptr;
