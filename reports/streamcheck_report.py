@@ -31,7 +31,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -67,7 +67,16 @@ def report(run_dir: Path, source: Path, output: Path) -> int:
     from streamcheck.timeline import timeline_state, trace_path
     from streamcheck.trace_events import chrome_trace
     model = build_model(run_dir, source)
-    write_output(output, render_report(model, source))
+    drawings: Dict[str, str] = {}
+    write_output(output, render_report(model, source, drawings))
+    # The timelines' drawings beside the page, which shows each in a frame when its timeline is opened.
+    for name, svg in drawings.items():
+        path = output.parent / name
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError("%s: cannot write: %s" % (path.parent, e.strerror or e))
+        write_output(path, svg)
     # Each drawn timeline whole, as a Chrome trace beside the page (the page links it).
     gpu = str(((model["run"]["env"].get("gpu") or {}) if isinstance(model["run"]["env"].get("gpu"), dict)
                else {}).get("name") or "no GPU")

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 import unittest
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from synthetic import SCRIPT_TEXT, gtest_xml, make_run, make_source, observation, run_cli, write
@@ -71,7 +72,13 @@ class Browser(unittest.TestCase):
         for section in SECTIONS:
             self.assertIn('<section id="%s">' % section, dom)
         self.assertRegex(dom, r'<details class="tl" id="tl-harness\.Timeline\.Drawn">')
-        self.assertIn('<svg class="tl"', dom)
+        # The drawing is a document of its own beside the page, shown in a frame: valid SVG that renders.
+        self.assertIn('<iframe class="tl-frame" src="timelines/tl-harness.Timeline.Drawn.svg"', dom)
+        drawing = self.root / "timelines" / "tl-harness.Timeline.Drawn.svg"
+        self.assertEqual("{http://www.w3.org/2000/svg}svg", ET.parse(drawing).getroot().tag)
+        svg_dom, svg_console = open_in_browser(drawing)
+        self.assertEqual(svg_console, [])
+        self.assertIn('<g class="item kernel">', svg_dom)
         self.assertIn("data:image/png;base64,", dom)  # the block chart's image
         self.assertRegex(dom, r'<div id="filters">')  # the script ran: the filter bar is shown
         # Hostile text stays text: outside the (inert) data block, no element came from it.

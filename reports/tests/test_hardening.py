@@ -2,11 +2,13 @@
 
 import itertools
 import json
+import re
+import tarfile
 import tempfile
 import unittest
 from pathlib import Path
 
-from synthetic import SCRIPT_TEXT, env_doc, make_heavy_run, make_run, make_source, run_cli, write
+from synthetic import REPORTS, SCRIPT_TEXT, env_doc, make_heavy_run, make_run, make_source, run_cli, write
 from streamcheck.common import InputError
 from streamcheck.model import build_model
 from streamcheck.page import PAGE_BUDGET_FIXED, PAGE_BUDGET_PER_TEST, render_report
@@ -120,6 +122,30 @@ class SizeBudget(unittest.TestCase):
             text = page.decode("utf-8")
             self.assertEqual(text.count('<details class="tl" id="tl-'), 79)
             self.assertEqual(text.count("<b>Blocks</b>"), 16)
+
+    def test_a_recorded_h100_run_makes_a_page_of_at_most_one_and_a_half_megabytes(self):
+        # A whole fast run on one H100 (146 tests, 137 timelines, 10 block charts; its observation files take
+        # 9 MB), recorded by the suite itself. The drawings go beside the page; the page holds the rest.
+        recorded = Path(__file__).parent / "data" / "h100-fast-run.tgz"
+        with tempfile.TemporaryDirectory(prefix="streamcheck-size-test-") as tmp:
+            root = Path(tmp)
+            with tarfile.open(recorded) as tar:
+                # The "data" filter where this Python has it (3.11.4 and later).
+                tar.extractall(root / "results", **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+            run, = (root / "results").iterdir()
+            out = root / "report" / "report.html"
+            out.parent.mkdir()
+            result = run_cli(run, "--source", REPORTS.parent, "-o", out)
+            self.assertIn(result.returncode, (0, 1), result.stderr)
+            self.assertNotIn("Traceback", result.stderr)
+            size = out.stat().st_size
+            self.assertLessEqual(size, 1_500_000, "page %d bytes" % size)
+            page = out.read_text(encoding="utf-8")
+            self.assertEqual(page.count('<details class="tl" id="tl-'), 137)
+            frames = re.findall(r'<iframe class="tl-frame" src="([^"]+)"', page)
+            self.assertGreaterEqual(len(frames), 137)
+            for name in frames:
+                self.assertTrue((out.parent / name).is_file(), name)
 
 
 if __name__ == "__main__":

@@ -597,9 +597,11 @@ class Timelines(ReportTestCase):
         return ctest
 
     def drawing(self, page, ctest):
+        """The test's timeline as the page has it, each drawing's frame replaced by the file it shows."""
         match = re.search(r'<details class="tl" id="tl-%s">(.*?)</details>' % re.escape(ctest), page, re.S)
         self.assertIsNotNone(match, "no timeline for %s" % ctest)
-        return match.group(1)
+        return re.sub(r'<iframe class="tl-frame" src="([^"]+)"[^>]*></iframe>',
+                      lambda m: (self.out.parent / m.group(1)).read_text(encoding="utf-8"), match.group(1))
 
     @staticmethod
     def rects(svg, cls):
