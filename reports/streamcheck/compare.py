@@ -32,6 +32,39 @@ ENV_FIELDS = (
 )
 
 
+# How far an observed number may move between two runs before the comparison lists it: a relative change below
+# this is folded away as noise (counted, and listed under a fold). Reason: repeat whole runs on one H100 differ by
+# a few percent in durations and rates (copy rates about 1 %, dispatch delays and time slices about 2 %, pageable
+# copies up to 4 %); a change of a behavior moves a value further, or changes a status or a baseline row, which
+# are never folded.
+NOISE_RELATIVE = 0.05
+
+
+def relative_change(old: Any, new: Any) -> Optional[float]:
+    """(new - old) / |old| for two numbers (not booleans); None for anything else. From 0, any move is whole."""
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, new)):
+        return None
+    if old == 0:
+        return 0.0 if new == 0 else float("inf") if new > 0 else float("-inf")
+    return (new - old) / abs(old)
+
+
+def fmt_number(value: Any) -> str:
+    """An observed value as the comparison shows it: numbers to four significant digits."""
+    if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
+        return "%.4g" % value
+    return fmt_value(value)
+
+
+def fmt_change(c: Dict[str, Any]) -> str:
+    r = c.get("relative")
+    if r is None:
+        return ""
+    if r in (float("inf"), float("-inf")):
+        return "from 0"
+    return "%+.1f %%" % (100 * r)
+
+
 def env_value(env: Dict[str, Any], path: Tuple[str, ...]) -> Any:
     value = dig(env, *path)
     if path in (("cuda", "driver_version"), ("cuda", "runtime_version")) and isinstance(value, int):
@@ -71,7 +104,7 @@ def compare_runs(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
         for key in sorted(set(a["observations"]) | set(b["observations"]), key=str):
             va, vb = a["observations"].get(key), b["observations"].get(key)
             if not same_value(va, vb):
-                values.append({"test": name, "key": key, "old": va, "new": vb})
+                values.append({"test": name, "key": key, "old": va, "new": vb, "relative": relative_change(va, vb)})
         rows_a = {(str(r.get("id")), str(r.get("key"))): r for r in a["baseline"]}
         rows_b = {(str(r.get("id")), str(r.get("key"))): r for r in b["baseline"]}
         for ident, key in sorted(set(rows_a) | set(rows_b)):
@@ -80,10 +113,15 @@ def compare_runs(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
                 baselines.append({"test": name, "id": ident, "key": key, "old_status": ra.get("status"),
                                   "new_status": rb.get("status"), "old": ra.get("observed"), "new": rb.get("observed"),
                                   "expected": rb.get("expected", ra.get("expected")), "gating": rb.get("gating")})
+    # Values that moved beyond the noise first, the largest move first (a value that is not a number, or that
+    # appeared or went, always counts as moved); the rest folded.
+    moved = [c for c in values if c["relative"] is None or abs(c["relative"]) >= NOISE_RELATIVE]
+    jitter = [c for c in values if c["relative"] is not None and abs(c["relative"]) < NOISE_RELATIVE]
+    moved.sort(key=lambda c: (c["relative"] is not None, -abs(c["relative"] or 0)))
     added = [{"test": n, "status": new["tests"][n]["status"]} for n in sorted(set(new["tests"]) - set(old["tests"]))]
     removed = [{"test": n, "status": old["tests"][n]["status"]} for n in sorted(set(old["tests"]) - set(new["tests"]))]
     problems = ["%s (old run)" % p for p in old["problems"]] + ["%s (new run)" % p for p in new["problems"]]
-    return {"old": old, "new": new, "environment": environment, "status": status, "values": values,
+    return {"old": old, "new": new, "environment": environment, "status": status, "values": moved, "jitter": jitter,
             "baselines": baselines, "added": added, "removed": removed, "problems": problems,
             "same_gpu": dig(old["env"], "gpu", "uuid") == dig(new["env"], "gpu", "uuid")}
 
@@ -105,9 +143,10 @@ def diff_text(diff: Dict[str, Any]) -> str:
     out.extend("  %s %s/%s: %s %s -> %s %s" % (c["test"], c["id"], c["key"], fmt_value(c["old_status"]),
                                                fmt_value(c["old"]), fmt_value(c["new_status"]), fmt_value(c["new"]))
                for c in diff["baselines"])
-    out.append("observed values changed: %d" % len(diff["values"]))
-    out.extend("  %s %s: %s -> %s" % (c["test"], c["key"], fmt_value(c["old"]), fmt_value(c["new"]))
-               for c in diff["values"])
+    out.append("observed values changed beyond noise (%d %%): %d" % (round(100 * NOISE_RELATIVE), len(diff["values"])))
+    out.extend("  %s %s: %s -> %s%s" % (c["test"], c["key"], fmt_number(c["old"]), fmt_number(c["new"]),
+                                        " (%s)" % fmt_change(c) if fmt_change(c) else "") for c in diff["values"])
+    out.append("observed values within noise, folded: %d" % len(diff["jitter"]))
     out.append("tests added: %d" % len(diff["added"]))
     out.extend("  + %s (%s)" % (c["test"], TEST_LABEL.get(c["status"], c["status"])) for c in diff["added"])
     out.append("tests removed: %d" % len(diff["removed"]))
@@ -169,10 +208,17 @@ def render_diff(diff: Dict[str, Any], source: Path) -> str:
               join([c["new_status"] or "\u2014", mono(fmt_value(c["new"]))], " "),
               join([mono(fmt_value(c["expected"])), " gating" if c["gating"] is True else ""])]
              for c in diff["baselines"]],
-            "No baseline row changed.") + fill("h3", text="Observed values") + table(
-            ["Test", "Key", "Old", "New"],
-            [[mono(c["test"]), mono(c["key"]), mono(fmt_value(c["old"])), mono(fmt_value(c["new"]))]
-             for c in diff["values"]], "No observed value changed.")),
+            "No baseline row changed.") +
+            fill("h3", text="Observed values that moved beyond noise (%d %% or more), the largest first"
+                 % round(100 * NOISE_RELATIVE)) + table(
+            ["Test", "Key", "Old", "New", "Change"],
+            [[mono(c["test"]), mono(c["key"]), mono(fmt_number(c["old"])), mono(fmt_number(c["new"])), fmt_change(c)]
+             for c in diff["values"]], "No observed value moved beyond noise.") +
+            (fill("folded", summary="%s within noise (less than %d %%), folded"
+                  % (plural(len(diff["jitter"]), "observed value"), round(100 * NOISE_RELATIVE)), body=table(
+                      ["Test", "Key", "Old", "New", "Change"],
+                      [[mono(c["test"]), mono(c["key"]), mono(fmt_number(c["old"])), mono(fmt_number(c["new"])),
+                        fmt_change(c)] for c in diff["jitter"]], "")) if diff["jitter"] else EMPTY)),
         section("added-removed", "Tests added and removed", table(
             ["", "Test", "Status"], [["added", mono(c["test"]), status_badge(c["status"])] for c in diff["added"]] +
             [["removed", mono(c["test"]), status_badge(c["status"])] for c in diff["removed"]],
@@ -180,7 +226,7 @@ def render_diff(diff: Dict[str, Any], source: Path) -> str:
     ]
     data = {"generator": {"name": GENERATOR, "version": GENERATOR_VERSION}, "old": old["id"], "new": new["id"],
             "environment": diff["environment"], "status": diff["status"], "baselines": diff["baselines"],
-            "values": diff["values"], "added": diff["added"], "removed": diff["removed"], "problems": diff["problems"]}
+            "values": diff["values"], "jitter": diff["jitter"], "noise_relative": NOISE_RELATIVE, "added": diff["added"], "removed": diff["removed"], "problems": diff["problems"]}
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     # The style sheet is a file of the installation and the data block JSON made safe to embed (embed_json):
     # markup as they are, where anything else is escaped.

@@ -32,14 +32,19 @@ def plain(text: str) -> str:
     return re.sub(r"[*_`~]", "", text).strip()
 
 
+TEST_NAME = re.compile(r"[A-Za-z_][\w/]*\.[\w/*?]+")
+
+
 def planned_tests(cell: str) -> List[str]:
+    """The test names of a plan's Tests cell: Suite.Test (or a pattern of them), in backticks or not. Other
+    code in the cell (an entry such as `conn32`, a row key, a variable) names no test."""
     names = [n.strip() for n in re.findall(r"`([^`]+)`", cell) if n.strip()]
     if names:
-        return names
+        return [n for n in names if TEST_NAME.fullmatch(n)]
     if plain(cell).lower() in DASHES:
         return []
     tokens = [t.strip() for t in re.split(r"[,;]", plain(cell))]
-    return [t for t in tokens if re.fullmatch(r"[A-Za-z_][\w/]*\.[\w/*?]+", t)]
+    return [t for t in tokens if TEST_NAME.fullmatch(t)]
 
 
 def parse_plan(text: str) -> Tuple[List[Dict[str, Any]], Optional[str]]:
@@ -325,7 +330,8 @@ def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, 
                         for b in t["baseline"] if b.get("id") == row["id"] and b.get("status") == "recorded"]
             if row["kind"] == "recorded" and recorded and entry["status"] in ("pass", "skipped"):
                 entry["status"] = "recorded"
-                entry["detail"] = [d for d in entry["detail"] if not d.startswith("not judged")] + recorded
+                entry["detail"] = [d for d in entry["detail"]
+                                   if not d.startswith(("not judged", "skipped: recorded values"))] + recorded
             rows.append(entry)
 
     # IDs that tests claim but no plan lists (families without a plan, or a plan that forgot one).

@@ -55,7 +55,8 @@ def skip_reasons(tests: Dict[str, Dict[str, Any]]) -> Markup:
 def totals_section(model: Model) -> Markup:
     t = model["totals"]
     unjudged = sum(1 for x in model["tests"].values() if is_unjudged(x))
-    counters = join(fill("counter", key=key, count=t[key], label=label,
+    # A count of none is not coloured: a clean run shows no failure or warning colour.
+    counters = join(fill("counter", key=key if t[key] else "none", count=t[key], label=label,
                          unjudged=fill("unjudged_count", count=unjudged) if key == "skipped" and unjudged else EMPTY)
                     for key, label in (("passed", "passed"), ("failed", "failed"), ("skipped", "skipped"),
                                        ("notrun", "not run")))

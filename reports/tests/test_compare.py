@@ -7,7 +7,7 @@ import unittest
 from pathlib import Path
 
 from synthetic import SCRIPT_TEXT, UUID_B, env_doc, gtest_xml, make_run, make_source, run_cli, write
-from streamcheck.compare import compare_runs, diff_text
+from streamcheck.compare import compare_runs, diff_text, render_diff
 from streamcheck.results import load_run
 
 
@@ -37,6 +37,24 @@ class Compare(unittest.TestCase):
 
     def tearDown(self):
         self._tmp.cleanup()
+
+    def test_values_that_moved_come_first_largest_first_and_jitter_is_folded(self):
+        obs = self.new / "observations" / "priority_flags.PriorityFlags.SpecialHandles.json"
+        old_obs = self.old / "observations" / "priority_flags.PriorityFlags.SpecialHandles.json"
+        for path, values in ((old_obs, {"a_us": 100.0, "b_us": 100.0, "c_us": 100.0, "d": "x"}),
+                             (obs, {"a_us": 102.0, "b_us": 150.0, "c_us": 60.0, "d": "y"})):
+            doc = json.loads(path.read_text())
+            doc["observations"].update(values)
+            write(path, json.dumps(doc))
+        diff = compare_runs(load_run(self.old), load_run(self.new))
+        self.assertEqual([c["key"] for c in diff["values"]], ["d", "per_thread.flags", "b_us", "c_us"])
+        self.assertEqual([c["key"] for c in diff["jitter"]], ["a_us"])
+        text = diff_text(diff)
+        self.assertIn("b_us: 100 -> 150 (+50.0 %)", text)
+        self.assertIn("observed values within noise, folded: 1", text)
+        page = render_diff(diff, self.root)
+        self.assertIn("1 observed value within noise (less than 5 %), folded", page)
+        self.assertLess(page.index("b_us"), page.index("a_us"))
 
     def test_what_changed(self):
         diff = compare_runs(load_run(self.old), load_run(self.new))
