@@ -88,13 +88,17 @@ class EveryGpu(unittest.TestCase):
         pairs = sorted(c.split()[0] for c in calls if "," in c.split()[0])
         self.assertEqual(["CVD=0,1", "CVD=2,0"], pairs)
 
-    def test_the_runs_start_together(self):
-        # Each stand-in waits until every one of the three has been called: only runs started together end.
-        self.fake("ctest", FAKE_CTEST.replace("rc_var=", "for _ in $(seq 100); do [ $(cat $FAKE_LOG.* | wc -l) -ge 3 ] "
-                                                           "&& break; sleep 0.1; done\n"
-                                                           "[ $(cat $FAKE_LOG.* | wc -l) -ge 3 ] || exit 9\nrc_var="))
+    def test_the_gpus_runs_start_together_and_the_pairs_after_them(self):
+        # A GPU's stand-in waits until both GPUs' runs have been called, then says it ended; the pair's stand-in
+        # fails unless both had ended when it was called.
+        wait = ('if [ "$key" = 0_1 ]; then [ -f "$FAKE_LOG.end.0" ] && [ -f "$FAKE_LOG.end.1" ] || exit 9; else\n'
+                'for _ in $(seq 100); do [ $(cat $FAKE_LOG.0 $FAKE_LOG.1 2>/dev/null | wc -l) -ge 2 ] && break; '
+                'sleep 0.1; done\n[ $(cat $FAKE_LOG.0 $FAKE_LOG.1 | wc -l) -ge 2 ] || exit 9\n'
+                'touch "$FAKE_LOG.end.$key"; fi\nrc_var=')
+        self.fake("ctest", FAKE_CTEST.replace("rc_var=", wait))
         done, calls = self.run_suite()
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+        self.assertEqual(3, len(calls), calls)
 
     def test_the_worst_status_is_the_exit_status(self):
         done, calls = self.run_suite(FAKE_RC_1="8")
