@@ -175,7 +175,8 @@ def plan_note(plan: Any) -> str:
 
 def family_table(model: Model, family: str, tests: List[Dict[str, Any]]) -> Markup:
     """A family's tests, failed first, in a table that can be collapsed; its summary counts each outcome."""
-    tests = sorted(tests, key=lambda t: (TEST_ORDER[t["status"]], t["gtest_name"], t["variant"]))
+    # Failures, tests not run and skips not judged first: what needs a look before what skipped with a reason.
+    tests = sorted(tests, key=lambda t: (TEST_ORDER[t["status"]], not is_unjudged(t), t["gtest_name"], t["variant"]))
     counts = {s: sum(1 for t in tests if t["status"] == s) for s in TEST_ORDER}
     summary = join((badge(s, "%d %s" % (counts[s], TEST_LABEL[s])) for s in TEST_ORDER if counts[s]), " ")
     variants = sorted({t["variant"] for t in tests if t["variant"]})

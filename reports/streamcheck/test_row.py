@@ -152,7 +152,12 @@ def test_row(t: Test, known: Optional[Dict[str, Any]] = None) -> Markup:
     tree's baseline file (model["baseline"]), for what a baseline comparison does not carry."""
     ids, kinds, sources = claim_cells(t)
     claim_ids = sorted({str(c.get("id")) for c in t["claims"]})
-    rows = [fill("test_row", anchor=test_anchor(t), status=t["status"],
+    # The row's status for the page's filter: a skip of the baseline rule is a problem to look at, a skip with
+    # its reason (or of recorded values) is not.
+    status = t["status"]
+    if status == "skipped":
+        status = "unjudged" if is_unjudged(t) else "recorded" if t["skip_kind"] == "recorded" else "skipped"
+    rows = [fill("test_row", anchor=test_anchor(t), status=status,
                  attrs=attrs(class_="row-failed" if t["status"] == "failed" else None), badge=status_cell(t),
                  name=name_cell(t), ids=ids, kinds=kinds, sources=sources, duration=duration_cell(t),
                  result=result_cell(t), observed=kv_list(t["observations"]),

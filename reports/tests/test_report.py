@@ -404,7 +404,8 @@ class Evidence(ReportTestCase):
                               suite="PriorityFlags", family="priority_flags")
         _, page = self.generate()
         row = self.row(page, ctest)
-        self.assertIn('data-status="skipped"', row)
+        # A problem to look at: "only problems" keeps it, where it hides a skip with its reason.
+        self.assertIn('data-status="unjudged"', row)
         self.assertIn('<span class="st st-unjudged" title="skipped: its observed values have no baseline, or could '
                       'not be measured here, so they were not judged">not judged</span>', row)
         self.assertIn("<b>not judged</b>", row)
@@ -876,9 +877,11 @@ class Timelines(ReportTestCase):
         svgs = re.findall(r"<svg\b.*?</svg>", drawing, re.S)
         self.assertEqual(len(svgs), 2)
         self.assertIn("zoom on the labelled items", drawing)
-        self.assertIn("time (ms)", svgs[0])
+        # The zoom on the test's own work comes first, then the whole test (mostly the fixture's set-up).
+        self.assertLess(drawing.index("zoom on the labelled items"), drawing.index("whole test:"))
+        self.assertIn("time (ms)", svgs[1])
         # In the zoom, k1 (2 ms of the ~2.3 ms window) is wide enough for its label.
-        (x, width), = self.rects(svgs[1], "item kernel")[:1]
+        (x, width), = self.rects(svgs[0], "item kernel")[:1]
         self.assertGreater(width, 0.7 * timeline.TL_PLOT_W)
 
     def test_tracing_off_shows_the_reason_and_no_drawing(self):
