@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional
 
 from .common import GENERATOR, GENERATOR_VERSION, MAX_EVIDENCE_LINES, Markup, fmt_value, plural
 from .page_parts import environment_facts, facts_markup, run_fact
-from .sections import (coverage_section, environment_section, families_section, instruments_section,
+from .sections import (api_section, coverage_section, environment_section, families_section, instruments_section,
                        timelines_section, totals_section)
 from .templates import EMPTY, fill, fill_page, join, template_text
 from .timeline import chart_digest, drawings_into, legend_css, timeline_without_blocks
@@ -68,7 +68,7 @@ def banners(model: Dict[str, Any]) -> Markup:
 def navigation(model: Dict[str, Any]) -> Markup:
     links = [("problems", "Problems")] if model["problems"] else []
     links += [("totals", "Totals"), ("coverage", "Coverage"), ("families", "Families"), ("timelines", "Timelines"),
-              ("instruments", "Instruments"), ("environment", "Environment & build")]
+              ("api", "API coverage"), ("instruments", "Instruments"), ("environment", "Environment & build")]
     return join(fill("nav_link", anchor=anchor, label=label) for anchor, label in links)
 
 
@@ -79,7 +79,8 @@ def render_page(model: Dict[str, Any], source: Path, data_json: str) -> str:
     if model["totals"]["failed"]:
         title = "[%d FAILED] %s" % (model["totals"]["failed"], title)
     sections = [totals_section(model), coverage_section(model, source), families_section(model),
-                timelines_section(model), instruments_section(model), environment_section(model)]
+                timelines_section(model), api_section(model, source), instruments_section(model),
+                environment_section(model)]
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     # The style sheet and the script are files of the installation, and the data block is JSON made safe to
     # embed (embed_json): markup as they are, where anything else is escaped.
@@ -115,6 +116,13 @@ def page_data(model: Dict[str, Any], source: Path) -> Dict[str, Any]:
     tests = model["tests"]
     tracing = run["env"].get("tracing")
 
+    def in_run(path: Any) -> Any:
+        # A result file's path from the run folder (runs[0].dir), as the page's reader finds it wherever it is.
+        try:
+            return str(Path(path).relative_to(run["dir"])) if isinstance(path, str) else path
+        except ValueError:
+            return path
+
     def kept_timeline(tl: Any) -> Any:
         # Every test of a run traces the same way: the run's record says how, once.
         kept = timeline_without_blocks(tl)
@@ -131,7 +139,9 @@ def page_data(model: Dict[str, Any], source: Path) -> Dict[str, Any]:
         "coverage": model["coverage"],
         "plans": model["plans"],
         "tests": [dict(tests[name], block_chart=chart_digest(tests[name].get("block_chart")),
-                       timeline=kept_timeline(tests[name].get("timeline"))) for name in sorted(tests)],
+                       timeline=kept_timeline(tests[name].get("timeline")),
+                       xml_file=in_run(tests[name].get("xml_file")),
+                       observation_file=in_run(tests[name].get("observation_file"))) for name in sorted(tests)],
         "instruments": model["instruments"],
         "baseline": {k: v for k, v in model["baseline"].items() if k != "entries"},
     }

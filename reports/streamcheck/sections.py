@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List
 
+from .api import coverage as api_coverage, cuda_include_dir
 from .common import COVERAGE_ORDER, TEST_LABEL, TEST_ORDER, Markup, breakable, dig, fmt_ns, inline_md, plural, slug
 from .model import is_unjudged, skip_groups
 from .page_parts import badge, dash, environment_tables, kv_list, test_anchor, test_link, timeline_link
@@ -234,6 +235,31 @@ def timelines_section(model: Model) -> Markup:
                 ranges_only=fill("ranges_only", count=len(ranges_only), links=join(
                     (timeline_link(t) for t in ranges_only), ", ")) if ranges_only else EMPTY,
                 none=EMPTY if drawn else fill("no_timelines"), others=timelines_others(states))
+
+
+def api_section(model: Model, source: Path) -> Markup:
+    """Every function of the CUDA headers' stream and event sections (and the host-function launches) with the
+    tests of this run that call it, or "not exercised" (api.py; the same table as docs/api.md)."""
+    include = cuda_include_dir()
+    table = api_coverage(source, include)
+    by_name: Dict[str, List[Dict[str, Any]]] = {}
+    for t in model["tests"].values():
+        by_name.setdefault(t["gtest_name"], []).append(t)
+    rows = []
+    for row in table["rows"]:
+        # Each test once, linked to its first result of this run (its variants are listed in its family).
+        links = [fill("api_test", anchor=test_anchor(min(by_name[name], key=lambda t: t["ctest_name"])), name=name)
+                 if by_name.get(name) else name for name in row["tests"]]
+        also = ", ".join(["%s helpers" % h for h in row["helpers"]] + (["fixtures"] if row["fixtures"] else []))
+        called = row["tests"] or also
+        rows.append(fill("api_row", function=row["function"], section=row["section"] or "\u2014",
+                         tests=join(links, ", ") if links else "\u2014", ids=", ".join(row["ids"]) or "\u2014",
+                         also=also or "\u2014", status="pass" if called else "skipped",
+                         label="exercised" if called else "not exercised"))
+    where = ("from %s" % table["include"]) if table["include"] else \
+        "the CUDA headers were not found ($CUDA_PATH, $CUDA_HOME, /usr/local/cuda): only the functions the code calls"
+    return fill("api", count=plural(len(table["rows"]), "function"), not_called=table["not_called"], where=where,
+                rows=join(rows))
 
 
 def instruments_section(model: Model) -> Markup:
