@@ -24,6 +24,8 @@ build=${1:-$src/build}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
 mkdir -p "$build"
+# An earlier gate's summary must never stand for this one's.
+rm -f "$build/gate-summary.md" "$build/gate-junit.xml"
 said=$(mktemp)
 trap 'rm -f "$said"' EXIT
 every=(--every-gpu)

@@ -153,13 +153,13 @@ if [ $every_gpu -eq 1 ]; then
       report "$run" "$first" >"$work/report-${#machine[@]}" 2>&1 &
     fi
   done
+  wait
   if [ ${#machine[@]} -ge 2 ] && command -v python3 >/dev/null 2>&1; then
-    # In the first GPU's run folder, where the gate finds it.
+    # In the first GPU's run folder, where the gate finds it; after the runs' pages, which it links.
     { python3 "$src/reports/streamcheck_report.py" --machine "${machine[@]}" --source "$src" \
         -o "${first:-${machine[0]}}/machine.html" ||
-        echo "run_suite: the machine page could not be written (see above)"; } >"$work/machine" 2>&1 &
+        echo "run_suite: the machine page could not be written (see above)"; } >"$work/machine" 2>&1
   fi
-  wait
   for ((k = 1; k <= ${#machine[@]}; k++)); do
     cat "$work/report-$k"
     grep -q "^report: nothing was tested on a GPU" "$work/report-$k" &&

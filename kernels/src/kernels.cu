@@ -22,6 +22,7 @@ __global__ void mark_kernel(std::uint32_t* counter, mark_board* board, unsigned 
 __device__ void timed_spin(block_record* records, const std::uint64_t& t0, const std::uint32_t& sm0,
                            std::uint64_t spin_ns, const std::uint32_t* ready = nullptr, std::uint32_t ready_count = 0) {
   __shared__ std::uint32_t seen;
+  if (threadIdx.x == 0) seen = 0u;
   __syncthreads();  // every warp of the block is resident before the spin is counted
   std::uint64_t last = t0;
   std::uint64_t widest = 0;
@@ -31,13 +32,10 @@ __device__ void timed_spin(block_record* records, const std::uint64_t& t0, const
     last = now;
   }
   // The ready words are read while every warp still holds its place (the block has not begun to free its
-  // slot), one word per lane of the first warp, in one round trip.
-  if (threadIdx.x < 32) {
-    const bool set = ready != nullptr && threadIdx.x < ready_count && threadIdx.x < kReadyWords &&
-                     *static_cast<const volatile std::uint32_t*>(ready + threadIdx.x) != 0u;
-    const std::uint32_t mask = __ballot_sync(__activemask(), set);
-    if (threadIdx.x == 0) seen = mask;
-  }
+  // slot): a word per thread, read at once, whatever the block's size.
+  const std::uint32_t words = ready == nullptr ? 0u : (ready_count < kReadyWords ? ready_count : kReadyWords);
+  for (std::uint32_t i = threadIdx.x; i < words; i += blockDim.x)
+    if (*static_cast<const volatile std::uint32_t*>(ready + i) != 0u) atomicOr(&seen, 1u << i);
   __syncthreads();
   if (threadIdx.x == 0) {
     records[blockIdx.x] = block_record{t0, now_ns(), widest, sm0, device::sm_id(), device::sm_count_bound(), seen};

@@ -102,7 +102,7 @@ bool PrioritySched::wait_started(const sched_grid& g, unsigned n) {
 }
 
 sched_latch::sched_latch(PrioritySched& t) : t_(t), s_(t.make(stream_flags::non_blocking, "latch")) {
-  t_.begin_readiness();
+  t_.begin_readiness(&s_);
   t_.hold(latch_, s_);
   opened_ = event::create(event_flags::disable_timing);
   SC_CHECK_CUDA(cudaEventRecord(opened_.get(), s_.get()));
@@ -113,9 +113,11 @@ void sched_latch::behind(const stream& s) const {
   t_.write_ready_word(s);
 }
 
-void PrioritySched::begin_readiness() {
-  // The device is idle here: before the arrangement's first launch.
-  SC_CHECK_CUDA(cudaMemset(ready_words_.data(), 0, kernels::kReadyWords * sizeof(std::uint32_t)));
+void PrioritySched::begin_readiness(const stream* s) {
+  // Before the arrangement's first launch, and finished before it: no block may read a word of the last one.
+  SC_CHECK_CUDA(cudaMemsetAsync(ready_words_.data(), 0, kernels::kReadyWords * sizeof(std::uint32_t),
+                                s != nullptr ? s->get() : nullptr));
+  SC_CHECK_CUDA(s != nullptr ? cudaStreamSynchronize(s->get()) : cudaDeviceSynchronize());
   released_ = 0;
   ready_problem_.clear();
 }

@@ -39,7 +39,8 @@ inline constexpr std::uint64_t kFillSpinNs = 10'000'000;
 // The widest stretch between two %globaltimer reads of a spinning block beyond which the block was not
 // running: its SM served another context (time-slicing). Reason: alone, the widest gap in any block was
 // 0.13 ms on an H100 (timer ticks, interrupts); time-sliced with a second context, 1.5-2.6 ms (SCHED-11).
-// 1 ms lies between, a quarter of a block's spin.
+// 1 ms lies between. A test with a time-sliced attempt is not judged, even if a later attempt was not: another
+// context was on the GPU during the test.
 inline constexpr std::uint64_t kTimeSliceGapNs = 1'000'000;
 // How long the host waits for a grid's first wave to be resident. Reason: a wave starts within
 // microseconds of being dispatched; 1 s leaves room for a loaded machine and stays below the latch deadline.
@@ -136,16 +137,15 @@ class PrioritySched : public GpuTest {
   slack stamp_slack() const;
   // How long after the first freed slot a ready pending grid starts: dispatch latency.
   slack ready_slack() const;
-  // Empty when some pending grid started within ready_slack() of the fill's first retiring block (the
-  // pending grids were ready when room appeared); otherwise why the arrangement proves nothing.
   // The pending grids' streams are released by the latch (sched_latch::behind): each then writes its ready
   // word, which every block of every grid reads as it ends. Empty when the block of `running` that freed the
   // first slot saw every stream released so far (each pending grid was next in its stream when room
   // appeared); otherwise why the arrangement proves nothing.
   std::string ready_when_room(const sched_grid& running) const;
-  // Called by sched_latch: clears the ready words (a new arrangement), and writes stream `s`'s word once
-  // the stream passes the point where this is called.
-  void begin_readiness();
+  // Called by sched_latch: clears the ready words for a new arrangement (in `s`, and waits for it: nothing of
+  // the arrangement is launched yet), and writes stream `s`'s word once the stream passes the point where this
+  // is called.
+  void begin_readiness(const stream* s = nullptr);
   void write_ready_word(const stream& s);
 
  private:

@@ -203,6 +203,9 @@ namespace {
 TEST(ComputeProcesses, SuiteTestProcessesAreKnownByTheirExecutable) {
   EXPECT_TRUE(sc::is_suite_test_process("/work/build/tests/priority_sched/sc_priority_sched_tests"));
   EXPECT_TRUE(sc::is_suite_test_process("sc_events_tests"));
+  EXPECT_TRUE(sc::is_suite_test_process("/b/tests/default_streams/sc_default_streams_tests_ptds_nvcc"));
+  EXPECT_TRUE(sc::is_suite_test_process("sc_family2_tests"));
+  EXPECT_FALSE(sc::is_suite_test_process("sc_teststests"));
   EXPECT_FALSE(sc::is_suite_test_process("/work/build/fixtures/sc_probe"));
   EXPECT_FALSE(sc::is_suite_test_process("/usr/bin/python3"));
   EXPECT_FALSE(sc::is_suite_test_process("/opt/sc_tests"));
