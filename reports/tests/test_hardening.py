@@ -153,6 +153,9 @@ class SizeBudget(unittest.TestCase):
                                   r'invalid|no-baseline-dir)"', page)
             self.assertEqual(sorted(set(warnings)), ["fail", "failed"], warnings)
             self.assertIn('<div class="counter none"><b>0</b>not run', page)
+            # Observed numbers in the test table to six significant digits, not a float's every digit.
+            self.assertIn("delay_minus_remaining_us<i>=</i>0.47<", page)
+            self.assertNotIn("0.4700000000000273", page.split('<script type="application/json" id="data">')[0])
 
 
 if __name__ == "__main__":
