@@ -92,9 +92,13 @@ def render_page(model: Dict[str, Any], source: Path, data_json: str) -> str:
 
 
 def finite(data: Any) -> Any:
-    """The data with NaN and infinities as strings: JSON.parse rejects them as numbers."""
+    """The data with NaN and infinities as strings (JSON.parse rejects them as numbers), and every other float
+    to the precision the page shows (six significant digits, one decimal from 100,000 on; the result files keep
+    every digit)."""
     if isinstance(data, float) and (data != data or data in (float("inf"), float("-inf"))):
         return repr(data)
+    if isinstance(data, float):
+        return round(data, 1) if abs(data) >= 1e5 else float("%.6g" % data)
     if isinstance(data, dict):
         return {str(k): finite(v) for k, v in data.items()}
     if isinstance(data, (list, tuple)):

@@ -37,7 +37,7 @@ TL_MAX_DRAWING_BYTES = 128 * 1024   # a test's timeline drawings: no zoom when t
 TL_MAX_RANGES = 200
 TL_MAX_RANGE_ROWS = 10
 TL_MAX_HOST = 200
-TL_DATA_ITEMS = 5          # timeline items, ranges and host events per test in the page's data block
+TL_DATA_ITEMS = 3          # timeline items, ranges and host events per test in the page's data block
 TL_ZOOM_BELOW = 0.25       # a second, zoomed drawing when the items fill less than this share of the span
 TL_CHAR_W = 6.1            # width of one character at the drawing's 10 px monospace font
 

@@ -1,15 +1,17 @@
-// EVT-04…08, EVT-12: queries, synchronization and elapsed time. Return codes are compared by name; every
-// "pending" case is made with a gate, and every "returns at once" is a call made while a gate is closed.
+// EVT-04…08, EVT-12, EVT-16, EVT-17: queries, synchronization and elapsed time. Return codes are compared by name;
+// every "pending" case is made with a gate, and every "returns at once" is a call made while a gate is closed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "events.hpp"
 #include "sc/fixtures/check.hpp"
+#include "sc/fixtures/driver.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/kernels/launch.hpp"
 
@@ -62,6 +64,60 @@ TEST_F(EventsAndWaits, StreamQueryReportsPendingWork) {
   EXPECT_CUDA_EQ(cudaErrorNotReady, pending.code) << "querying a stream held by a gate";
   EXPECT_CUDA_EQ(cudaSuccess, cudaStreamQuery(s.get())) << "the same stream once its work finished";
   sc::observe("while_gated", sc::error_name(pending.code));
+}
+
+// A driver call made from the helper thread of call_while_held / call_while_gated: the device's primary context
+// made current there first (the runtime does that for its own calls), the driver's code kept in `code`.
+std::function<cudaError_t()> driver_call(int device, CUresult& code, const std::function<CUresult()>& call) {
+  return [device, &code, call] {
+    const cudaError_t current = cudaSetDevice(device);
+    if (current != cudaSuccess) return current;
+    code = call();
+    return cudaSuccess;
+  };
+}
+
+// EVT-16 · DRV cuStreamQuery, the driver twin of EVT-05: CUDA_SUCCESS on an empty stream and on a finished
+// one, CUDA_ERROR_NOT_READY while a gate holds it (the query itself returns while the gate is closed).
+TEST_F(EventsAndWaits, DriverStreamQueryReportsPendingWork) {
+  const sc::claim evt16("EVT-16", sc::verdict_kind::documented, "DRV cuStreamQuery");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream idle = make(stream_flags::non_blocking, "idle");
+  EXPECT_CU_EQ(CUDA_SUCCESS, sc::driver().cuStreamQuery(s.get())) << "a new, empty stream";
+  // Mutation (arrangement): the stream queried is another, idle one.
+  const sc::stream& queried = evt16.mutated(sc::mutation_kind::arrangement) ? idle : s;
+  CUresult code = CUDA_ERROR_UNKNOWN;
+  const sc::return_observation pending =
+      call_while_held(s, driver_call(device(), code, [&] { return sc::driver().cuStreamQuery(queried.get()); }));
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, pending.code) << "making the context current on the calling thread";
+  EXPECT_TRUE(pending.returned) << "cuStreamQuery waited for the gated work";
+  EXPECT_CU_EQ(CUDA_ERROR_NOT_READY, code) << "querying a stream held by a gate";
+  EXPECT_CU_EQ(CUDA_SUCCESS, sc::driver().cuStreamQuery(s.get())) << "the same stream once its work finished";
+  sc::observe("while_gated", sc::error_name(code));
+}
+
+// EVT-17 · DRV cuStreamSynchronize: does not return while a gate holds the stream, and returns CUDA_SUCCESS
+// once the gate opens.
+TEST_F(EventsAndWaits, DriverStreamSynchronizeWaitsForTheGate) {
+  const sc::claim evt17("EVT-17", sc::verdict_kind::documented, "DRV cuStreamSynchronize");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream idle = make(stream_flags::non_blocking, "idle");
+  // Mutation (arrangement): the stream synchronized is another, idle one.
+  const sc::stream& synchronized = evt17.mutated(sc::mutation_kind::arrangement) ? idle : s;
+  sc::gate g;
+  hold(g, s);
+  sc::held_window w(g);
+  CUresult code = CUDA_ERROR_UNKNOWN;
+  const sc::return_observation sync = sc::call_while_gated(
+      driver_call(device(), code, [&] { return sc::driver().cuStreamSynchronize(synchronized.get()); }), g,
+      sc::kReturnWindow);
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, sync.code) << "making the context current on the calling thread";
+  EXPECT_TRUE(sc::does_not_hold(sync.returned)) << "cuStreamSynchronize returned while the gate held its stream";
+  EXPECT_CU_EQ(CUDA_SUCCESS, code) << "cuStreamSynchronize once the gate opened";
+  sc::observe("synchronize", sc::error_name(code));
+  sc::observe("synchronize_took_us", static_cast<long long>(sync.took.count()));
 }
 
 // EVT-06 · RT cudaEventQuery, cudaEventSynchronize: an event recorded behind a gate reads cudaErrorNotReady
