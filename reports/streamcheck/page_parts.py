@@ -28,7 +28,7 @@ def badge(status: str, label: Optional[str] = None, title: Optional[str] = None)
 
 def fmt_observed(value: Any) -> Any:
     """An observed number as a table shows it: six significant digits (one decimal from 100,000 on), where a
-    float's every digit (0.4700000000000273) says nothing; the data block and the files keep them all."""
+    float's every digit (0.4700000000000273) says nothing; the result files keep them all."""
     if isinstance(value, float) and math.isfinite(value):
         return "%.1f" % value if abs(value) >= 1e5 else "%.6g" % value
     return value
