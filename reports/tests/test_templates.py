@@ -148,6 +148,8 @@ class Sections(unittest.TestCase):
         self.assertIn('\u2717 1 test FAILED<ul><li><a href="#t-fam.A.Broken">fam.A.Broken</a></li></ul>', out)
         self.assertIn('<div class="counter"><b>4</b>tests</div>', out)
         self.assertIn('<div class="counter skipped"><b>2</b>skipped</div>', out)
+        # A total of none has no colour: "0 not run" is not a warning.
+        self.assertIn('<div class="counter none"><b>0</b>not run</div>', out)
         self.assertIn("<tr><td>%s</td><td>2</td></tr>" % h(HOSTILE), out)
         self.assertNotIn("<img", out)
 
