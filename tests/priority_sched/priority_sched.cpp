@@ -171,7 +171,7 @@ std::string PrioritySched::ready_when_room(const sched_grid& running) const {
   for (const auto& b : running.host)
     if (b.t1_ns != 0 && (first == nullptr || b.t1_ns < first->t1_ns)) first = &b;
   if (first == nullptr) return running.label + " has no block record";
-  const std::uint32_t all = released_ >= 32 ? ~0u : (1u << released_) - 1u;
+  const std::uint32_t all = released_ >= kernels::kReadyWords ? ~0u : (1u << released_) - 1u;
   const std::uint32_t seen = first->ready_seen & all;
   unsigned count = 0;
   for (std::uint32_t bits = seen; bits != 0; bits &= bits - 1) ++count;
@@ -191,6 +191,8 @@ bool PrioritySched::collect() {
   drain();
   std::vector<chart_grid> chart;
   std::vector<residency_input> inputs;
+  std::uint64_t widest = 0;  // the longest stop of any block, and its grid
+  std::string where;
   for (sched_grid& g : grids_) {
     if (!g.launched) continue;
     g.host.resize(g.blocks);
@@ -203,7 +205,12 @@ bool PrioritySched::collect() {
     inputs.push_back(residency(g));
     observe(g.label + ".priority", g.priority);
     observe(g.label + ".blocks", static_cast<int>(g.blocks));
-    observe(g.label + ".widest_gap_ns", static_cast<unsigned long long>(widest_gap_ns(g.host)));
+    const std::uint64_t gap = widest_gap_ns(g.host);
+    observe(g.label + ".widest_gap_ns", static_cast<unsigned long long>(gap));
+    if (gap > widest) {
+      widest = gap;
+      where = g.label;
+    }
     observe(g.label + ".moved_blocks", static_cast<unsigned long long>(moved_blocks(g.host)));
   }
   write_block_chart(chart, properties(), least_, greatest_);
@@ -216,13 +223,6 @@ bool PrioritySched::collect() {
   EXPECT_TRUE(within_residency_limits(inputs, properties(), "residency"));
   // Another context on the GPU: its blocks were time-sliced with these, and no block-level row can say
   // what this context's scheduling did.
-  std::uint64_t widest = 0;
-  std::string where;
-  for (const sched_grid& g : grids_)
-    if (g.launched && widest_gap_ns(g.host) > widest) {
-      widest = widest_gap_ns(g.host);
-      where = g.label;
-    }
   observe("blocks.widest_gap_ns", static_cast<unsigned long long>(widest));
   if (widest > kTimeSliceGapNs) {
     std::ostringstream why;
