@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from typing import Any, List, Optional, Tuple
 
@@ -106,6 +107,15 @@ def fmt_value(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):
         return str(value)
+
+
+def fmt_shown(value: Any) -> str:
+    """A value as the pages show it: a finite float to six significant digits (one decimal from 100,000 on),
+    where a float's every digit (0.4700000000000273) says nothing; anything else as fmt_value. The result
+    files keep every digit."""
+    if isinstance(value, float) and math.isfinite(value):
+        return "%.1f" % value if abs(value) >= 1e5 else "%.6g" % value
+    return fmt_value(value)
 
 
 def h(value: Any) -> Markup:

@@ -10,7 +10,8 @@ import datetime
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from .common import GENERATOR, GENERATOR_VERSION, TEST_LABEL, Markup, cuda_version, dig, flatten, fmt_value, plural
+from .common import (GENERATOR, GENERATOR_VERSION, TEST_LABEL, Markup, cuda_version, dig, flatten, fmt_shown,
+                     fmt_value, plural)
 from .model import same_value
 from .page import embed_json
 from .page_parts import environment_facts, environment_tables, facts_markup, run_fact
@@ -47,13 +48,6 @@ def relative_change(old: Any, new: Any) -> Optional[float]:
     if old == 0:
         return 0.0 if new == 0 else float("inf") if new > 0 else float("-inf")
     return (new - old) / abs(old)
-
-
-def fmt_number(value: Any) -> str:
-    """An observed value as the comparison shows it: numbers to four significant digits."""
-    if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
-        return "%.4g" % value
-    return fmt_value(value)
 
 
 def fmt_change(c: Dict[str, Any]) -> str:
@@ -144,7 +138,7 @@ def diff_text(diff: Dict[str, Any]) -> str:
                                                fmt_value(c["old"]), fmt_value(c["new_status"]), fmt_value(c["new"]))
                for c in diff["baselines"])
     out.append("observed values changed beyond noise (%d %%): %d" % (round(100 * NOISE_RELATIVE), len(diff["values"])))
-    out.extend("  %s %s: %s -> %s%s" % (c["test"], c["key"], fmt_number(c["old"]), fmt_number(c["new"]),
+    out.extend("  %s %s: %s -> %s%s" % (c["test"], c["key"], fmt_shown(c["old"]), fmt_shown(c["new"]),
                                         " (%s)" % fmt_change(c) if fmt_change(c) else "") for c in diff["values"])
     out.append("observed values within noise, folded: %d" % len(diff["jitter"]))
     out.append("tests added: %d" % len(diff["added"]))
@@ -212,12 +206,12 @@ def render_diff(diff: Dict[str, Any], source: Path) -> str:
             fill("h3", text="Observed values that moved beyond noise (%d %% or more), the largest first"
                  % round(100 * NOISE_RELATIVE)) + table(
             ["Test", "Key", "Old", "New", "Change"],
-            [[mono(c["test"]), mono(c["key"]), mono(fmt_number(c["old"])), mono(fmt_number(c["new"])), fmt_change(c)]
+            [[mono(c["test"]), mono(c["key"]), mono(fmt_shown(c["old"])), mono(fmt_shown(c["new"])), fmt_change(c)]
              for c in diff["values"]], "No observed value moved beyond noise.") +
             (fill("folded", summary="%s within noise (less than %d %%), folded"
                   % (plural(len(diff["jitter"]), "observed value"), round(100 * NOISE_RELATIVE)), body=table(
                       ["Test", "Key", "Old", "New", "Change"],
-                      [[mono(c["test"]), mono(c["key"]), mono(fmt_number(c["old"])), mono(fmt_number(c["new"])),
+                      [[mono(c["test"]), mono(c["key"]), mono(fmt_shown(c["old"])), mono(fmt_shown(c["new"])),
                         fmt_change(c)] for c in diff["jitter"]], "")) if diff["jitter"] else EMPTY)),
         section("added-removed", "Tests added and removed", table(
             ["", "Test", "Status"], [["added", mono(c["test"]), status_badge(c["status"])] for c in diff["added"]] +

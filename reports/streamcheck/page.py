@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from .common import GENERATOR, GENERATOR_VERSION, MAX_EVIDENCE_LINES, Markup, fmt_value, plural
+from .common import GENERATOR, GENERATOR_VERSION, MAX_EVIDENCE_LINES, Markup, fmt_shown, fmt_value, plural
 from .page_parts import environment_facts, facts_markup, run_fact
 from .sections import (api_section, coverage_section, environment_section, families_section, instruments_section,
                        timelines_section, totals_section)
@@ -98,7 +98,7 @@ def finite(data: Any) -> Any:
     if isinstance(data, float) and (data != data or data in (float("inf"), float("-inf"))):
         return repr(data)
     if isinstance(data, float):
-        return round(data, 1) if abs(data) >= 1e5 else float("%.6g" % data)
+        return float(fmt_shown(data))
     if isinstance(data, dict):
         return {str(k): finite(v) for k, v in data.items()}
     if isinstance(data, (list, tuple)):

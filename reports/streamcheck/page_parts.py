@@ -5,12 +5,11 @@ Python 3.9+ standard library only."""
 
 from __future__ import annotations
 
-import math
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .common import (COVERAGE_LABEL, TEST_LABEL, Markup, breakable, cuda_version, dig, driver_text, flatten, fmt_value, plural,
-                     slug)
+from .common import (COVERAGE_LABEL, Markup, TEST_LABEL, breakable, cuda_version, dig, driver_text, flatten, fmt_shown,
+                     fmt_value, plural, slug)
 from .results import run_mode as results_run_mode
 from .templates import EMPTY, attrs, fill, join
 from .timeline import timeline_anchor
@@ -26,18 +25,10 @@ def badge(status: str, label: Optional[str] = None, title: Optional[str] = None)
     return fill("badge", status=slug(status), attrs=attrs(title=title), text=text)
 
 
-def fmt_observed(value: Any) -> Any:
-    """An observed number as a table shows it: six significant digits (one decimal from 100,000 on), where a
-    float's every digit (0.4700000000000273) says nothing; the result files keep them all."""
-    if isinstance(value, float) and math.isfinite(value):
-        return "%.1f" % value if abs(value) >= 1e5 else "%.6g" % value
-    return value
-
-
 def kv_list(values: Dict[str, Any]) -> Markup:
     if not values:
         return dash()
-    return fill("kv_list", items=join(fill("kv_item", key=str(k), value=fmt_observed(v)) for k, v in values.items()))
+    return fill("kv_list", items=join(fill("kv_item", key=str(k), value=fmt_shown(v)) for k, v in values.items()))
 
 
 def test_anchor(test: Dict[str, Any]) -> str:
