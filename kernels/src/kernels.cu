@@ -130,6 +130,9 @@ __global__ void beacon_kernel(beacon* out, std::uint64_t spin_ns) {
 }
 
 __global__ void empty_kernel() {}
+// Never launched: a kernel of empty_kernel's module that no test uses, whose loading state shows whether a
+// context loads kernels lazily (DFLT-20 across devices).
+__global__ void unused_kernel() {}
 
 // A gate that occupies thread slots: every thread of every block stays resident until the host opens
 // the gate. Block 0's thread 0 is the gate proper (it publishes started/start/end like gate_kernel);
@@ -284,6 +287,11 @@ cudaError_t launch_beacon(cudaStream_t stream, beacon* out, std::uint64_t spin_n
 cudaError_t launch_empty(cudaStream_t stream) {
   empty_kernel<<<1, 1, 0, stream>>>();
   return cudaGetLastError();
+}
+
+cudaError_t empty_and_unused_kernels(cudaKernel_t* empty, cudaKernel_t* unused) {
+  if (const cudaError_t code = cudaGetKernel(empty, empty_kernel); code != cudaSuccess) return code;
+  return cudaGetKernel(unused, unused_kernel);
 }
 
 cudaError_t launch_gate_grid(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns, bool banner,

@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "events.hpp"
 #include "sc/fixtures/check.hpp"
+#include "sc/fixtures/driver.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -71,13 +75,97 @@ std::string module_loading() {
   return v == nullptr || *v == '\0' ? "lazy (default)" : v;
 }
 
+// The loading states, in the current context, of the functions of kernel k's module whose names contain
+// `empty` and `unused`: "loaded", "not loaded", or why the driver could not tell. Enumerating a module's
+// functions does not load them (cuModuleEnumerateFunctions: "may be partially loaded").
+std::pair<std::string, std::string> loading_states(const sc::loading_api& api, cudaKernel_t k) {
+  const auto failed = [](const char* what, CUresult r) {
+    const char* name = nullptr;
+    sc::driver().cuGetErrorName(r, &name);
+    const std::string why = std::string("unknown: ") + what + " returned " + (name != nullptr ? name : "?");
+    return std::make_pair(why, why);
+  };
+  CUlibrary library = nullptr;
+  if (const CUresult r = api.cuKernelGetLibrary(&library, k); r != CUDA_SUCCESS) return failed("cuKernelGetLibrary", r);
+  CUmodule module = nullptr;
+  if (const CUresult r = api.cuLibraryGetModule(&module, library); r != CUDA_SUCCESS)
+    return failed("cuLibraryGetModule", r);
+  unsigned count = 0;
+  if (const CUresult r = api.cuModuleGetFunctionCount(&count, module); r != CUDA_SUCCESS)
+    return failed("cuModuleGetFunctionCount", r);
+  std::vector<CUfunction> functions(count);
+  if (const CUresult r = api.cuModuleEnumerateFunctions(functions.data(), count, module); r != CUDA_SUCCESS)
+    return failed("cuModuleEnumerateFunctions", r);
+  std::string empty = "unknown: no function of the module is named *empty_kernel*";
+  std::string unused = "unknown: no function of the module is named *unused_kernel*";
+  for (CUfunction f : functions) {
+    const char* name = nullptr;
+    CUfunctionLoadingState state{};
+    if (api.cuFuncGetName(&name, f) != CUDA_SUCCESS || name == nullptr) continue;
+    const std::string text = api.cuFuncIsLoaded(&state, f) != CUDA_SUCCESS ? "unknown: cuFuncIsLoaded failed"
+                             : state == CU_FUNCTION_LOADING_STATE_LOADED   ? "loaded"
+                                                                           : "not loaded";
+    if (std::strstr(name, "empty_kernel") != nullptr) empty = text;
+    if (std::strstr(name, "unused_kernel") != nullptr) unused = text;
+  }
+  return {empty, unused};
+}
+
+// Evidence that the first launch on the peer loads its kernel there (a launch of a loaded kernel would measure
+// nothing): the process's loading mode, and the loading states on the peer, before and after the launch, of
+// the launched kernel and of a kernel of its module that nothing launches (under lazy loading it stays "not
+// loaded": the control that enumerating loads nothing).
+struct peer_loading {
+  const sc::loading_api* api = nullptr;
+  cudaKernel_t empty = nullptr;
+  nlohmann::json evidence = nlohmann::json::object();
+  bool lazy = false;
+
+  void read(const char* when) {
+    const auto [launched, unused] = loading_states(*api, empty);
+    evidence[std::string("launched_kernel_") + when] = launched;
+    evidence[std::string("unused_kernel_") + when] = unused;
+  }
+  // Call with the peer current, before the launch.
+  void before() {
+    std::string missing;
+    api = sc::loading_functions(missing);
+    cudaKernel_t unused = nullptr;
+    if (api == nullptr) {
+      evidence["unknown"] = "the driver lacks " + missing;
+    } else if (sc::kernels::empty_and_unused_kernels(&empty, &unused) != cudaSuccess) {
+      evidence["unknown"] = "cudaGetKernel failed";
+      api = nullptr;
+    }
+    if (api == nullptr) return;
+    CUmoduleLoadingMode mode{};
+    if (api->cuModuleGetLoadingMode(&mode) == CUDA_SUCCESS) {
+      lazy = mode == CU_MODULE_LAZY_LOADING;
+      evidence["mode"] = lazy ? "lazy" : "eager";
+    }
+    read("before");
+  }
+  // Call with the peer current, after the launch completed.
+  void after() {
+    if (api != nullptr) read("after");
+  }
+  // Why the launch measured no lazy load, or "" when nothing says so.
+  std::string no_lazy_load() const {
+    if (!lazy || api == nullptr) return "";
+    if (evidence.value("launched_kernel_before", "") == "loaded")
+      return "the kernel was already loaded on the peer before its first launch: no lazy load was measured";
+    return "";
+  }
+};
+
 // DFLT-20 across devices (observed) · lazy loading (CUDA_MODULE_LOADING; old guide "Lazy Loading: Possible
 // issues"): while a gated kernel runs on the test's device, does the first launch of a kernel not yet loaded
 // on the peer return? The issue that asked for this test reports a pair of H200s where such a launch waited
 // for a gated kernel on the other device; with CUDA_MODULE_LOADING=EAGER the module is loaded with the
 // context (entry `eager`). The peer's context exists before the gate closes; only the module load is
-// measured. On two H100s (driver 580) the call returned in 7-14 ms (lazy) and 5-12 ms (eager) while the gate
-// ran; the baseline gates on it.
+// measured, and the driver's loading states show that the launch loaded its kernel (peer_loading). On two H100s
+// (driver 580) the call returned in 4-14 ms (lazy) and 4-12 ms (eager) while the gate ran; the baseline gates
+// on it.
 TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
   const sc::claim dflt20("DFLT-20", sc::verdict_kind::observed,
                          "old guide Lazy Loading: Possible issues (across devices)");
@@ -92,6 +180,10 @@ TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
   use(device());
   const int own_device = device();
   const int peer_device = peer();
+  use(peer());
+  peer_loading peer_state;
+  peer_state.before();
+  use(device());
   sc::gate g;
   hold(g, a);
   sc::held_window w(g);
@@ -106,11 +198,18 @@ TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
       },
       g);
   drain();
+  use(peer());
+  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(p, sc::kWorkDeadline));
+  peer_state.after();
+  use(device());
+  for (const auto& [key, value] : peer_state.evidence.items())
+    sc::observe("peer_loading." + key, value.get<std::string>());
   EXPECT_CUDA_EQ(cudaSuccess, first.code);
   sc::observe("first_launch_took_us", static_cast<long long>(first.took.count()));
+  const std::string no_load = peer_state.no_lazy_load();
   EXPECT_TRUE(dflt20.observed_row(
       std::string("first_launch_on_peer_returns_while_other_device_gated.") + (eager ? "eager" : "lazy"),
-      first.returned));
+      no_load.empty() ? first.returned : sc::detail::invalid_check(no_load)));
 }
 
 }  // namespace

@@ -54,6 +54,9 @@ cudaError_t launch_beacon(cudaStream_t stream, beacon* out, std::uint64_t spin_n
 
 // Does nothing: launch cost (INST-05).
 cudaError_t launch_empty(cudaStream_t stream);
+// The context-independent handles of launch_empty's kernel and of a kernel of the same module that nothing
+// launches (loading states, DFLT-20 across devices).
+cudaError_t empty_and_unused_kernels(cudaKernel_t* empty, cudaKernel_t* unused);
 
 // A gate as wide as a grid: `blocks` blocks of `threads` threads all stay resident (holding their thread
 // slots) until gate->open becomes 1 or the watchdog fires. Block b sets resident[b] to 1 when it starts
