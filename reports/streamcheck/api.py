@@ -22,7 +22,11 @@ SECTIONS = (
 )
 DECLARATION = re.compile(r"^(?:extern\s+)?(?:__host__\s+)?(?:__cudart_builtin__\s+)?(?:CUresult|cudaError_t)\s+"
                          r"(?:CUDAAPI|CUDARTAPI)\s+(\w+)\s*\(", re.M)
-CALL = re.compile(r"\b(cu(?:da)?[A-Z]\w*)\s*\(|\"(cu(?:da)?[A-Z]\w*)\"")
+CALL = re.compile(r"\b(cu(?:da)?[A-Z]\w*)\s*\(")
+NAMED = re.compile(r"\"(cu(?:da)?[A-Z]\w*)\"")
+STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"")
+# A function defined at the start of a line (the test files do not indent namespaces): a helper of the file.
+DEFINITION = re.compile(r"^(?!TEST)[A-Za-z_\[][^;\n]*?\b(\w+)\s*\([^;\n]*\)\s*(?:const\s*)?(?:noexcept\s*)?\{", re.M)
 TEST = re.compile(r"\bTEST(?:_F|_P)?\(\s*(\w+)\s*,\s*(\w+)\s*\)")
 CLAIM = re.compile(r"\bclaim\s+\w+\(\s*\"([A-Z][A-Z0-9]*-\d+)\"")
 COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
@@ -59,10 +63,12 @@ def documented(include: Path) -> List[Tuple[str, str]]:
 
 
 def calls_in(text: str) -> List[Tuple[int, str]]:
-    """(offset, function) of every call of a CUDA function, and every function named in a string (an entry point
-    resolved by name), comments left out."""
+    """(offset, function) of every call of a CUDA function, and every function that a string names whole (an entry
+    point resolved by name); comments left out, and a name inside a longer string (a message) is no call."""
     clean = COMMENT.sub(lambda m: " " * len(m.group(0)), text)
-    return [(m.start(), m.group(1) or m.group(2)) for m in CALL.finditer(clean)]
+    named = [(m.start(), m.group(1)) for m in NAMED.finditer(clean)]
+    code = STRING.sub(lambda m: " " * len(m.group(0)), clean)
+    return sorted(named + [(m.start(), m.group(1)) for m in CALL.finditer(code)])
 
 
 def exercised(source: Path) -> Dict[str, Dict[str, Any]]:
@@ -78,17 +84,25 @@ def exercised(source: Path) -> Dict[str, Dict[str, Any]]:
         if path.suffix not in (".cpp", ".cu", ".hpp", ".cuh") or path.parent.name == "unit":
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
-        tests = [(m.start(), "%s.%s" % (m.group(1), m.group(2))) for m in TEST.finditer(text)]
-        bounds = [(start, tests[i + 1][0] if i + 1 < len(tests) else len(text), name)
-                  for i, (start, name) in enumerate(tests)]
+        code = STRING.sub(lambda m: " " * len(m.group(0)), COMMENT.sub(lambda m: " " * len(m.group(0)), text))
+        # Tests and the file's helper functions, each up to the next of either.
+        parts = sorted([(m.start(), "test", "%s.%s" % (m.group(1), m.group(2))) for m in TEST.finditer(text)] +
+                       [(m.start(), "helper", m.group(1)) for m in DEFINITION.finditer(code)])
+        bounds = [(start, parts[i + 1][0] if i + 1 < len(parts) else len(text), kind, name)
+                  for i, (start, kind, name) in enumerate(parts)]
+        tests = [b for b in bounds if b[2] == "test"]
+        # A helper's calls count for every test of the file whose body calls it.
+        callers = {b[3]: [t for t in tests if re.search(r"\b%s\s*\(" % re.escape(b[3]), code[t[0]:t[1]])]
+                   for b in bounds if b[2] == "helper"}
         for at, name in calls_in(text):
-            test = next((b for b in bounds if b[0] <= at < b[1]), None)
-            if test is None:
+            part = next((b for b in bounds if b[0] <= at < b[1]), None)
+            owners = [part] if part is not None and part[2] == "test" else callers.get(part[3], []) if part else []
+            if not owners:
                 if path.parent.name not in entry(name)["helpers"]:
                     entry(name)["helpers"].append(path.parent.name)
                 continue
-            ids = sorted(set(CLAIM.findall(text[test[0]:test[1]])))
-            entry(name)["tests"][test[2]] = ids
+            for test in owners:
+                entry(name)["tests"][test[3]] = sorted(set(CLAIM.findall(text[test[0]:test[1]])))
     for path in sorted((source / "fixtures").rglob("*")):
         if path.suffix in (".cpp", ".cu", ".hpp", ".cuh") and path.is_file():
             for _, name in calls_in(path.read_text(encoding="utf-8", errors="replace")):

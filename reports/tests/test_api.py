@@ -46,6 +46,14 @@ TEST_F(Family, QueryWhileGated) {
   // cuStreamSynchronize is named in a comment only
   EXPECT_EQ(CUDA_ERROR_NOT_READY, driver().cuStreamQuery(s));
 }
+[[noreturn]] void child_body(const channel& c) {
+  c.write("query", name(cuEventQuery(e)));
+  std::_Exit(0);
+}
+TEST_F(Family, ChildReports) {
+  const sc::claim c("EVT-18", sc::verdict_kind::documented, "DRV cuStreamQuery (errors)");
+  EXPECT_EXIT(child_body(c), ExitedWithCode(0), "") << "cuStreamQuery( in a message";
+}
 TEST_F(Family, HostFunction) {
   const sc::claim c("HOST-15", sc::verdict_kind::recorded, "DRV");
   cudaGetDriverEntryPointByVersion("cuLaunchHostFunc", &fn, 13020, 0, &found);
@@ -76,6 +84,9 @@ class ApiCoverage(unittest.TestCase):
             self.assertEqual(rows["cuLaunchHostFunc"]["ids"], ["HOST-15"], "an entry point resolved by name")
             self.assertEqual(rows["cudaStreamQuery"]["helpers"], ["events"])
             self.assertTrue(rows["cuEventQuery"]["fixtures"])
+            self.assertEqual(rows["cuEventQuery"]["tests"], ["Family.ChildReports"], "a helper's calls")
+            self.assertEqual(rows["cuEventQuery"]["ids"], ["EVT-18"])
+            self.assertEqual(rows["cuEventQuery"]["helpers"], [], "its only helper is called by a test")
             self.assertEqual(rows["cuStreamSynchronize"]["tests"], [], "a comment is not a call")
             self.assertEqual(table["not_called"], 1)
             text = markdown(table)

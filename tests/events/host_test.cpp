@@ -1,4 +1,4 @@
-// EVT-13: how the host thread waits (spinning or sleeping); EVT-15: events recorded and waited on from 20
+// EVT-13, EVT-19: how the host thread waits (spinning or sleeping); EVT-15: events recorded and waited on from 20
 // host threads, each on its own per-thread default stream.
 #include <gtest/gtest.h>
 #include <time.h>
@@ -10,6 +10,7 @@
 
 #include "events.hpp"
 #include "sc/fixtures/check.hpp"
+#include "sc/fixtures/driver.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/thread_team.hpp"
 #include "sc/kernels/launch.hpp"
@@ -99,6 +100,48 @@ TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
     sc::observe("device_flag.cpu_ms", flagged.cpu_ms);
     EXPECT_TRUE(evt13.matches_baseline("device_blocking_sync_sleeps", flagged.busy() <= kSleepsAtMost));
   }
+}
+
+// EVT-19 (observed) · DRV cuDevicePrimaryCtxSetFlags (CU_CTX_SCHED_BLOCKING_SYNC: "block the CPU thread on a
+// synchronization primitive when waiting for the GPU"), cuStreamSynchronize: with the flag set on the running
+// primary context, the thread waiting in cuStreamSynchronize sleeps. EVT-13's method and bounds; the flags the
+// context had are restored.
+TEST_F(EventsAndWaits, DriverStreamSynchronizeSleepsUnderBlockingSync) {
+  const sc::claim evt19("EVT-19", sc::verdict_kind::observed,
+                        "DRV cuDevicePrimaryCtxSetFlags (CU_CTX_SCHED_BLOCKING_SYNC), cuStreamSynchronize");
+  constexpr std::uint64_t kSpinNs = 20'000'000;  // EVT-13's reason
+  constexpr double kSleepsAtMost = 0.2;          // EVT-13's reason
+  // Mutation (arrangement): the flag set is CU_CTX_SCHED_SPIN, so the waiting thread spins.
+  const unsigned policy =
+      evt19.mutate<unsigned>(sc::mutation_kind::arrangement, CU_CTX_SCHED_BLOCKING_SYNC, CU_CTX_SCHED_SPIN);
+  const sc::driver_api& drv = sc::driver();
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  sc::mapped<sc::kernels::block_record> records(1);
+  CUdevice dev = 0;
+  ASSERT_CU_EQ(CUDA_SUCCESS, drv.cuDeviceGet(&dev, device()));
+  unsigned before = 0;
+  int active = 0;
+  ASSERT_CU_EQ(CUDA_SUCCESS, drv.cuDevicePrimaryCtxGetState(dev, &before, &active));
+  sc::observe("primary_context.flags_before", static_cast<long long>(before));
+  const CUresult set = drv.cuDevicePrimaryCtxSetFlags(dev, (before & ~CU_CTX_SCHED_MASK) | policy);
+  sc::observe("set_flags_on_running_context", sc::error_name(set));
+  if (set != CUDA_SUCCESS) {
+    EXPECT_TRUE(evt19.observed_row("blocking_sync_sleeps",
+                                   sc::detail::invalid_check("cuDevicePrimaryCtxSetFlags on the running context "
+                                                             "returned " +
+                                                             sc::error_name(set) + ": no wait under the flag")));
+    return;
+  }
+  CUresult waited = CUDA_ERROR_UNKNOWN;
+  const host_wait flagged = measure_wait(s, records.device(), kSpinNs, [&] {
+    waited = drv.cuStreamSynchronize(s.get());
+    return cudaSuccess;
+  });
+  EXPECT_CU_EQ(CUDA_SUCCESS, drv.cuDevicePrimaryCtxSetFlags(dev, before)) << "restoring the context's flags";
+  EXPECT_CU_EQ(CUDA_SUCCESS, waited) << "cuStreamSynchronize under the flag";
+  sc::observe("synchronize.wall_ms", flagged.wall_ms);
+  sc::observe("synchronize.cpu_ms", flagged.cpu_ms);
+  EXPECT_TRUE(evt19.matches_baseline("blocking_sync_sleeps", flagged.busy() <= kSleepsAtMost));
 }
 
 // EVT-15 · RT (events and per-thread default streams): 20 host threads, each on its own per-thread default

@@ -1,5 +1,5 @@
-// EVT-04…08, EVT-12, EVT-16, EVT-17: queries, synchronization and elapsed time. Return codes are compared by name;
-// every "pending" case is made with a gate, and every "returns at once" is a call made while a gate is closed.
+// EVT-04…08, EVT-12, EVT-16, EVT-17, EVT-20: queries, synchronization and elapsed time. Return codes are compared by
+// name; every "pending" case is made with a gate, and every "returns at once" is a call made while a gate is closed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "events.hpp"
@@ -118,6 +119,37 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeWaitsForTheGate) {
   EXPECT_CU_EQ(CUDA_SUCCESS, code) << "cuStreamSynchronize once the gate opened";
   sc::observe("synchronize", sc::error_name(code));
   sc::observe("synchronize_took_us", static_cast<long long>(sync.took.count()));
+}
+
+// EVT-20 · DRV cuStreamQuery, cuStreamSynchronize (CUDA_ERROR_INVALID_CONTEXT): on a host thread with no current
+// context, both return CUDA_ERROR_INVALID_CONTEXT for the NULL stream (the stream of "the current context").
+// The thread is a new one that made no runtime call, and cuCtxGetCurrent shows that it has no context.
+TEST_F(EventsAndWaits, DriverStreamCallsWithoutACurrentContext) {
+  const sc::claim evt20("EVT-20", sc::verdict_kind::documented,
+                        "DRV cuStreamQuery, cuStreamSynchronize (CUDA_ERROR_INVALID_CONTEXT)");
+  // Mutation (arrangement): the thread makes the device's primary context current first (cudaSetDevice).
+  const bool bind = evt20.mutated(sc::mutation_kind::arrangement);
+  const sc::driver_api& drv = sc::driver();
+  const int dev = device();
+  CUcontext current = nullptr;
+  CUresult got_current = CUDA_ERROR_UNKNOWN;
+  CUresult query = CUDA_ERROR_UNKNOWN;
+  CUresult synchronize = CUDA_ERROR_UNKNOWN;
+  std::thread caller([&] {
+    if (bind) (void)cudaSetDevice(dev);
+    got_current = drv.cuCtxGetCurrent(&current);
+    query = drv.cuStreamQuery(nullptr);
+    synchronize = drv.cuStreamSynchronize(nullptr);
+  });
+  caller.join();
+  sc::observe("cuStreamQuery", sc::error_name(query));
+  sc::observe("cuStreamSynchronize", sc::error_name(synchronize));
+  if (!bind) {
+    ASSERT_CU_EQ(CUDA_SUCCESS, got_current) << "cuCtxGetCurrent on the new thread";
+    ASSERT_EQ(nullptr, current) << "the new thread already had a current context, so nothing was tested";
+  }
+  EXPECT_CU_EQ(CUDA_ERROR_INVALID_CONTEXT, query) << "cuStreamQuery(NULL) on a thread without a context";
+  EXPECT_CU_EQ(CUDA_ERROR_INVALID_CONTEXT, synchronize) << "cuStreamSynchronize(NULL) on a thread without a context";
 }
 
 // EVT-06 · RT cudaEventQuery, cudaEventSynchronize: an event recorded behind a gate reads cudaErrorNotReady

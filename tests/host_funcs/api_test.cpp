@@ -1,4 +1,4 @@
-// HOST-04, -09, -12, -13: what the two enqueue calls pass, that they return at once, what they refuse,
+// HOST-04, -09, -12, -13, -16: what the enqueue calls pass, that they return at once, what they refuse,
 // and how they behave under stream capture.
 #include <gtest/gtest.h>
 
@@ -10,6 +10,8 @@
 
 #include "host_funcs.hpp"
 #include "sc/fixtures/child.hpp"
+#include "sc/fixtures/driver.hpp"
+#include "sc/fixtures/probe.hpp"
 
 namespace {
 
@@ -41,6 +43,48 @@ TEST_F(HostFuncs, UserDataStreamAndStatusArriveUnchanged) {
   EXPECT_EQ(cb.user_data_sent, cb.user_data_seen) << "cudaStreamAddCallback changed userData";
   EXPECT_EQ(s.get(), cb.stream.load()) << "the callback got another stream";
   EXPECT_CUDA_EQ(cudaSuccess, static_cast<cudaError_t>(cb.status.load()));
+}
+
+// What a callback added with cuStreamAddCallback saw.
+struct driver_callback_seen {
+  std::atomic<int> calls{0};
+  std::atomic<CUstream> stream{nullptr};
+  std::atomic<int> status{-1};
+  std::atomic<void*> user_data{nullptr};
+};
+void CUDA_CB driver_callback(CUstream stream, CUresult status, void* user_data) {
+  auto* seen = static_cast<driver_callback_seen*>(user_data);
+  seen->stream.store(stream);
+  seen->status.store(static_cast<int>(status));
+  seen->user_data.store(user_data);
+  seen->calls.fetch_add(1);
+}
+
+// HOST-16 · DRV cuStreamAddCallback, the driver twin of HOST-01 and HOST-04: the callback is not called while a
+// gate holds the work before it; once the gate opens it is called once, with its stream, CUDA_SUCCESS and its
+// userData.
+TEST_F(HostFuncs, DriverCallbackRunsAfterEarlierWorkWithItsArguments) {
+  const sc::claim host16("HOST-16", sc::verdict_kind::documented,
+                         "DRV cuStreamAddCallback (called after earlier work; stream, status, userData)");
+  SC_REQUIRE(sc::requirement::async_launches);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream idle = make(stream_flags::non_blocking, "idle");
+  // Mutation (arrangement): the callback is added to another, idle stream.
+  const sc::stream& target = host16.mutated(sc::mutation_kind::arrangement) ? idle : s;
+  driver_callback_seen seen;
+  sc::gate g;
+  hold(g, s);
+  {
+    sc::held_window w(g);
+    ASSERT_CU_EQ(CUDA_SUCCESS, sc::driver().cuStreamAddCallback(target.get(), driver_callback, &seen, 0));
+    EXPECT_TRUE(w.absent(sc::probe::counter("the driver callback ran", seen.calls)))
+        << "the callback was called before the work ahead of it in its stream";
+  }
+  ASSERT_TRUE(drain());
+  EXPECT_EQ(1, seen.calls.load()) << "the callback was not called exactly once";
+  EXPECT_EQ(s.get(), seen.stream.load()) << "the callback got another stream";
+  EXPECT_CU_EQ(CUDA_SUCCESS, static_cast<CUresult>(seen.status.load())) << "the status after successful work";
+  EXPECT_EQ(static_cast<void*>(&seen), seen.user_data.load()) << "cuStreamAddCallback changed userData";
 }
 
 // HOST-09 · RT cudaLaunchHostFunc, cudaStreamAddCallback (enqueue): enqueueing does not block the host,
