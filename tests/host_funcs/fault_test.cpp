@@ -88,11 +88,7 @@ TEST_F(HostFuncs, AfterADeviceFaultCallbacksGetTheErrorAndHostFunctionsAreSkippe
   const sc::child_channel channel("HOST11");
   EXPECT_EXIT(fault_then_host_work(channel, trap), ::testing::ExitedWithCode(0), "")
       << "the child that faulted the device did not end normally";
-  std::map<std::string, std::string> child;
-  for (const auto& [key, value] : channel.read()) {
-    child[key] = value;
-    sc::observe("child." + key, value);
-  }
+  std::map<std::string, std::string> child = channel.read_observed("child.");
   ASSERT_FALSE(child.empty()) << "the child reported nothing";
   EXPECT_EQ("true", child["gate_started"]) << "the gate in the child did not start, so the fault may have come early";
   EXPECT_EQ("cudaSuccess", child["enqueue.cudaLaunchHostFunc"]) << "enqueued before the fault, it must be accepted";
