@@ -1,0 +1,75 @@
+// CAPT-01, CAPT-09: captured work runs only when its graph is launched, and a graph launch keeps its place in
+// its stream's order.
+#include "capture.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sc/fixtures/check.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::StreamCapture;
+
+// CAPT-01 · RT cudaStreamBeginCapture (operations pushed into a capturing stream "will not be executed, but will
+// instead be captured into a graph"), cudaGraphLaunch: a mark enqueued in a capturing stream does not land while the
+// capture is open, nor after it ended; it lands once the captured graph is launched.
+TEST_F(StreamCapture, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
+  const sc::claim capt01("CAPT-01", sc::verdict_kind::documented, "RT cudaStreamBeginCapture, cudaGraphLaunch");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream other = make(stream_flags::non_blocking, "other");
+  // Mutation (arrangement): the mark goes into another stream, which is not capturing.
+  const sc::stream& target = capt01.mutated(sc::mutation_kind::arrangement) ? other : s;
+  sc::marks m;
+  sc::graph g;
+  {
+    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
+    m.drop(target, 1);
+    EXPECT_FALSE(lands_within(m, 1)) << "work enqueued in a capturing stream ran while the capture was open";
+    EXPECT_CUDA_EQ(cudaSuccess, c.end(g)) << "ending the capture";
+  }
+  ASSERT_TRUE(g.engaged()) << "the capture gave no graph";
+  sc::observe("nodes", static_cast<long long>(g.node_count()));
+  EXPECT_EQ(1u, g.node_count()) << "the captured graph should hold the one mark kernel";
+  EXPECT_FALSE(lands_within(m, 1)) << "captured work ran after the capture ended, before any launch";
+  const sc::graph_exec e = sc::graph_exec::instantiate(g);
+  EXPECT_CUDA_EQ(cudaSuccess, e.launch(s));
+  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+  EXPECT_NE(0u, m.ticket_of(1)) << "the launched graph's mark never landed";
+}
+
+// CAPT-09 · RT cudaGraphLaunch ("Each launch is ordered behind both any previous work in stream and any previous
+// launches of graphExec"): a graph launched behind a gate does not run while the gate is closed, and a mark
+// enqueued after the launch does not land before it; once the gate opens the graph's mark lands first (order
+// encoded in the tickets).
+TEST_F(StreamCapture, GraphLaunchKeepsItsPlaceInItsStream) {
+  const sc::claim capt09("CAPT-09", sc::verdict_kind::documented, "RT cudaGraphLaunch (stream order)");
+  SC_REQUIRE(sc::requirement::async_launches);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream recording = make(stream_flags::non_blocking, "recording");
+  const sc::stream free = make(stream_flags::non_blocking, "free");
+  // Mutation (arrangement): the graph is launched into another, free stream.
+  const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? free : s;
+  sc::marks m;
+  sc::graph g;
+  {
+    sc::capture c(recording, cudaStreamCaptureModeThreadLocal);
+    m.drop(recording, 1);
+    ASSERT_CUDA_EQ(cudaSuccess, c.end(g)) << "ending the capture";
+  }
+  const sc::graph_exec e = sc::graph_exec::instantiate(g);
+  sc::gate gate;
+  hold(gate, s);
+  {
+    sc::held_window w(gate);
+    EXPECT_CUDA_EQ(cudaSuccess, e.launch(target)) << "launching the graph behind the gate";
+    drop(m, s, 2);
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the graph ran before the work ahead of it in its stream";
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 2))) << "the mark after the graph ran while the gate was closed";
+  }
+  drain();
+  EXPECT_NE(0u, m.ticket_of(1)) << "the graph's mark never landed";
+  EXPECT_LT(m.ticket_of(1), m.ticket_of(2)) << "the mark enqueued after the graph landed before the graph's";
+}
+
+}  // namespace
