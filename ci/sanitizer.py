@@ -46,10 +46,12 @@ EXPECTED_API_ERRORS: Dict[str, str] = {
         "EVT-07 asks for elapsed times of pending, untimed and never-recorded events",
     "EventsAndWaits.InvalidArgumentsAreRefusedByName":
         "EVT-11 passes bad wait flags, cudaEventInterprocess with timing, and null out-pointers",
+    "EventsAndWaits.DriverStreamCallsWithoutACurrentContext":
+        "EVT-20 calls cuStreamQuery and cuStreamSynchronize on a thread without a current context",
 }
 # No test's child is left untracked (--target-processes application-only): under the tool (memcheck, H100,
 # CUDA 13.0) a re-executed death-test child's CUDA initialization never returned, tracked or not, so the tests
-# with such a child (PRIO-10, DFLT-13, HOST-11, and HOST-12's child part) skip under the tool with that
+# with such a child (PRIO-10, DFLT-13, HOST-11, EVT-18, and HOST-12's child part) skip under the tool with that
 # reason (sc::requirement::death_test_children).
 
 # Return codes that are statuses, not failures: a query of a stream or event with work pending.

@@ -64,7 +64,8 @@ TEST_F(EventsAndWaits, DriverStreamCallsReportAnEarlierAsynchronousError) {
   EXPECT_EXIT(fault_then_query(channel, trap), ::testing::ExitedWithCode(0), "")
       << "the child that faulted the device did not end normally";
   std::map<std::string, std::string> child = channel.read_observed("child.");
-  ASSERT_FALSE(child.empty()) << "the child reported nothing";
+  for (const char* key : {"gate_started", "launch", "query_while_gated", "query_after", "synchronize_after"})
+    ASSERT_EQ(1u, child.count(key)) << "the child wrote no " << key << ", so it ended before that step";
   EXPECT_EQ("true", child["gate_started"]) << "the gate in the child did not start, so the fault may have come early";
   EXPECT_EQ("cudaSuccess", child["launch"]) << "the launch of the trapping kernel must return before it runs";
   EXPECT_EQ("CUDA_ERROR_NOT_READY", child["query_while_gated"]) << "querying the stream while the gate held the trap";

@@ -132,12 +132,21 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeSleepsUnderBlockingSync) {
                                                              sc::error_name(set) + ": no wait under the flag")));
     return;
   }
+  // The context's flags are restored however the test leaves this scope (a failed step throws): later tests of
+  // the process measure how their threads wait.
+  struct restore_flags {
+    const sc::driver_api& drv;
+    CUdevice dev;
+    unsigned flags;
+    ~restore_flags() {
+      sc::note_teardown(drv.cuDevicePrimaryCtxSetFlags(dev, flags), "cuDevicePrimaryCtxSetFlags (restore)");
+    }
+  } restore{drv, dev, before};
   CUresult waited = CUDA_ERROR_UNKNOWN;
   const host_wait flagged = measure_wait(s, records.device(), kSpinNs, [&] {
     waited = drv.cuStreamSynchronize(s.get());
     return cudaSuccess;
   });
-  EXPECT_CU_EQ(CUDA_SUCCESS, drv.cuDevicePrimaryCtxSetFlags(dev, before)) << "restoring the context's flags";
   EXPECT_CU_EQ(CUDA_SUCCESS, waited) << "cuStreamSynchronize under the flag";
   sc::observe("synchronize.wall_ms", flagged.wall_ms);
   sc::observe("synchronize.cpu_ms", flagged.cpu_ms);

@@ -71,7 +71,12 @@ TEST_F(HostFuncs, DriverCallbackRunsAfterEarlierWorkWithItsArguments) {
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   // Mutation (arrangement): the callback is added to another, idle stream.
   const sc::stream& target = host16.mutated(sc::mutation_kind::arrangement) ? idle : s;
-  driver_callback_seen seen;
+  // Static: a callback still pending when a failed step ends the test writes here after the test returned.
+  static driver_callback_seen seen;
+  seen.calls = 0;
+  seen.stream = nullptr;
+  seen.status = -1;
+  seen.user_data = nullptr;
   sc::gate g;
   hold(g, s);
   {
