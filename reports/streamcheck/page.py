@@ -141,7 +141,10 @@ def page_data(model: Dict[str, Any], source: Path) -> Dict[str, Any]:
         "source": str(source),
         "totals": model["totals"],
         "coverage": model["coverage"],
-        "plans": model["plans"],
+        # The plans' rows are in the coverage rows and in the plans themselves: their IDs are enough here.
+        "plans": {family: dict({k: v for k, v in plan.items() if k != "rows"},
+                               ids=[row.get("id") for row in plan.get("rows") or []])
+                  if isinstance(plan, dict) else plan for family, plan in model["plans"].items()},
         "tests": [dict(tests[name], block_chart=chart_digest(tests[name].get("block_chart")),
                        timeline=kept_timeline(tests[name].get("timeline")),
                        xml_file=in_run(tests[name].get("xml_file")),
