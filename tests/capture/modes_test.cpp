@@ -1,0 +1,140 @@
+// CAPT-02, CAPT-03: potentially unsafe calls during a capture, per capture mode and per thread mode
+// (RT cudaThreadExchangeStreamCaptureMode). The unsafe call is cudaMalloc, the example the documentation gives.
+// Return codes are compared by name; what ending the capture returns after a refused call is recorded.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "capture.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/thread_team.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::StreamCapture;
+
+const char* mode_name(cudaStreamCaptureMode mode) {
+  switch (mode) {
+    case cudaStreamCaptureModeGlobal:
+      return "global";
+    case cudaStreamCaptureModeThreadLocal:
+      return "thread_local";
+    case cudaStreamCaptureModeRelaxed:
+      return "relaxed";
+  }
+  return "?";
+}
+constexpr cudaStreamCaptureMode kModes[] = {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal,
+                                            cudaStreamCaptureModeRelaxed};
+// Reason for 256 bytes: any size is an allocation; the smallest keeps the test's footprint nil.
+constexpr std::size_t kBytes = 256;
+
+// CAPT-02 · RT cudaThreadExchangeStreamCaptureMode ("If the local thread has an ongoing capture sequence that
+// was not initiated with cudaStreamCaptureModeRelaxed ... this thread is prohibited from potentially unsafe API
+// calls"; cudaMalloc is the example): on the capturing thread, cudaMalloc is refused under a Global and a
+// ThreadLocal capture, and that capture then cannot end cleanly; under a Relaxed capture it succeeds and the
+// capture ends with its graph.
+TEST_F(StreamCapture, UnsafeCallOnTheCapturingThreadPerMode) {
+  const sc::claim capt02("CAPT-02", sc::verdict_kind::documented,
+                         "RT cudaThreadExchangeStreamCaptureMode, cudaStreamBeginCapture (unsafe calls)");
+  // Mutation (arrangement): a call that is not potentially unsafe (cudaGetDevice) instead of cudaMalloc.
+  const bool safe_call = capt02.mutated(sc::mutation_kind::arrangement);
+  for (const cudaStreamCaptureMode mode : kModes) {
+    SCOPED_TRACE(mode_name(mode));
+    const sc::stream s = make(stream_flags::non_blocking, std::string("s_") + mode_name(mode));
+    void* p = nullptr;
+    cudaError_t call = cudaSuccess;
+    cudaError_t ended = cudaSuccess;
+    sc::graph g;
+    {
+      sc::capture c(s, mode);
+      int dev = -1;
+      call = safe_call ? cudaGetDevice(&dev) : cudaMalloc(&p, kBytes);
+      ended = c.end(g);
+    }
+    (void)cudaGetLastError();
+    if (p != nullptr) {
+      EXPECT_CUDA_EQ(cudaSuccess, cudaFree(p));
+    }
+    sc::observe(std::string(mode_name(mode)) + ".call", sc::error_name(call));
+    sc::observe(std::string(mode_name(mode)) + ".end_capture", sc::error_name(ended));
+    if (mode == cudaStreamCaptureModeRelaxed) {
+      EXPECT_CUDA_EQ(cudaSuccess, call) << "cudaMalloc refused on the thread of a Relaxed capture";
+      EXPECT_CUDA_EQ(cudaSuccess, ended) << "a Relaxed capture after cudaMalloc";
+    } else {
+      EXPECT_CUDA_EQ(cudaErrorStreamCaptureUnsupported, call) << "cudaMalloc on the capturing thread";
+      EXPECT_NE(cudaSuccess, ended) << "the capture ended cleanly after a refused unsafe call";
+    }
+  }
+}
+
+// CAPT-03 · RT cudaThreadExchangeStreamCaptureMode (a thread in Global mode is prohibited from potentially unsafe
+// calls "if any other thread has a concurrent capture sequence initiated with cudaStreamCaptureModeGlobal";
+// ThreadLocal: "Concurrent capture sequences in other threads are ignored"; Relaxed: not prohibited): while this
+// thread captures in each mode, another thread in each mode calls cudaMalloc. It is refused only when the
+// capture is Global and the other thread's mode is Global. What ending the capture returns is recorded.
+TEST_F(StreamCapture, UnsafeCallFromAnotherThreadPerMode) {
+  const sc::claim capt03("CAPT-03", sc::verdict_kind::documented,
+                         "RT cudaThreadExchangeStreamCaptureMode (unsafe calls from other threads)");
+  // Mutation (arrangement): in the Global/Global cell the other thread sets its mode to Relaxed.
+  const bool relax = capt03.mutated(sc::mutation_kind::arrangement);
+  const int dev = device();
+  for (const cudaStreamCaptureMode capture_mode : kModes) {
+    for (const cudaStreamCaptureMode thread_mode : kModes) {
+      const std::string cell = std::string(mode_name(capture_mode)) + "." + mode_name(thread_mode);
+      SCOPED_TRACE(cell);
+      const bool both_global =
+          capture_mode == cudaStreamCaptureModeGlobal && thread_mode == cudaStreamCaptureModeGlobal;
+      const sc::stream s = make(stream_flags::non_blocking, "s_" + cell);
+      // Shared under the team's lock: 1 the other thread is ready, 2 the capture is open, 3 it has called.
+      int step = 0;
+      void* p = nullptr;
+      cudaError_t call = cudaErrorUnknown;
+      cudaError_t prepared = cudaErrorUnknown;
+      sc::thread_team team;
+      team.start(1, [&](unsigned) {
+        // Before the capture begins: the device, and the thread's mode.
+        cudaStreamCaptureMode mine = relax && both_global ? cudaStreamCaptureModeRelaxed : thread_mode;
+        cudaError_t code = cudaSetDevice(dev);
+        if (code == cudaSuccess) code = cudaThreadExchangeStreamCaptureMode(&mine);
+        team.update([&] {
+          prepared = code;
+          step = 1;
+        });
+        if (!team.wait_until([&] { return step == 2; }, sc::kWorkDeadline)) return;
+        const cudaError_t c = cudaMalloc(&p, kBytes);
+        (void)cudaGetLastError();
+        team.update([&] {
+          call = c;
+          step = 3;
+        });
+      });
+      ASSERT_TRUE(team.wait_until([&] { return step == 1; }, sc::kWorkDeadline)) << "the other thread did not start";
+      ASSERT_CUDA_EQ(cudaSuccess, prepared) << "setting the other thread's device and mode";
+      sc::graph g;
+      cudaError_t ended = cudaSuccess;
+      {
+        sc::capture c(s, capture_mode);
+        team.update([&] { step = 2; });
+        EXPECT_TRUE(team.wait_until([&] { return step == 3; }, sc::kWorkDeadline)) << "the other thread's call";
+        ended = c.end(g);
+      }
+      team.end();
+      (void)cudaGetLastError();
+      if (p != nullptr) {
+        EXPECT_CUDA_EQ(cudaSuccess, cudaFree(p));
+      }
+      sc::observe(cell + ".call", sc::error_name(call));
+      sc::observe(cell + ".end_capture", sc::error_name(ended));
+      if (both_global) {
+        EXPECT_CUDA_EQ(cudaErrorStreamCaptureUnsupported, call)
+            << "cudaMalloc from a Global thread beside a Global capture";
+      } else {
+        EXPECT_CUDA_EQ(cudaSuccess, call) << "cudaMalloc from another thread that this capture does not restrict";
+      }
+    }
+  }
+}
+
+}  // namespace
