@@ -1,0 +1,99 @@
+// CAPT-08: fork and join by events pull a second stream into a capture; the endings the documentation names
+// for an unjoined fork and for the wrong thread.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "capture.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/event.hpp"
+#include "sc/fixtures/thread_team.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::StreamCapture;
+
+// CAPT-08 · Programming Guide, stream capture, "Cross-stream Dependencies and Events" (a stream that waits on an
+// event recorded in a capture joins it; every forked stream must be joined back before the capture ends);
+// cudaErrorStreamCaptureUnjoined, cudaErrorStreamCaptureWrongThread: (a) s forks to t by an event and t joins
+// back by another: the capture ends with both streams' marks as nodes, and the launched graph runs both; (b)
+// without the join the capture ends with cudaErrorStreamCaptureUnjoined; (c) a ThreadLocal capture ended from
+// another thread ends with cudaErrorStreamCaptureWrongThread (its own thread ends it afterwards). Whether the
+// forked stream still captures after (b) is recorded.
+TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
+  const sc::claim capt08("CAPT-08", sc::verdict_kind::documented,
+                         "Programming Guide: cross-stream dependencies in capture; cudaErrorStreamCaptureUnjoined");
+  // Mutation (arrangement): in (a), t is not joined back.
+  const bool no_join = capt08.mutated(sc::mutation_kind::arrangement);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream t = make(stream_flags::non_blocking, "t");
+  const sc::event fork = sc::event::create(sc::event_flags::disable_timing);
+  const sc::event join = sc::event::create(sc::event_flags::disable_timing);
+
+  // (a) fork and join
+  sc::marks m;
+  sc::graph g;
+  {
+    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
+    m.drop(s, 1);
+    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(fork.get(), s.get()));
+    ASSERT_CUDA_EQ(cudaSuccess, cudaStreamWaitEvent(t.get(), fork.get(), 0));
+    m.drop(t, 2);
+    if (!no_join) {
+      ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(join.get(), t.get()));
+      ASSERT_CUDA_EQ(cudaSuccess, cudaStreamWaitEvent(s.get(), join.get(), 0));
+    }
+    const cudaError_t ended = c.end(g);
+    sc::observe("fork_join.end_capture", sc::error_name(ended));
+    EXPECT_CUDA_EQ(cudaSuccess, ended) << "a capture whose fork was joined back";
+  }
+  (void)cudaGetLastError();
+  if (g.engaged()) {
+    EXPECT_EQ(2u, g.node_count()) << "both streams' marks should be nodes of the graph";
+    const sc::graph_exec x = sc::graph_exec::instantiate(g);
+    EXPECT_CUDA_EQ(cudaSuccess, x.launch(s));
+    EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+    EXPECT_NE(0u, m.ticket_of(1)) << "the origin stream's node did not run";
+    EXPECT_NE(0u, m.ticket_of(2)) << "the forked stream's node did not run";
+  }
+
+  // (b) a fork that is never joined
+  {
+    sc::graph unjoined;
+    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
+    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(fork.get(), s.get()));
+    ASSERT_CUDA_EQ(cudaSuccess, cudaStreamWaitEvent(t.get(), fork.get(), 0));
+    m.drop(t, 3);
+    const cudaError_t ended = c.end(unjoined);
+    (void)cudaGetLastError();
+    cudaStreamCaptureStatus status{};
+    const cudaError_t asked = cudaStreamIsCapturing(t.get(), &status);
+    sc::observe("unjoined.end_capture", sc::error_name(ended));
+    sc::observe("unjoined.forked_stream_capturing_after",
+                asked == cudaSuccess ? std::to_string(static_cast<int>(status)) : sc::error_name(asked));
+    EXPECT_CUDA_EQ(cudaErrorStreamCaptureUnjoined, ended) << "ending a capture with an unjoined fork";
+  }
+  (void)cudaGetLastError();
+
+  // (c) the wrong thread ends a ThreadLocal capture
+  {
+    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
+    const int dev = device();
+    cudaError_t other = cudaErrorUnknown;
+    sc::thread_team team;
+    team.start(1, [&](unsigned) {
+      cudaGraph_t handle = nullptr;
+      cudaError_t code = cudaSetDevice(dev);
+      if (code == cudaSuccess) code = cudaStreamEndCapture(s.get(), &handle);
+      if (handle != nullptr) (void)cudaGraphDestroy(handle);
+      team.update([&] { other = code; });
+    });
+    team.end();
+    sc::observe("wrong_thread.end_capture", sc::error_name(other));
+    EXPECT_CUDA_EQ(cudaErrorStreamCaptureWrongThread, other) << "another thread ending a ThreadLocal capture";
+  }
+  (void)cudaGetLastError();
+}
+
+}  // namespace

@@ -1,0 +1,123 @@
+// CAPT-10, CAPT-11: one executable graph's launches are serialized across streams while two instantiations of a
+// graph are not; an executable graph's parameter update reaches later launches only.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "capture.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::StreamCapture;
+
+// A graph of one node, mark `id` of `m`, captured in `recording`.
+sc::graph graph_of_mark(const sc::stream& recording, sc::marks& m, unsigned id) {
+  sc::graph g;
+  sc::capture c(recording, cudaStreamCaptureModeThreadLocal);
+  m.drop(recording, id);
+  SC_CHECK_CUDA(c.end(g));
+  return g;
+}
+
+// CAPT-10 · RT cudaGraphLaunch ("Only one instance of graphExec may be executing at a time. Each launch is ordered
+// behind both any previous work in stream and any previous launches of graphExec. To execute a graph
+// concurrently, it must be instantiated multiple times into multiple executable graphs."): an
+// executable graph launched behind a gate in s1 and then into a free stream s2 does not run in s2 while the gate
+// is closed; the control, another instantiation of the same graph launched into s2, runs at once.
+TEST_F(StreamCapture, OneExecutableGraphIsSerializedAcrossStreams) {
+  const sc::claim capt10("CAPT-10", sc::verdict_kind::documented, "RT cudaGraphLaunch (serialized launches)");
+  SC_REQUIRE(sc::requirement::async_launches);
+  // Mutation (arrangement): the second launch uses another instantiation of the graph.
+  const bool other_instance = capt10.mutated(sc::mutation_kind::arrangement);
+  const sc::stream s1 = make(stream_flags::non_blocking, "s1");
+  const sc::stream s2 = make(stream_flags::non_blocking, "s2");
+  const sc::stream recording = make(stream_flags::non_blocking, "recording");
+  // Serialized: graph of mark 1, instantiated twice (x, and y for the mutation).
+  sc::marks m;
+  const sc::graph g = graph_of_mark(recording, m, 1);
+  const sc::graph_exec x = sc::graph_exec::instantiate(g);
+  const sc::graph_exec y = sc::graph_exec::instantiate(g);
+  {
+    sc::gate gate;
+    hold(gate, s1);
+    sc::held_window w(gate);
+    EXPECT_CUDA_EQ(cudaSuccess, x.launch(s1));
+    EXPECT_CUDA_EQ(cudaSuccess, (other_instance ? y : x).launch(s2));
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1)))
+        << "a launch of the executable graph ran while its earlier launch in another stream was held";
+  }
+  drain();
+  EXPECT_NE(0u, m.ticket_of(1)) << "the graph's mark never landed";
+
+  // Control: two instantiations of one graph (mark 2 of another board) are not ordered with each other.
+  sc::marks n;
+  const sc::graph h = graph_of_mark(recording, n, 2);
+  const sc::graph_exec first = sc::graph_exec::instantiate(h);
+  const sc::graph_exec second = sc::graph_exec::instantiate(h);
+  {
+    sc::gate gate;
+    hold(gate, s1);
+    sc::held_window w(gate);
+    EXPECT_CUDA_EQ(cudaSuccess, first.launch(s1));
+    EXPECT_CUDA_EQ(cudaSuccess, second.launch(s2));
+    EXPECT_TRUE(w.present(sc::probe::mark(n, 2)))
+        << "another instantiation of the graph did not run while the first was held";
+  }
+  drain();
+}
+
+// CAPT-11 · RT cudaGraphExecKernelNodeSetParams ("The modifications only affect future launches of hGraphExec.
+// Already enqueued or running launches of hGraphExec are not affected by this call"): an executable graph of
+// mark 1 is launched behind a gate; its node is then changed to mark 2 and the graph launched again. Once the
+// gate opens, mark 1 lands (the enqueued launch kept its parameters), then mark 2.
+TEST_F(StreamCapture, ParameterUpdatesReachLaterLaunchesOnly) {
+  const sc::claim capt11("CAPT-11", sc::verdict_kind::documented, "RT cudaGraphExecKernelNodeSetParams");
+  SC_REQUIRE(sc::requirement::async_launches);
+  // Mutation (arrangement): the node is changed before the first launch.
+  const bool early = capt11.mutated(sc::mutation_kind::arrangement);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream recording = make(stream_flags::non_blocking, "recording");
+  sc::marks m;
+  const sc::graph g = graph_of_mark(recording, m, 1);
+  ASSERT_EQ(1u, g.node_count());
+  cudaGraphNode_t node = nullptr;
+  std::size_t count = 1;
+  ASSERT_CUDA_EQ(cudaSuccess, cudaGraphGetNodes(g.get(), &node, &count));
+  cudaKernelNodeParams params{};
+  ASSERT_CUDA_EQ(cudaSuccess, cudaGraphKernelNodeGetParams(node, &params));
+  ASSERT_NE(nullptr, params.kernelParams) << "the captured mark node has no parameter array";
+  // The mark kernel's parameters: counter, board, slot (kernels/launch.hpp, launch_mark).
+  std::uint32_t* counter = *static_cast<std::uint32_t**>(params.kernelParams[0]);
+  sc::kernels::mark_board* board = *static_cast<sc::kernels::mark_board**>(params.kernelParams[1]);
+  unsigned slot = 2;
+  void* args[] = {&counter, &board, &slot};
+  cudaKernelNodeParams changed = params;
+  changed.kernelParams = args;
+  changed.extra = nullptr;
+  const sc::graph_exec x = sc::graph_exec::instantiate(g);
+  if (early) {
+    ASSERT_CUDA_EQ(cudaSuccess, cudaGraphExecKernelNodeSetParams(x.get(), node, &changed));
+  }
+  {
+    sc::gate gate;
+    hold(gate, s);
+    sc::held_window w(gate);
+    EXPECT_CUDA_EQ(cudaSuccess, x.launch(s));
+    if (!early) {
+      EXPECT_CUDA_EQ(cudaSuccess, cudaGraphExecKernelNodeSetParams(x.get(), node, &changed));
+    }
+    EXPECT_CUDA_EQ(cudaSuccess, x.launch(s));
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1)));
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 2)));
+  }
+  drain();
+  EXPECT_NE(0u, m.ticket_of(1)) << "the launch enqueued before the update did not keep its parameters";
+  EXPECT_NE(0u, m.ticket_of(2)) << "the launch after the update did not get the new parameters";
+  EXPECT_LT(m.ticket_of(1), m.ticket_of(2));
+}
+
+}  // namespace
