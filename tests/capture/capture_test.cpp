@@ -25,6 +25,9 @@ TEST_F(StreamCapture, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
   {
     sc::capture c(s, cudaStreamCaptureModeThreadLocal);
     m.drop(target, 1);
+    // Control: a mark in a stream that is not capturing lands meanwhile, so the window was long enough.
+    m.drop(other, 2);
+    EXPECT_TRUE(lands_within(m, 2, sc::kLandingDeadline)) << "a mark in a free stream did not land";
     EXPECT_FALSE(lands_within(m, 1)) << "work enqueued in a capturing stream ran while the capture was open";
     EXPECT_CUDA_EQ(cudaSuccess, c.end(g)) << "ending the capture";
   }

@@ -40,6 +40,9 @@ TEST_F(StreamCapture, UnsafeCallOnTheCapturingThreadPerMode) {
                          "RT cudaThreadExchangeStreamCaptureMode, cudaStreamBeginCapture (unsafe calls)");
   // Mutation (arrangement): a call that is not potentially unsafe (cudaGetDevice) instead of cudaMalloc.
   const bool safe_call = capt02.mutated(sc::mutation_kind::arrangement);
+  // The rules are the thread's: this thread is in Global mode (the default) for the test, whatever it was before.
+  const sc::thread_capture_mode global(cudaStreamCaptureModeGlobal);
+  sc::observe("thread_mode_before", mode_name(global.previous()));
   for (const cudaStreamCaptureMode mode : kModes) {
     SCOPED_TRACE(mode_name(mode));
     const sc::stream s = make(stream_flags::non_blocking, std::string("s_") + mode_name(mode));
@@ -64,7 +67,7 @@ TEST_F(StreamCapture, UnsafeCallOnTheCapturingThreadPerMode) {
       EXPECT_CUDA_EQ(cudaSuccess, ended) << "a Relaxed capture after cudaMalloc";
     } else {
       EXPECT_CUDA_EQ(cudaErrorStreamCaptureUnsupported, call) << "cudaMalloc on the capturing thread";
-      EXPECT_NE(cudaSuccess, ended) << "the capture ended cleanly after a refused unsafe call";
+      EXPECT_CUDA_EQ(cudaErrorStreamCaptureInvalidated, ended) << "ending the capture after a refused unsafe call";
     }
   }
 }

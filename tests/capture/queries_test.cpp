@@ -39,7 +39,8 @@ std::size_t nodes_of_type(const sc::graph& g, cudaGraphNodeType type) {
 TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefusedAndExternalEventsSignal) {
   const sc::claim capt07("CAPT-07", sc::verdict_kind::documented,
                          "Programming Guide: stream capture, prohibited operations; RT cudaEventRecordWithFlags");
-  // Mutation (arrangement): the stream and the event asked about are another stream's, which is not capturing.
+  // Mutation (arrangement): the stream and the event asked about are another stream's, which is not capturing,
+  // and the external record is a plain one (no node).
   const bool elsewhere = capt07.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
@@ -79,6 +80,9 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefusedAndExternalEventsSignal) {
       EXPECT_CUDA_EQ(r.expected, code) << r.name << " on an event recorded in the capture";
     }
     EXPECT_NE(cudaSuccess, ended) << "the capture ended cleanly after " << r.name << " was refused";
+    cudaStreamCaptureStatus status{};
+    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamIsCapturing(s.get(), &status));
+    EXPECT_EQ(cudaStreamCaptureStatusNone, status) << "the stream still captures after its capture ended";
   }
 
   // The external record: a mark, then the record, captured; the graph launched into a stream of its own.
@@ -88,7 +92,8 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefusedAndExternalEventsSignal) {
   {
     sc::capture c(s, cudaStreamCaptureModeThreadLocal);
     m.drop(s, 1);
-    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecordWithFlags(external.get(), s.get(), cudaEventRecordExternal));
+    ASSERT_CUDA_EQ(cudaSuccess,
+                   cudaEventRecordWithFlags(external.get(), s.get(), elsewhere ? 0u : cudaEventRecordExternal));
     ASSERT_CUDA_EQ(cudaSuccess, c.end(g)) << "a capture with an external event record";
   }
   EXPECT_EQ(1u, nodes_of_type(g, cudaGraphNodeTypeEventRecord)) << "the external record is not an event-record node";
