@@ -1,0 +1,29 @@
+#include "mempool.hpp"
+
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/memory.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace sc::testing {
+
+void MemoryPools::SetUp() {
+  GpuTest::SetUp();
+  if (IsSkipped() || HasFatalFailure()) return;
+  int supported = 0;
+  SC_CHECK_CUDA(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device()));
+  observe("memory_pools_supported", supported);
+  if (supported == 0) GTEST_SKIP() << "this device has no memory pools (cudaDevAttrMemoryPoolsSupported is 0)";
+}
+
+std::uint32_t MemoryPools::mismatches_after(const std::uint32_t* data, std::uint32_t n, std::uint32_t expected,
+                                            const stream& s) {
+  device_buffer<std::uint32_t> count(1);
+  SC_CHECK_CUDA(cudaMemsetAsync(count.data(), 0, sizeof(std::uint32_t), s.get()));
+  SC_CHECK_CUDA(kernels::launch_count_mismatches(s.get(), data, n, expected, count.data()));
+  std::uint32_t host = 0;
+  SC_CHECK_CUDA(cudaMemcpyAsync(&host, count.data(), sizeof host, cudaMemcpyDeviceToHost, s.get()));
+  SC_CHECK_CUDA(synchronize_within(s, kWorkDeadline));
+  return host;
+}
+
+}  // namespace sc::testing

@@ -1,0 +1,31 @@
+// The MemoryPools fixture: the stream-ordered allocator (MPOOL-nn). Every test uses pools of its own
+// (sc::mem_pool), never the device's default pool, so no test's frees or reuse policy reach another's.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/pool.hpp"
+#include "sc/fixtures/predicates.hpp"
+
+namespace sc::testing {
+
+class MemoryPools : public GpuTest {
+ protected:
+  // Skips, with the reason, where the device has no memory pools (cudaDevAttrMemoryPoolsSupported is 0).
+  void SetUp() override;
+
+ public:
+  // Reason for 2 MiB: the allocator's granularity on the GPUs seen so far; a pool bounded to one such block
+  // has room for exactly one allocation of that size, so a second must reuse the first's memory.
+  static constexpr std::size_t kBlockBytes = std::size_t{2} << 20;
+  static constexpr std::uint32_t kBlockWords = kBlockBytes / sizeof(std::uint32_t);
+  // How many words of data[0..n) differ from `expected`, counted in `s` and read after `s` finished.
+  std::uint32_t mismatches_after(const std::uint32_t* data, std::uint32_t n, std::uint32_t expected, const stream& s);
+};
+
+}  // namespace sc::testing
