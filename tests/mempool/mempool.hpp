@@ -20,8 +20,9 @@ class MemoryPools : public GpuTest {
   void SetUp() override;
 
  public:
-  // Reason for 2 MiB: the allocator's granularity on the GPUs seen so far; a pool bounded to one such block
-  // has room for exactly one allocation of that size, so a second must reuse the first's memory.
+  // Reason for 2 MiB: the allocation granularity of the H100's driver (not yet confirmed by a run of this
+  // family); a pool bounded to one such block has room for one allocation of that size, so a second must
+  // reuse the first's memory (MPOOL-02 checks that it did).
   static constexpr std::size_t kBlockBytes = std::size_t{2} << 20;
   static constexpr std::uint32_t kBlockWords = kBlockBytes / sizeof(std::uint32_t);
   // How many words of data[0..n) differ from `expected`, counted in `s` and read after `s` finished.
