@@ -25,8 +25,10 @@ DECLARATION = re.compile(r"^(?:extern\s+)?(?:__host__\s+)?(?:__cudart_builtin__\
 CALL = re.compile(r"\b(cu(?:da)?[A-Z]\w*)\s*\(")
 NAMED = re.compile(r"\"(cu(?:da)?[A-Z]\w*)\"")
 STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"")
-# A function defined at the start of a line (the test files do not indent namespaces): a helper of the file.
-DEFINITION = re.compile(r"^(?!TEST)[A-Za-z_\[][^;\n]*?\b(\w+)\s*\([^;\n]*\)\s*(?:const\s*)?(?:noexcept\s*)?\{", re.M)
+# A function defined at the start of a line (the test files do not indent namespaces), its parameters on one
+# line or several, a fixture's method (Fixture::name) included: a helper of the family.
+DEFINITION = re.compile(r"^(?!TEST)[A-Za-z_\[][^;{}()]*?\b(\w+)\s*\([^;{}]*?\)\s*(?:const\s*)?(?:noexcept\s*)?"
+                        r"(?:override\s*)?(?::[^;{}]*)?\{", re.M)
 TEST = re.compile(r"\bTEST(?:_F|_P)?\(\s*(\w+)\s*,\s*(\w+)\s*\)")
 CLAIM = re.compile(r"\bclaim\s+\w+\(\s*\"([A-Z][A-Z0-9]*-\d+)\"")
 COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
@@ -71,38 +73,95 @@ def calls_in(text: str) -> List[Tuple[int, str]]:
     return sorted(named + [(m.start(), m.group(1)) for m in CALL.finditer(code)])
 
 
+def body_end(code: str, start: int) -> int:
+    """Where the body that follows `start` (its first "{") ends: after its matching "}" (comments and strings
+    already blanked in `code`), or the end of the text."""
+    depth = 0
+    at = code.find("{", start)
+    while 0 <= at < len(code):
+        if code[at] == "{":
+            depth += 1
+        elif code[at] == "}":
+            depth -= 1
+            if depth == 0:
+                return at + 1
+        at += 1
+    return len(code)
+
+
 def exercised(source: Path) -> Dict[str, Dict[str, Any]]:
     """function -> {"tests": {Suite.Test: [IDs]}, "helpers": [family], "fixtures": bool} from the tests' and the
-    fixtures' source: a call inside a test's body counts for that test (with the IDs it claims), a call in a
-    family's other code for the family's helpers, a call in fixtures/ for every test."""
+    fixtures' source: a call inside a test's body counts for that test (with the IDs it claims); a call in a
+    helper of the family (a function or fixture method defined in its files) counts for every test of the family
+    that calls the helper, directly or through other helpers, and for the family's helpers where no test does; a
+    call in fixtures/ counts for every test."""
     found: Dict[str, Dict[str, Any]] = {}
 
     def entry(name: str) -> Dict[str, Any]:
         return found.setdefault(name, {"tests": {}, "helpers": [], "fixtures": False})
 
+    families: Dict[str, List[Path]] = {}
     for path in sorted((source / "tests").glob("*/*")):
-        if path.suffix not in (".cpp", ".cu", ".hpp", ".cuh") or path.parent.name == "unit":
-            continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        code = STRING.sub(lambda m: " " * len(m.group(0)), COMMENT.sub(lambda m: " " * len(m.group(0)), text))
-        # Tests and the file's helper functions, each up to the next of either.
-        parts = sorted([(m.start(), "test", "%s.%s" % (m.group(1), m.group(2))) for m in TEST.finditer(text)] +
-                       [(m.start(), "helper", m.group(1)) for m in DEFINITION.finditer(code)])
-        bounds = [(start, parts[i + 1][0] if i + 1 < len(parts) else len(text), kind, name)
-                  for i, (start, kind, name) in enumerate(parts)]
-        tests = [b for b in bounds if b[2] == "test"]
-        # A helper's calls count for every test of the file whose body calls it.
-        callers = {b[3]: [t for t in tests if re.search(r"\b%s\s*\(" % re.escape(b[3]), code[t[0]:t[1]])]
-                   for b in bounds if b[2] == "helper"}
-        for at, name in calls_in(text):
-            part = next((b for b in bounds if b[0] <= at < b[1]), None)
-            owners = [part] if part is not None and part[2] == "test" else callers.get(part[3], []) if part else []
-            if not owners:
-                if path.parent.name not in entry(name)["helpers"]:
-                    entry(name)["helpers"].append(path.parent.name)
-                continue
-            for test in owners:
-                entry(name)["tests"][test[3]] = sorted(set(CLAIM.findall(text[test[0]:test[1]])))
+        if path.suffix in (".cpp", ".cu", ".hpp", ".cuh") and path.parent.name != "unit":
+            families.setdefault(path.parent.name, []).append(path)
+    for family, paths in families.items():
+        # Every test and helper of the family: (file text, code without comments and strings, start, end, kind,
+        # name), each part up to the next one of its file.
+        parts: List[Tuple[str, str, int, int, str, str]] = []
+        for path in paths:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            code = STRING.sub(lambda m: " " * len(m.group(0)), COMMENT.sub(lambda m: " " * len(m.group(0)), text))
+            marks = sorted([(m.start(), "test", "%s.%s" % (m.group(1), m.group(2))) for m in TEST.finditer(text)] +
+                           [(m.start(), "helper", m.group(1)) for m in DEFINITION.finditer(code)])
+            parts += [(text, code, start, body_end(code, start), kind, name) for start, kind, name in marks]
+        helpers = {p[5] for p in parts if p[4] == "helper"}
+        # A helper that takes arguments is not what a call without any calls (a parameter or a local of the same
+        # name: `wait()` in a template that was handed a `wait`).
+        takes_args = {p[5] for p in parts if p[4] == "helper" and
+                      not re.match(r"[^(]*\b%s\s*\(\s*(?:void\s*)?\)" % re.escape(p[5]), p[1][p[2]:p[3]])}
+
+        def called(part: Tuple[str, str, int, int, str, str]) -> set:
+            # The helpers a part calls (not itself: a definition's own name is no call).
+            body = part[1][part[2]:part[3]]
+            body = body[body.find("{"):] if "{" in body else body
+            return {h for h in helpers
+                    if re.search(r"\b%s\s*\(%s" % (re.escape(h), r"\s*[^\s)]" if h in takes_args else ""), body)}
+
+        # The tests that reach each helper, directly or through other helpers.
+        reach: Dict[str, set] = {h: set() for h in helpers}
+        for i, part in enumerate(parts):
+            if part[4] == "test":
+                for h in called(part):
+                    reach[h].add(i)
+        calls_of = {h: set() for h in helpers}
+        for part in parts:
+            if part[4] == "helper":
+                calls_of[part[5]] |= called(part) - {part[5]}
+        changed = True
+        while changed:
+            changed = False
+            for h, inner in calls_of.items():
+                for k in inner:
+                    if not reach[h] <= reach[k]:
+                        reach[k] |= reach[h]
+                        changed = True
+        for path in paths:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            mine = [(i, p) for i, p in enumerate(parts) if p[0] is text or p[0] == text]
+            for at, name in calls_in(text):
+                part = next((ip for ip in mine if ip[1][2] <= at < ip[1][3]), None)
+                if part is not None and part[1][4] == "test":
+                    owners = [part[1]]
+                elif part is not None:
+                    owners = [parts[i] for i in sorted(reach.get(part[1][5], ()))]
+                else:
+                    owners = []
+                if not owners:
+                    if family not in entry(name)["helpers"]:
+                        entry(name)["helpers"].append(family)
+                    continue
+                for test in owners:
+                    entry(name)["tests"][test[5]] = sorted(set(CLAIM.findall(test[0][test[2]:test[3]])))
     for path in sorted((source / "fixtures").rglob("*")):
         if path.suffix in (".cpp", ".cu", ".hpp", ".cuh") and path.is_file():
             for _, name in calls_in(path.read_text(encoding="utf-8", errors="replace")):
@@ -133,8 +192,9 @@ def markdown(table: Dict[str, Any]) -> str:
     """The table as docs/api.md has it."""
     out = ["# API coverage", "",
            "Generated by `reports/streamcheck_api.py` from the CUDA headers' stream and event sections and the",
-           "tests' source; do not edit by hand. A function is exercised by the tests that call it (with the",
-           "catalog IDs they claim), by a family's helpers, or by the fixtures that every test goes through.", "",
+           "tests' source; do not edit by hand. A function is exercised by the tests that call it, themselves or",
+           "through their family's helpers (with the catalog IDs they claim), by a family's helpers that no test",
+           "reaches, or by the fixtures that every test goes through.", "",
            "%d functions, %d called by no test, helper or fixture." % (len(table["rows"]), table["not_called"]), ""]
     section = None
     for row in table["rows"]:

@@ -36,6 +36,7 @@ RUNTIME = """
  * @{
  */
 extern __host__ cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream);
+extern __host__ cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
 /** @} */
 """
 TEST = """
@@ -75,10 +76,22 @@ class ApiCoverage(unittest.TestCase):
             write(root / "include" / "cuda_runtime_api.h", RUNTIME)
             write(root / "src" / "tests" / "events" / "query_test.cpp", TEST)
             write(root / "src" / "fixtures" / "src" / "event.cpp", "void f() { cuEventQuery(e); }\n")
+            # A fixture method in another file of the family, reached through a helper; a template's parameter
+            # of the same name called without arguments is no call of it.
+            write(root / "src" / "tests" / "events" / "events.cpp",
+                  "void Family::wait(const stream& s,\n                  const event& e) {\n"
+                  "  cudaStreamWaitEvent(s.get(), e.get(), 0);\n}\n")
+            write(root / "src" / "tests" / "events" / "wait_test.cpp",
+                  "void join(const stream& s, const event& e) { wait(s, e); }\n"
+                  "template <class W>\nvoid measure(W&& wait) {\n  wait();\n}\n"
+                  "TEST_F(Family, Joined) {\n  const sc::claim c(\"EVT-01\", k, \"RT\");\n  join(s, e);\n}\n"
+                  "TEST_F(Family, Measured) {\n  const sc::claim c(\"EVT-13\", k, \"RT\");\n  measure([] {});\n}\n")
             table = coverage(root / "src", root / "include")
             rows = {r["function"]: r for r in table["rows"]}
             self.assertEqual(list(rows), ["cuStreamQuery", "cuStreamSynchronize", "cuEventQuery", "cuLaunchHostFunc",
-                                          "cudaStreamQuery"])
+                                          "cudaStreamQuery", "cudaStreamWaitEvent"])
+            self.assertEqual(rows["cudaStreamWaitEvent"]["tests"], ["Family.Joined"], "through two helpers, not a parameter")
+            self.assertEqual(rows["cudaStreamWaitEvent"]["ids"], ["EVT-01"])
             self.assertEqual(rows["cuStreamQuery"]["tests"], ["Family.QueryWhileGated"])
             self.assertEqual(rows["cuStreamQuery"]["ids"], ["EVT-05"])
             self.assertEqual(rows["cuLaunchHostFunc"]["ids"], ["HOST-15"], "an entry point resolved by name")
