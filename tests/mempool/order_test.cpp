@@ -1,11 +1,14 @@
-// MPOOL-01, MPOOL-02: an allocation takes its place in its stream's order, and a block freed and allocated
-// again in one stream is not written before the earlier readers of the freed block ran.
+// MPOOL-01…03: an allocation takes its place in its stream's order; a block freed and allocated again in one
+// stream is not written before the earlier readers of the freed block ran; another stream uses a block after an
+// event recorded after its allocation.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
 #include "mempool.hpp"
 #include "sc/fixtures/check.hpp"
+#include "sc/fixtures/event.hpp"
+#include "sc/fixtures/probe.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -94,6 +97,47 @@ TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
   EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), kBlockWords, 2, s)) << "q does not read back";
   EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(q, s.get()));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+}
+
+// MPOOL-03 · RT cudaMallocFromPoolAsync ("Stream query, stream synchronize, and CUDA events can be used to
+// guarantee that the allocation operation completes before work submitted in a separate stream runs"): a gate
+// holds s ahead of the allocation and of an event recorded after it; stream t waits on the event, writes the
+// block and drops a mark. While the gate is closed the mark is absent; once it opens the block reads back as t
+// wrote it.
+TEST_F(MemoryPools, AnotherStreamUsesTheBlockAfterAnEvent) {
+  const sc::claim mpool03("MPOOL-03", sc::verdict_kind::documented,
+                          "RT cudaMallocFromPoolAsync (events order the allocation for other streams)");
+  SC_REQUIRE(sc::requirement::async_launches);
+  // Mutation (expectation): the mark is expected to land while the gate is closed. No change of the arrangement
+  // is defined behavior: without the wait, t would write the block before its allocation completed.
+  const bool expect_landed = mpool03.mutated(sc::mutation_kind::expectation);
+  const sc::mem_pool pool = sc::mem_pool::create(device());
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream t = make(stream_flags::non_blocking, "t");
+  const sc::event e = sc::event::create(sc::event_flags::disable_timing);
+  sc::marks m;
+  void* p = nullptr;
+  {
+    sc::gate g;
+    hold(g, s);
+    sc::held_window w(g);
+    ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&p, kBlockBytes, pool.get(), s.get()));
+    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(e.get(), s.get()));
+    ASSERT_CUDA_EQ(cudaSuccess, cudaStreamWaitEvent(t.get(), e.get(), 0));
+    SC_CHECK_CUDA(sc::kernels::launch_fill(t.get(), static_cast<std::uint32_t*>(p), kBlockWords, 5));
+    m.drop(t, 1);
+    const sc::gated_result held = w.absent(sc::probe::mark(m, 1));
+    if (expect_landed) {
+      EXPECT_TRUE(sc::does_not_hold(held)) << "(mutation) the mark after the wait was expected to land while gated";
+    } else {
+      EXPECT_TRUE(held) << "the other stream used the block before the event after its allocation completed";
+    }
+  }
+  drain();
+  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(p), kBlockWords, 5, t))
+      << "the block written in the other stream does not read back";
+  EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(p, t.get()));
+  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(t, sc::kWorkDeadline));
 }
 
 }  // namespace
