@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "sc/fixtures/check.hpp"
 #include "sc/fixtures/gate.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/graph.hpp"
@@ -18,6 +19,15 @@ class StreamCapture : public GpuTest {
   // (predicates.hpp, kAbsenceWindow), so a mark that does not is held back: here, by being captured.
   static bool lands_within(const marks& m, unsigned id, std::chrono::milliseconds window = kAbsenceWindow) {
     return wait_until(probe::mark(m, id), window);
+  }
+  // A graph of one node, mark `id` of `m`, captured in `recording` (ThreadLocal); throws sc::cuda_error when the
+  // capture does not end with a graph.
+  static graph graph_of_mark(const stream& recording, marks& m, unsigned id) {
+    graph g;
+    capture c(recording, cudaStreamCaptureModeThreadLocal);
+    m.drop(recording, id);
+    SC_CHECK_CUDA(c.end(g));
+    return g;
   }
 };
 

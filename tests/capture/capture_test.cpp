@@ -54,12 +54,7 @@ TEST_F(StreamCapture, GraphLaunchKeepsItsPlaceInItsStream) {
   // Mutation (arrangement): the graph is launched into another, free stream.
   const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? free : s;
   sc::marks m;
-  sc::graph g;
-  {
-    sc::capture c(recording, cudaStreamCaptureModeThreadLocal);
-    m.drop(recording, 1);
-    ASSERT_CUDA_EQ(cudaSuccess, c.end(g)) << "ending the capture";
-  }
+  const sc::graph g = graph_of_mark(recording, m, 1);
   const sc::graph_exec e = sc::graph_exec::instantiate(g);
   sc::gate gate;
   hold(gate, s);

@@ -14,15 +14,6 @@ namespace {
 using sc::stream_flags;
 using sc::testing::StreamCapture;
 
-// A graph of one node, mark `id` of `m`, captured in `recording`.
-sc::graph graph_of_mark(const sc::stream& recording, sc::marks& m, unsigned id) {
-  sc::graph g;
-  sc::capture c(recording, cudaStreamCaptureModeThreadLocal);
-  m.drop(recording, id);
-  SC_CHECK_CUDA(c.end(g));
-  return g;
-}
-
 // CAPT-10 · RT cudaGraphLaunch ("Only one instance of graphExec may be executing at a time. Each launch is ordered
 // behind both any previous work in stream and any previous launches of graphExec. To execute a graph
 // concurrently, it must be instantiated multiple times into multiple executable graphs."): an
