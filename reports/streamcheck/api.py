@@ -105,38 +105,38 @@ def exercised(source: Path) -> Dict[str, Dict[str, Any]]:
         if path.suffix in (".cpp", ".cu", ".hpp", ".cuh") and path.parent.name != "unit":
             families.setdefault(path.parent.name, []).append(path)
     for family, paths in families.items():
-        # Every test and helper of the family: (file text, code without comments and strings, start, end, kind,
-        # name), each part up to the next one of its file.
-        parts: List[Tuple[str, str, int, int, str, str]] = []
-        for path in paths:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            code = STRING.sub(lambda m: " " * len(m.group(0)), COMMENT.sub(lambda m: " " * len(m.group(0)), text))
+        # Every test and helper of the family: (file index, start, end of its body, kind, name), with each
+        # file's text and its code (comments and strings blanked).
+        texts = [path.read_text(encoding="utf-8", errors="replace") for path in paths]
+        codes = [STRING.sub(lambda m: " " * len(m.group(0)), COMMENT.sub(lambda m: " " * len(m.group(0)), text))
+                 for text in texts]
+        parts: List[Tuple[int, int, int, str, str]] = []
+        for f, (text, code) in enumerate(zip(texts, codes)):
             marks = sorted([(m.start(), "test", "%s.%s" % (m.group(1), m.group(2))) for m in TEST.finditer(text)] +
                            [(m.start(), "helper", m.group(1)) for m in DEFINITION.finditer(code)])
-            parts += [(text, code, start, body_end(code, start), kind, name) for start, kind, name in marks]
-        helpers = {p[5] for p in parts if p[4] == "helper"}
+            parts += [(f, start, body_end(code, start), kind, name) for start, kind, name in marks]
+        helpers = {p[4] for p in parts if p[3] == "helper"}
         # A helper that takes arguments is not what a call without any calls (a parameter or a local of the same
         # name: `wait()` in a template that was handed a `wait`).
-        takes_args = {p[5] for p in parts if p[4] == "helper" and
-                      not re.match(r"[^(]*\b%s\s*\(\s*(?:void\s*)?\)" % re.escape(p[5]), p[1][p[2]:p[3]])}
+        takes_args = {p[4] for p in parts if p[3] == "helper" and
+                      not re.match(r"[^(]*\b%s\s*\(\s*(?:void\s*)?\)" % re.escape(p[4]), codes[p[0]][p[1]:p[2]])}
 
-        def called(part: Tuple[str, str, int, int, str, str]) -> set:
-            # The helpers a part calls (not itself: a definition's own name is no call).
-            body = part[1][part[2]:part[3]]
+        def called(part: Tuple[int, int, int, str, str]) -> set:
+            # The helpers a part's body calls (from its "{", so a definition's own name is not among them).
+            body = codes[part[0]][part[1]:part[2]]
             body = body[body.find("{"):] if "{" in body else body
             return {h for h in helpers
                     if re.search(r"\b%s\s*\(%s" % (re.escape(h), r"\s*[^\s)]" if h in takes_args else ""), body)}
 
-        # The tests that reach each helper, directly or through other helpers.
+        # The tests that reach each helper, directly or through other helpers (a recursive helper reaches no more).
         reach: Dict[str, set] = {h: set() for h in helpers}
+        calls_of: Dict[str, set] = {h: set() for h in helpers}
         for i, part in enumerate(parts):
-            if part[4] == "test":
-                for h in called(part):
+            for h in called(part):
+                if part[3] == "test":
                     reach[h].add(i)
-        calls_of = {h: set() for h in helpers}
-        for part in parts:
-            if part[4] == "helper":
-                calls_of[part[5]] |= called(part) - {part[5]}
+                elif h != part[4]:
+                    calls_of[part[4]].add(h)
         changed = True
         while changed:
             changed = False
@@ -145,23 +145,21 @@ def exercised(source: Path) -> Dict[str, Dict[str, Any]]:
                     if not reach[h] <= reach[k]:
                         reach[k] |= reach[h]
                         changed = True
-        for path in paths:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            mine = [(i, p) for i, p in enumerate(parts) if p[0] is text or p[0] == text]
+        for f, text in enumerate(texts):
             for at, name in calls_in(text):
-                part = next((ip for ip in mine if ip[1][2] <= at < ip[1][3]), None)
-                if part is not None and part[1][4] == "test":
-                    owners = [part[1]]
-                elif part is not None:
-                    owners = [parts[i] for i in sorted(reach.get(part[1][5], ()))]
-                else:
+                part = next((p for p in parts if p[0] == f and p[1] <= at < p[2]), None)
+                if part is None:
                     owners = []
+                elif part[3] == "test":
+                    owners = [part]
+                else:
+                    owners = [parts[i] for i in sorted(reach[part[4]])]
                 if not owners:
                     if family not in entry(name)["helpers"]:
                         entry(name)["helpers"].append(family)
                     continue
                 for test in owners:
-                    entry(name)["tests"][test[5]] = sorted(set(CLAIM.findall(test[0][test[2]:test[3]])))
+                    entry(name)["tests"][test[4]] = sorted(set(CLAIM.findall(texts[test[0]][test[1]:test[2]])))
     for path in sorted((source / "fixtures").rglob("*")):
         if path.suffix in (".cpp", ".cu", ".hpp", ".cuh") and path.is_file():
             for _, name in calls_in(path.read_text(encoding="utf-8", errors="replace")):
