@@ -15,6 +15,14 @@ void MemoryPools::SetUp() {
   if (supported == 0) GTEST_SKIP() << "this device has no memory pools (cudaDevAttrMemoryPoolsSupported is 0)";
 }
 
+mem_pool MemoryPools::one_block_pool(bool follow_event_dependencies, bool allow_opportunistic,
+                                     bool allow_internal_dependencies) const {
+  mem_pool pool = mem_pool::create(device(), kBlockBytes);
+  pool.set_reuse(follow_event_dependencies, allow_opportunistic, allow_internal_dependencies);
+  pool.set_bytes(cudaMemPoolAttrReleaseThreshold, UINT64_MAX);
+  return pool;
+}
+
 std::uint32_t MemoryPools::mismatches_after(const std::uint32_t* data, std::uint32_t n, std::uint32_t expected,
                                             const stream& s) {
   device_buffer<std::uint32_t> count(1);

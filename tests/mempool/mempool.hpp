@@ -25,6 +25,11 @@ class MemoryPools : public GpuTest {
   // reuse the first's memory (MPOOL-02 checks that it did).
   static constexpr std::size_t kBlockBytes = std::size_t{2} << 20;
   static constexpr std::uint32_t kBlockWords = kBlockBytes / sizeof(std::uint32_t);
+  // A pool bounded to one block with the given reuse policies and its release threshold at the maximum (a
+  // completed free keeps its memory in the pool instead of going back to the system at the next synchronize, so
+  // the one block is what a later allocation must reuse or fail for).
+  mem_pool one_block_pool(bool follow_event_dependencies, bool allow_opportunistic,
+                          bool allow_internal_dependencies) const;
   // How many words of data[0..n) differ from `expected`, counted in `s` and read after `s` finished.
   std::uint32_t mismatches_after(const std::uint32_t* data, std::uint32_t n, std::uint32_t expected, const stream& s);
 };

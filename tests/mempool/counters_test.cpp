@@ -1,0 +1,179 @@
+// MPOOL-09, MPOOL-10, MPOOL-12: what a pool keeps and says it keeps. The release threshold and trimming decide
+// how much memory stays reserved; the usage attributes count what the application holds. Sizes are whole 2 MiB
+// blocks (MemoryPools::kBlockBytes), so no rounding stands between an allocation and the counters.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "mempool.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/event.hpp"
+#include "sc/fixtures/probe.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::MemoryPools;
+
+constexpr long long as_count(std::uint64_t bytes) { return static_cast<long long>(bytes); }
+
+// MPOOL-09 · RT cudaMemPoolSetAttribute (cudaMemPoolAttrReleaseThreshold: "When more than the release threshold
+// bytes of memory are held by the memory pool, the allocator will try to release memory back to the OS on the next
+// call to stream, event or context synchronize"; the default is 0): two blocks allocated and freed in s, then one
+// kind of synchronize; the pool's reserved bytes read after it. Row `released_at_stream_synchronize` (gating):
+// with the threshold 0, synchronizing s leaves nothing reserved. With the threshold at its maximum the blocks stay
+// reserved (asserted). Which other synchronizes release (an unrelated idle stream, an event recorded after the
+// frees, the device) is recorded, each in a cycle of its own, after s was seen idle by cudaStreamQuery.
+TEST_F(MemoryPools, ReleaseThresholdDecidesWhatASynchronizeKeeps) {
+  const sc::claim mpool09("MPOOL-09", sc::verdict_kind::observed,
+                          "RT cudaMemPoolSetAttribute (cudaMemPoolAttrReleaseThreshold)");
+  // Mutation (arrangement): the pool measured for the stream synchronize keeps every byte (threshold maximum).
+  const bool keep = mpool09.mutated(sc::mutation_kind::arrangement);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream idle = make(stream_flags::non_blocking, "idle");
+  const sc::event e = sc::event::create(sc::event_flags::disable_timing);
+  // Reserved bytes of a fresh pool with `threshold` after two blocks were allocated and freed in s, s finished,
+  // and `synchronize` ran.
+  const auto reserved_after = [&](std::uint64_t threshold, const std::function<cudaError_t()>& synchronize) {
+    const sc::mem_pool pool = sc::mem_pool::create(device());
+    pool.set_bytes(cudaMemPoolAttrReleaseThreshold, threshold);
+    void* x = nullptr;
+    void* y = nullptr;
+    SC_CHECK_CUDA(cudaMallocFromPoolAsync(&x, kBlockBytes, pool.get(), s.get()));
+    SC_CHECK_CUDA(cudaMallocFromPoolAsync(&y, kBlockBytes, pool.get(), s.get()));
+    SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), static_cast<std::uint32_t*>(x), kBlockWords, 1));
+    SC_CHECK_CUDA(cudaFreeAsync(x, s.get()));
+    SC_CHECK_CUDA(cudaFreeAsync(y, s.get()));
+    SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));
+    // Idle, seen without a synchronize: the synchronize below is the first the pool hears of.
+    const bool finished =
+        sc::wait_until(sc::probe("s idle", [&] { return cudaStreamQuery(s.get()) == cudaSuccess; }), sc::kWorkDeadline);
+    if (!finished) throw sc::cuda_error(cudaErrorNotReady, "cudaStreamQuery(s)", __FILE__, __LINE__);
+    const std::uint64_t before = pool.bytes(cudaMemPoolAttrReservedMemCurrent);
+    SC_CHECK_CUDA(synchronize());
+    const std::uint64_t after = pool.bytes(cudaMemPoolAttrReservedMemCurrent);
+    return std::make_pair(before, after);
+  };
+  const auto by_stream = reserved_after(keep ? UINT64_MAX : 0, [&] { return cudaStreamSynchronize(s.get()); });
+  sc::observe("stream_synchronize.reserved_before", as_count(by_stream.first));
+  sc::observe("stream_synchronize.reserved_after", as_count(by_stream.second));
+  EXPECT_GE(by_stream.first, 2 * kBlockBytes) << "the two freed blocks were not reserved before the synchronize";
+  EXPECT_TRUE(mpool09.matches_baseline("released_at_stream_synchronize", by_stream.second == 0));
+  const auto kept = reserved_after(UINT64_MAX, [&] { return cudaStreamSynchronize(s.get()); });
+  sc::observe("threshold_max.reserved_after", as_count(kept.second));
+  EXPECT_GE(kept.second, 2 * kBlockBytes) << "a pool whose threshold is the maximum released memory at a synchronize";
+  const std::pair<const char*, std::function<cudaError_t()>> others[] = {
+      {"unrelated_stream_synchronize", [&] { return cudaStreamSynchronize(idle.get()); }},
+      {"event_synchronize", [&] { return cudaEventSynchronize(e.get()); }},
+      {"device_synchronize", [&] { return cudaDeviceSynchronize(); }},
+  };
+  for (const auto& [name, synchronize] : others) {
+    const auto r = reserved_after(0, synchronize);
+    sc::observe(std::string(name) + ".reserved_after", as_count(r.second));
+    EXPECT_TRUE(mpool09.matches_baseline(std::string("released_at_") + name, r.second == 0));
+  }
+}
+
+// MPOOL-10 · RT cudaMemPoolTrimTo ("Releases memory back to the OS until the pool contains fewer than
+// minBytesToKeep reserved bytes, or there is no more memory that the allocator can safely release. The allocator
+// cannot release OS allocations that back outstanding asynchronous allocations"): in a pool that keeps every byte
+// (threshold maximum), a block freed in s behind a gate is still outstanding: trimming to 0 while the gate is
+// closed leaves it reserved. Once the gate opened and s was synchronized, trimming to 0 leaves nothing reserved.
+TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
+  const sc::claim mpool10("MPOOL-10", sc::verdict_kind::documented, "RT cudaMemPoolTrimTo");
+  SC_REQUIRE(sc::requirement::async_launches);
+  // Mutation (arrangement): the first trim comes after the gate opened and s was synchronized.
+  const bool late = mpool10.mutated(sc::mutation_kind::arrangement);
+  const sc::mem_pool pool = sc::mem_pool::create(device());
+  pool.set_bytes(cudaMemPoolAttrReleaseThreshold, UINT64_MAX);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  void* p = nullptr;
+  ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&p, kBlockBytes, pool.get(), s.get()));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  std::uint64_t while_pending = 0;
+  {
+    sc::gate g;
+    hold(g, s);
+    sc::held_window w(g);
+    SC_CHECK_CUDA(cudaFreeAsync(p, s.get()));
+    if (late) {
+      w.release();
+      SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+    }
+    ASSERT_CUDA_EQ(cudaSuccess, cudaMemPoolTrimTo(pool.get(), 0));
+    while_pending = pool.bytes(cudaMemPoolAttrReservedMemCurrent);
+  }
+  drain();
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  ASSERT_CUDA_EQ(cudaSuccess, cudaMemPoolTrimTo(pool.get(), 0));
+  const std::uint64_t after = pool.bytes(cudaMemPoolAttrReservedMemCurrent);
+  sc::observe("reserved_after_trim_while_pending", as_count(while_pending));
+  sc::observe("reserved_after_trim_once_synchronized", as_count(after));
+  EXPECT_GE(while_pending, kBlockBytes) << "trimming released the memory of a free still pending behind a gate";
+  EXPECT_EQ(0u, after) << "trimming to 0 kept memory once the free had completed and the host had seen it";
+}
+
+// MPOOL-12 · RT cudaMemPoolGetAttribute (cudaMemPoolAttrUsedMemCurrent: "Amount of memory from the pool that is
+// currently in use by the application"; cudaMemPoolAttrUsedMemHigh: its high watermark "since the last time it was
+// reset", which "can only be reset to zero"; cudaMemPoolAttrReservedMemCurrent/-High likewise for the backing
+// memory): a fresh pool holds nothing; two blocks allocated: 4 MiB used; one freed: 2 MiB used, 4 MiB the high
+// mark; after a reset and a new block, the high mark is the 4 MiB then in use; reserved bytes never fall below
+// used bytes, nor their high mark below them. A non-zero reset is refused with cudaErrorInvalidValue.
+TEST_F(MemoryPools, UsageCountersAgreeWithTheAllocations) {
+  const sc::claim mpool12("MPOOL-12", sc::verdict_kind::documented, "RT cudaMemPoolGetAttribute (usage counters)");
+  // Mutation (arrangement): the first block's free is skipped.
+  const bool no_free = mpool12.mutated(sc::mutation_kind::arrangement);
+  const sc::mem_pool pool = sc::mem_pool::create(device());
+  pool.set_bytes(cudaMemPoolAttrReleaseThreshold, UINT64_MAX);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const auto used = [&] { return pool.bytes(cudaMemPoolAttrUsedMemCurrent); };
+  const auto reserved = [&] { return pool.bytes(cudaMemPoolAttrReservedMemCurrent); };
+  EXPECT_EQ(0u, used()) << "a fresh pool";
+  EXPECT_EQ(0u, reserved()) << "a fresh pool";
+  void* x = nullptr;
+  void* y = nullptr;
+  void* z = nullptr;
+  ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&x, kBlockBytes, pool.get(), s.get()));
+  ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&y, kBlockBytes, pool.get(), s.get()));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  sc::observe("two_blocks.used", as_count(used()));
+  sc::observe("two_blocks.reserved", as_count(reserved()));
+  EXPECT_EQ(2 * kBlockBytes, used()) << "two blocks allocated";
+  EXPECT_GE(reserved(), used());
+  if (!no_free) SC_CHECK_CUDA(cudaFreeAsync(x, s.get()));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  sc::observe("one_freed.used", as_count(used()));
+  sc::observe("one_freed.used_high", as_count(pool.bytes(cudaMemPoolAttrUsedMemHigh)));
+  EXPECT_EQ(kBlockBytes, used()) << "one of two blocks freed";
+  EXPECT_EQ(2 * kBlockBytes, pool.bytes(cudaMemPoolAttrUsedMemHigh)) << "the high mark after one of two was freed";
+  cuuint64_t nonzero = 1;
+  EXPECT_CUDA_EQ(cudaErrorInvalidValue, cudaMemPoolSetAttribute(pool.get(), cudaMemPoolAttrUsedMemHigh, &nonzero))
+      << "a high mark reset to a value other than zero";
+  (void)cudaGetLastError();
+  pool.set_bytes(cudaMemPoolAttrUsedMemHigh, 0);
+  pool.set_bytes(cudaMemPoolAttrReservedMemHigh, 0);
+  sc::observe("after_reset.used_high", as_count(pool.bytes(cudaMemPoolAttrUsedMemHigh)));
+  sc::observe("after_reset.reserved_high", as_count(pool.bytes(cudaMemPoolAttrReservedMemHigh)));
+  EXPECT_LE(pool.bytes(cudaMemPoolAttrUsedMemHigh), used()) << "the high mark just reset";
+  ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&z, kBlockBytes, pool.get(), s.get()));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  sc::observe("third_block.used", as_count(used()));
+  sc::observe("third_block.used_high", as_count(pool.bytes(cudaMemPoolAttrUsedMemHigh)));
+  EXPECT_EQ(2 * kBlockBytes, used()) << "a block allocated after one of two was freed";
+  EXPECT_EQ(2 * kBlockBytes, pool.bytes(cudaMemPoolAttrUsedMemHigh)) << "the high mark since the reset";
+  EXPECT_GE(pool.bytes(cudaMemPoolAttrReservedMemHigh), reserved());
+  EXPECT_GE(reserved(), used());
+  for (void* block : {no_free ? x : nullptr, y, z}) {
+    if (block != nullptr) {
+      EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(block, s.get()));
+    }
+  }
+  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+  EXPECT_EQ(0u, used()) << "every block freed";
+}
+
+}  // namespace
