@@ -48,6 +48,12 @@ EXPECTED_API_ERRORS: Dict[str, str] = {
         "EVT-11 passes bad wait flags, cudaEventInterprocess with timing, and null out-pointers",
     "EventsAndWaits.DriverStreamCallsWithoutACurrentContext":
         "EVT-20 calls cuStreamQuery and cuStreamSynchronize on a thread without a current context",
+    "MemoryPools.CompletedFreeIsReusedWithoutAnEdge":
+        "MPOOL-05 allocates in a full one-block pool with opportunistic reuse off, which may fail",
+    "MemoryPools.NoReusePolicyFailsWhileTheFreeIsPending":
+        "MPOOL-07 allocates in a full one-block pool with every reuse policy off (cudaErrorMemoryAllocation)",
+    "MemoryPools.UsageCountersAgreeWithTheAllocations": "MPOOL-12 resets a high-water mark to a non-zero value",
+    "StreamCapture.*": "the capture family makes calls a capture refuses, and checks their codes by name",
 }
 # No test's child is left untracked (--target-processes application-only): under the tool (memcheck, H100,
 # CUDA 13.0) a re-executed death-test child's CUDA initialization never returned, tracked or not, so the tests

@@ -4,12 +4,16 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
+#include <string>
+
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/gate.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/graph.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/probe.hpp"
+#include "sc/fixtures/thread_team.hpp"
 
 namespace sc::testing {
 
@@ -28,6 +32,42 @@ class StreamCapture : public GpuTest {
     m.drop(recording, id);
     SC_CHECK_CUDA(c.end(g));
     return g;
+  }
+  // `call` made on a thread of its own, whose device is `device` and whose capture interaction mode is `mode`
+  // (cudaThreadExchangeStreamCaptureMode, set first); its code, or the code of setting the thread up. The thread
+  // is joined before this returns.
+  static cudaError_t on_another_thread(int device, cudaStreamCaptureMode mode,
+                                       const std::function<cudaError_t()>& call) {
+    cudaError_t result = cudaErrorUnknown;
+    thread_team team;
+    team.start(1, [&](unsigned) {
+      cudaStreamCaptureMode mine = mode;
+      cudaError_t code = cudaSetDevice(device);
+      if (code == cudaSuccess) code = cudaThreadExchangeStreamCaptureMode(&mine);
+      if (code == cudaSuccess) code = call();
+      (void)cudaGetLastError();
+      team.update([&] { result = code; });
+    });
+    team.end();
+    return result;
+  }
+  // "active", "invalidated" or "none" for `s` now, or the error cudaStreamIsCapturing returned.
+  static std::string capture_status(const stream& s) {
+    cudaStreamCaptureStatus status{};
+    const cudaError_t asked = cudaStreamIsCapturing(s.get(), &status);
+    if (asked != cudaSuccess) {
+      (void)cudaGetLastError();
+      return error_name(asked);
+    }
+    switch (status) {
+      case cudaStreamCaptureStatusActive:
+        return "active";
+      case cudaStreamCaptureStatusInvalidated:
+        return "invalidated";
+      case cudaStreamCaptureStatusNone:
+        return "none";
+    }
+    return "?";
   }
 };
 

@@ -19,11 +19,13 @@ using sc::testing::StreamCapture;
 // cudaErrorStreamCaptureUnjoined, cudaErrorStreamCaptureWrongThread: (a) s forks to t by an event and t joins
 // back by another: the capture ends with both streams' marks as nodes, and the launched graph runs both; (b)
 // without the join the capture ends with cudaErrorStreamCaptureUnjoined; (c) a ThreadLocal capture ended from
-// another thread ends with cudaErrorStreamCaptureWrongThread (its own thread ends it afterwards). Whether the
-// forked stream still captures after (b) is recorded.
+// another thread ends with cudaErrorStreamCaptureWrongThread (its own thread ends it afterwards); (d) a capture
+// waiting on an event recorded outside any capture gets cudaErrorStreamCaptureIsolation; (e) a stream capturing a
+// sequence of its own that waits on an event of another capture gets cudaErrorStreamCaptureMerge. Whether the
+// forked stream still captures after (b), and the statuses and endings after (d) and (e), are recorded.
 TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
   const sc::claim capt08("CAPT-08", sc::verdict_kind::documented,
-                         "Programming Guide: cross-stream dependencies in capture; cudaErrorStreamCaptureUnjoined");
+                         "Programming Guide: cross-stream dependencies in capture; cudaErrorStreamCapture*");
   // Mutation (arrangement): in (a), t is not joined back.
   const bool no_join = capt08.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
@@ -92,6 +94,44 @@ TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
     team.end();
     sc::observe("wrong_thread.end_capture", sc::error_name(other));
     EXPECT_CUDA_EQ(cudaErrorStreamCaptureWrongThread, other) << "another thread ending a ThreadLocal capture";
+  }
+  (void)cudaGetLastError();
+
+  // (d) isolation: the capture waits on an event recorded outside any capture (and long complete)
+  {
+    const sc::event outside = sc::event::create(sc::event_flags::disable_timing);
+    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(outside.get(), t.get()));
+    ASSERT_CUDA_EQ(cudaSuccess, sc::synchronize_within(t, sc::kWorkDeadline));
+    sc::graph isolated;
+    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
+    const cudaError_t waited = cudaStreamWaitEvent(s.get(), outside.get(), 0);
+    (void)cudaGetLastError();
+    const std::string status = capture_status(s);
+    const cudaError_t ended = c.end(isolated);
+    sc::observe("isolation.wait", sc::error_name(waited));
+    sc::observe("isolation.status_after", status);
+    sc::observe("isolation.end_capture", sc::error_name(ended));
+    EXPECT_CUDA_EQ(cudaErrorStreamCaptureIsolation, waited) << "a capture waiting on an event recorded outside it";
+  }
+  (void)cudaGetLastError();
+
+  // (e) merge: t, capturing a sequence of its own, waits on an event recorded in s's capture
+  {
+    sc::graph first;
+    sc::graph second;
+    sc::capture cs(s, cudaStreamCaptureModeThreadLocal);
+    sc::capture ct(t, cudaStreamCaptureModeThreadLocal);
+    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(fork.get(), s.get()));
+    const cudaError_t waited = cudaStreamWaitEvent(t.get(), fork.get(), 0);
+    (void)cudaGetLastError();
+    const std::string status_s = capture_status(s);
+    const std::string status_t = capture_status(t);
+    const cudaError_t ended_t = ct.end(second);
+    const cudaError_t ended_s = cs.end(first);
+    sc::observe("merge.wait", sc::error_name(waited));
+    sc::observe("merge.status_after", status_s + ", " + status_t);
+    sc::observe("merge.end_capture", sc::error_name(ended_s) + ", " + sc::error_name(ended_t));
+    EXPECT_CUDA_EQ(cudaErrorStreamCaptureMerge, waited) << "a wait that would merge two capture sequences";
   }
   (void)cudaGetLastError();
 }

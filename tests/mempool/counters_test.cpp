@@ -82,7 +82,9 @@ TEST_F(MemoryPools, ReleaseThresholdDecidesWhatASynchronizeKeeps) {
 // minBytesToKeep reserved bytes, or there is no more memory that the allocator can safely release. The allocator
 // cannot release OS allocations that back outstanding asynchronous allocations"): in a pool that keeps every byte
 // (threshold maximum), a block freed in s behind a gate is still outstanding: trimming to 0 while the gate is
-// closed leaves it reserved. Once the gate opened and s was synchronized, trimming to 0 leaves nothing reserved.
+// closed leaves it reserved. Once the gate opened and s was synchronized (cudaStreamSynchronize), trimming to 0
+// leaves nothing reserved. A trim in between, with s idle as cudaStreamQuery saw it but not synchronized, is
+// recorded.
 TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
   const sc::claim mpool10("MPOOL-10", sc::verdict_kind::documented, "RT cudaMemPoolTrimTo");
   SC_REQUIRE(sc::requirement::async_launches);
@@ -103,15 +105,20 @@ TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
     if (late) {
       w.release();
       SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+      SC_CHECK_CUDA(cudaStreamSynchronize(s.get()));
     }
     ASSERT_CUDA_EQ(cudaSuccess, cudaMemPoolTrimTo(pool.get(), 0));
     while_pending = pool.bytes(cudaMemPoolAttrReservedMemCurrent);
   }
-  drain();
+  // The gate is open and s idle as cudaStreamQuery sees it; no synchronize has told the pool yet.
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  ASSERT_CUDA_EQ(cudaSuccess, cudaMemPoolTrimTo(pool.get(), 0));
+  const std::uint64_t after_query = pool.bytes(cudaMemPoolAttrReservedMemCurrent);
+  SC_CHECK_CUDA(cudaStreamSynchronize(s.get()));
   ASSERT_CUDA_EQ(cudaSuccess, cudaMemPoolTrimTo(pool.get(), 0));
   const std::uint64_t after = pool.bytes(cudaMemPoolAttrReservedMemCurrent);
   sc::observe("reserved_after_trim_while_pending", as_count(while_pending));
+  sc::observe("reserved_after_trim_once_idle_by_query", as_count(after_query));
   sc::observe("reserved_after_trim_once_synchronized", as_count(after));
   EXPECT_GE(while_pending, kBlockBytes) << "trimming released the memory of a free still pending behind a gate";
   EXPECT_EQ(0u, after) << "trimming to 0 kept memory once the free had completed and the host had seen it";

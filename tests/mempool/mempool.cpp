@@ -13,11 +13,21 @@ void MemoryPools::SetUp() {
   SC_CHECK_CUDA(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device()));
   observe("memory_pools_supported", supported);
   if (supported == 0) GTEST_SKIP() << "this device has no memory pools (cudaDevAttrMemoryPoolsSupported is 0)";
+  const mem_pool probe = mem_pool::create(device());
+  const stream s = make(stream_flags::non_blocking, "reservation_probe");
+  void* p = nullptr;
+  SC_CHECK_CUDA(cudaMallocFromPoolAsync(&p, kBlockBytes, probe.get(), s.get()));
+  block_bytes_ = probe.bytes(cudaMemPoolAttrReservedMemCurrent);
+  SC_CHECK_CUDA(cudaFreeAsync(p, s.get()));
+  SC_CHECK_CUDA(cudaStreamSynchronize(s.get()));
+  observe("pool_reservation_bytes", static_cast<long long>(block_bytes_));
+  if (block_bytes_ < kBlockBytes || block_bytes_ > (std::size_t{1} << 32))
+    FAIL() << "a fresh pool reserved " << block_bytes_ << " bytes for one allocation of " << kBlockBytes;
 }
 
 mem_pool MemoryPools::one_block_pool(bool follow_event_dependencies, bool allow_opportunistic,
                                      bool allow_internal_dependencies) const {
-  mem_pool pool = mem_pool::create(device(), kBlockBytes);
+  mem_pool pool = mem_pool::create(device(), block_bytes_);
   pool.set_reuse(follow_event_dependencies, allow_opportunistic, allow_internal_dependencies);
   pool.set_bytes(cudaMemPoolAttrReleaseThreshold, UINT64_MAX);
   return pool;

@@ -20,18 +20,27 @@ class MemoryPools : public GpuTest {
   void SetUp() override;
 
  public:
-  // Reason for 2 MiB: the allocation granularity of the H100's driver (not yet confirmed by a run of this
-  // family); a pool bounded to one such block has room for one allocation of that size, so a second must
-  // reuse the first's memory (MPOOL-02 checks that it did).
+  // Reason for 2 MiB: a size the driver allocates without rounding (the usage counters of MPOOL-12 read it back
+  // exactly on an H100), for tests that need some allocation and no particular pool layout.
   static constexpr std::size_t kBlockBytes = std::size_t{2} << 20;
   static constexpr std::uint32_t kBlockWords = kBlockBytes / sizeof(std::uint32_t);
-  // A pool bounded to one block with the given reuse policies and its release threshold at the maximum (a
-  // completed free keeps its memory in the pool instead of going back to the system at the next synchronize, so
-  // the one block is what a later allocation must reuse or fail for).
+  // The pool's reservation unit, measured in SetUp: what a fresh pool reserves for one kBlockBytes allocation
+  // (32 MiB on an H100, driver 580). A pool's maxSize below it did not bound the pool to one allocation there,
+  // so a one-block pool is bounded to this, and its one block is an allocation of this size.
+  std::size_t block_bytes() const noexcept { return block_bytes_; }
+  std::uint32_t block_words() const noexcept {
+    return static_cast<std::uint32_t>(block_bytes_ / sizeof(std::uint32_t));
+  }
+  // A pool bounded to one block (block_bytes()) with the given reuse policies and its release threshold at the maximum
+  // (a completed free keeps its memory in the pool instead of going back to the system at the next synchronize, so the
+  // one block is what a later allocation must reuse or fail for).
   mem_pool one_block_pool(bool follow_event_dependencies, bool allow_opportunistic,
                           bool allow_internal_dependencies) const;
   // How many words of data[0..n) differ from `expected`, counted in `s` and read after `s` finished.
   std::uint32_t mismatches_after(const std::uint32_t* data, std::uint32_t n, std::uint32_t expected, const stream& s);
+
+ private:
+  std::size_t block_bytes_ = kBlockBytes;
 };
 
 }  // namespace sc::testing

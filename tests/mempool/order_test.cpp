@@ -58,29 +58,29 @@ TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
   // gate is closed. (It writes q before its allocation completed in stream order, which the documentation leaves
   // undefined; the block is p's, allocated and mapped, so it is the write the reader must not see.)
   const bool elsewhere = mpool02.mutated(sc::mutation_kind::arrangement);
-  const sc::mem_pool pool = sc::mem_pool::create(device(), kBlockBytes);
+  const sc::mem_pool pool = sc::mem_pool::create(device(), block_bytes());
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
   void* p = nullptr;
-  ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&p, kBlockBytes, pool.get(), s.get()));
+  ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&p, block_bytes(), pool.get(), s.get()));
   auto* words = static_cast<std::uint32_t*>(p);
   sc::device_buffer<std::uint32_t> seen(1);
   SC_CHECK_CUDA(cudaMemsetAsync(seen.data(), 0, sizeof(std::uint32_t), s.get()));
-  SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), words, kBlockWords, 1));
+  SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), words, block_words(), 1));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   void* q = nullptr;
   {
     sc::gate g;
     hold(g, s);
     sc::held_window w(g);
-    SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(s.get(), words, kBlockWords, 1, seen.data()));
+    SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(s.get(), words, block_words(), 1, seen.data()));
     const sc::return_observation reused = sc::call_while_gated(
         [&] {
           cudaError_t code = cudaFreeAsync(p, s.get());
-          if (code == cudaSuccess) code = cudaMallocFromPoolAsync(&q, kBlockBytes, pool.get(), s.get());
+          if (code == cudaSuccess) code = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), s.get());
           const sc::stream& writer = elsewhere ? other : s;
           if (code == cudaSuccess)
-            code = sc::kernels::launch_fill(writer.get(), static_cast<std::uint32_t*>(q), kBlockWords, 2);
+            code = sc::kernels::launch_fill(writer.get(), static_cast<std::uint32_t*>(q), block_words(), 2);
           if (code == cudaSuccess && elsewhere) code = cudaStreamSynchronize(other.get());
           return code;
         },
@@ -94,7 +94,7 @@ TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
   sc::observe("reader_mismatches", static_cast<long long>(mismatches));
   ASSERT_EQ(p, q) << "the pool bounded to one block gave the new allocation other memory: no reuse to test";
   EXPECT_EQ(0u, mismatches) << "the new allocation was written before the freed block's reader ran";
-  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), kBlockWords, 2, s)) << "q does not read back";
+  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), block_words(), 2, s)) << "q does not read back";
   EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(q, s.get()));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
 }

@@ -19,12 +19,12 @@ namespace {
 using sc::stream_flags;
 using sc::testing::MemoryPools;
 
-// The block of `pool` allocated in `a` and filled with 1s, finished.
-std::uint32_t* filled_block(const sc::mem_pool& pool, const sc::stream& a) {
+// The block (`bytes`) of `pool` allocated in `a` and filled with 1s, finished.
+std::uint32_t* filled_block(const sc::mem_pool& pool, std::size_t bytes, const sc::stream& a) {
   void* p = nullptr;
-  SC_CHECK_CUDA(cudaMallocFromPoolAsync(&p, MemoryPools::kBlockBytes, pool.get(), a.get()));
+  SC_CHECK_CUDA(cudaMallocFromPoolAsync(&p, bytes, pool.get(), a.get()));
   auto* words = static_cast<std::uint32_t*>(p);
-  SC_CHECK_CUDA(sc::kernels::launch_fill(a.get(), words, MemoryPools::kBlockWords, 1));
+  SC_CHECK_CUDA(sc::kernels::launch_fill(a.get(), words, static_cast<std::uint32_t>(bytes / sizeof *words), 1));
   SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
   return words;
 }
@@ -44,7 +44,7 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
-  std::uint32_t* p = filled_block(pool, a);
+  std::uint32_t* p = filled_block(pool, block_bytes(), a);
   sc::device_buffer<std::uint32_t> seen(1);
   SC_CHECK_CUDA(cudaMemset(seen.data(), 0, sizeof(std::uint32_t)));
   void* q = nullptr;
@@ -53,15 +53,15 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
     sc::gate g;
     hold(g, a);
     sc::held_window w(g);
-    SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(a.get(), p, kBlockWords, 1, seen.data()));
+    SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(a.get(), p, block_words(), 1, seen.data()));
     SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
     SC_CHECK_CUDA(cudaEventRecord(e.get(), a.get()));
     if (!no_edge) SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), e.get(), 0));
     const sc::return_observation r = sc::call_while_gated(
         [&] {
-          allocated = cudaMallocFromPoolAsync(&q, kBlockBytes, pool.get(), b.get());
+          allocated = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
           if (allocated != cudaSuccess) return allocated;
-          return sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), kBlockWords, 2);
+          return sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), block_words(), 2);
         },
         g);
     (void)cudaGetLastError();  // an allocation that failed leaves its code behind
@@ -75,7 +75,7 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
   std::uint32_t mismatches = 0;
   SC_CHECK_CUDA(cudaMemcpy(&mismatches, seen.data(), sizeof mismatches, cudaMemcpyDeviceToHost));
   EXPECT_EQ(0u, mismatches) << "b wrote the reused block before a's reader of the freed block ran";
-  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), kBlockWords, 2, b));
+  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), block_words(), 2, b));
   EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(q, b.get()));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
 }
@@ -98,11 +98,11 @@ TEST_F(MemoryPools, CompletedFreeIsReusedWithoutAnEdge) {
   };
   const auto reuse_after_completion = [&](bool opportunistic) {
     const sc::mem_pool pool = one_block_pool(false, opportunistic, false);
-    std::uint32_t* p = filled_block(pool, a);
+    std::uint32_t* p = filled_block(pool, block_bytes(), a);
     SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
-    SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
+    SC_CHECK_CUDA(cudaStreamSynchronize(a.get()));
     void* q = nullptr;
-    const cudaError_t code = cudaMallocFromPoolAsync(&q, kBlockBytes, pool.get(), b.get());
+    const cudaError_t code = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
     (void)cudaGetLastError();
     const outcome out{code, code == cudaSuccess && q == p};
     if (code == cudaSuccess) {
@@ -134,7 +134,7 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
   const sc::mem_pool pool = one_block_pool(false, false, !off);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  std::uint32_t* p = filled_block(pool, a);
+  std::uint32_t* p = filled_block(pool, block_bytes(), a);
   sc::device_buffer<std::uint32_t> seen(1);
   SC_CHECK_CUDA(cudaMemset(seen.data(), 0, sizeof(std::uint32_t)));
   sc::marks m;
@@ -144,13 +144,13 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
     sc::gate g;
     hold(g, a);
     sc::held_window w(g);
-    SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(a.get(), p, kBlockWords, 1, seen.data()));
+    SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(a.get(), p, block_words(), 1, seen.data()));
     SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
     const sc::return_observation r = sc::call_while_gated(
         [&] {
-          allocated = cudaMallocFromPoolAsync(&q, kBlockBytes, pool.get(), b.get());
+          allocated = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
           if (allocated != cudaSuccess) return allocated;
-          return sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), kBlockWords, 2);
+          return sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), block_words(), 2);
         },
         g);
     (void)cudaGetLastError();
@@ -168,7 +168,7 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
   std::uint32_t mismatches = 0;
   SC_CHECK_CUDA(cudaMemcpy(&mismatches, seen.data(), sizeof mismatches, cudaMemcpyDeviceToHost));
   EXPECT_EQ(0u, mismatches) << "b wrote the reused block before a's reader of the freed block ran";
-  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), kBlockWords, 2, b));
+  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), block_words(), 2, b));
   EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(q, b.get()));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
 }
@@ -184,11 +184,11 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): internal dependencies are allowed, so the pending free can be reused.
   const bool allow = mpool07.mutated(sc::mutation_kind::arrangement);
-  const sc::mem_pool pool = sc::mem_pool::create(device(), kBlockBytes);
+  const sc::mem_pool pool = sc::mem_pool::create(device(), block_bytes());
   pool.set_reuse(false, false, allow);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  std::uint32_t* p = filled_block(pool, a);
+  std::uint32_t* p = filled_block(pool, block_bytes(), a);
   void* q = nullptr;
   cudaError_t pending = cudaErrorUnknown;
   {
@@ -198,7 +198,7 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
     SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
     const sc::return_observation r = sc::call_while_gated(
         [&] {
-          pending = cudaMallocFromPoolAsync(&q, kBlockBytes, pool.get(), b.get());
+          pending = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
           return cudaSuccess;
         },
         g);
@@ -215,7 +215,7 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   EXPECT_CUDA_EQ(cudaErrorMemoryAllocation, pending)
       << "an allocation with every reuse policy off, in a pool whose only block's free was pending";
   SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
-  const cudaError_t after = cudaMallocFromPoolAsync(&q, kBlockBytes, pool.get(), b.get());
+  const cudaError_t after = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
   (void)cudaGetLastError();
   sc::observe("after_completion.allocation", sc::error_name(after));
   EXPECT_TRUE(mpool07.matches_baseline("allocates_after_the_free_completed", after == cudaSuccess));
