@@ -82,9 +82,9 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
 
 // MPOOL-05 (observed) · RT cudaMemPoolSetAttribute (cudaMemPoolReuseAllowOpportunistic: "Allow reuse of already
 // completed frees when there is no dependency between the free and allocation"): with only this policy on, p is
-// freed in a and a is synchronized (the free completed, and the host saw it); b, with no dependency on a,
-// allocates. Row `completed_free_reused`: the allocation succeeded with p's block. The same arrangement with the
-// policy off is recorded (`without_the_policy.*`).
+// freed in a, and a is seen idle by cudaStreamQuery (the free completed; no synchronize told the pool); b, with no
+// dependency on a, allocates. Row `completed_free_reused`: the allocation succeeded with p's block. The same
+// arrangement with the policy off is recorded (`without_the_policy.*`).
 TEST_F(MemoryPools, CompletedFreeIsReusedWithoutAnEdge) {
   const sc::claim mpool05("MPOOL-05", sc::verdict_kind::observed,
                           "RT cudaMemPoolSetAttribute (cudaMemPoolReuseAllowOpportunistic)");
@@ -100,7 +100,9 @@ TEST_F(MemoryPools, CompletedFreeIsReusedWithoutAnEdge) {
     const sc::mem_pool pool = one_block_pool(false, opportunistic, false);
     std::uint32_t* p = filled_block(pool, block_bytes(), a);
     SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
-    SC_CHECK_CUDA(cudaStreamSynchronize(a.get()));
+    // Complete, as cudaStreamQuery sees it; never synchronized (after a synchronize of a, its free is reused in
+    // b with every policy off: H100, driver 580).
+    SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
     void* q = nullptr;
     const cudaError_t code = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
     (void)cudaGetLastError();
@@ -146,18 +148,25 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
     sc::held_window w(g);
     SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(a.get(), p, block_words(), 1, seen.data()));
     SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
+    // The mark goes in with the allocation; whether it lands is asked once the call returned, the gate still
+    // closed (call_while_gated opens the gate when it is done).
+    sc::gated_result mark_held(sc::gated_outcome::invalid, "not asked: the allocation did not return while gated");
+    sc::while_gated_steps steps;
+    steps.after_return = [&] { mark_held = w.absent(sc::probe::mark(m, 1)); };
     const sc::return_observation r = sc::call_while_gated(
         [&] {
           allocated = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
           if (allocated != cudaSuccess) return allocated;
-          return sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), block_words(), 2);
+          const cudaError_t filled =
+              sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), block_words(), 2);
+          if (filled == cudaSuccess) m.drop(b, 1);
+          return filled;
         },
-        g);
+        g, sc::kReturnWindow, steps);
     (void)cudaGetLastError();
     EXPECT_TRUE(r.returned) << "the allocation waited for the gated stream on the host";
     if (allocated == cudaSuccess) {
-      m.drop(b, 1);
-      EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "b's work after the reusing allocation ran while a was gated";
+      EXPECT_TRUE(mark_held) << "b's work after the reusing allocation ran while a was gated";
     }
   }
   drain();
