@@ -53,7 +53,13 @@ EXPECTED_API_ERRORS: Dict[str, str] = {
     "MemoryPools.NoReusePolicyFailsWhileTheFreeIsPending":
         "MPOOL-07 allocates in a full one-block pool with every reuse policy off (cudaErrorMemoryAllocation)",
     "MemoryPools.UsageCountersAgreeWithTheAllocations": "MPOOL-12 resets a high-water mark to a non-zero value",
-    "StreamCapture.*": "the capture family makes calls a capture refuses, and checks their codes by name",
+    "StreamCapture.UnsafeCallOnTheCapturingThreadPerMode": "CAPT-02 calls cudaMalloc during a capture, refused under Global and ThreadLocal",
+    "StreamCapture.UnsafeCallFromAnotherThreadPerMode": "CAPT-03 calls cudaMalloc from another thread beside a Global capture, refused",
+    "StreamCapture.DeviceWideCallsFromAnotherThreadPerMode": "CAPT-04 synchronizes the device from another thread during a capture, refused",
+    "StreamCapture.LegacyStreamWorkBesideACapture": "CAPT-05 launches into the legacy stream beside a blocking capture, refused",
+    "StreamCapture.CallsACaptureRefusesAndWhetherItSurvives": "CAPT-06 makes calls a capture refuses",
+    "StreamCapture.QueriesOfCapturedWorkAreRefusedAndExternalEventsSignal": "CAPT-07 queries and synchronizes a capturing stream and a captured event",
+    "StreamCapture.ForkAndJoinByEventsAndTheirEndings": "CAPT-08 ends captures unjoined and from the wrong thread, and waits across capture boundaries",
 }
 # No test's child is left untracked (--target-processes application-only): under the tool (memcheck, H100,
 # CUDA 13.0) a re-executed death-test child's CUDA initialization never returned, tracked or not, so the tests

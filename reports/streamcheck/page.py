@@ -134,18 +134,34 @@ def page_data(model: Dict[str, Any], source: Path) -> Dict[str, Any]:
             kept = dict(kept, tracing="as the run's (runs[0].env.tracing)")
         return kept
 
+    # Device facts every test of the run shares (the GPU's name, its timer tick) are said once, in runs[0].device;
+    # a test keeps the facts of its own (the clock offset it measured).
+    devices = [tests[name].get("device") for name in tests if isinstance(tests[name].get("device"), dict)]
+    shared = dict(devices[0]) if devices else {}
+    for device in devices[1:]:
+        shared = {k: v for k, v in shared.items() if k in device and device[k] == v}
+
+    def own_device(device: Any) -> Any:
+        return {k: v for k, v in device.items() if k not in shared} if isinstance(device, dict) and shared else device
+
     return {
         "generator": {"name": GENERATOR, "version": GENERATOR_VERSION},
-        "runs": [{"dir": run["dir"], "id": run["id"], "env": run["env"], "notes": run["notes"]}],
+        "runs": [{"dir": run["dir"], "id": run["id"], "env": run["env"], "notes": run["notes"], "device": shared}],
         "problems": model["problems"],
         "source": str(source),
         "totals": model["totals"],
-        "coverage": model["coverage"],
+        # The raw Tests cell of each plan row is its parsed "planned" names again.
+        "coverage": dict(model["coverage"], rows=[{k: v for k, v in row.items() if k != "tests_cell"}
+                                                  for row in model["coverage"]["rows"]]),
         # The plans' rows are in the coverage rows and in the plans themselves: their IDs are enough here.
         "plans": {family: dict({k: v for k, v in plan.items() if k != "rows"},
                                ids=[row.get("id") for row in plan.get("rows") or []])
                   if isinstance(plan, dict) else plan for family, plan in model["plans"].items()},
+        # A test's plan rows name their IDs; the rows' sources are in "coverage".
         "tests": [dict(tests[name], block_chart=chart_digest(tests[name].get("block_chart")),
+                       device=own_device(tests[name].get("device")),
+                       plan_rows=[{k: v for k, v in r.items() if k != "source"}
+                                  for r in tests[name].get("plan_rows") or []],
                        timeline=kept_timeline(tests[name].get("timeline")),
                        xml_file=in_run(tests[name].get("xml_file")),
                        observation_file=in_run(tests[name].get("observation_file"))) for name in sorted(tests)],
