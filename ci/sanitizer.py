@@ -53,6 +53,10 @@ EXPECTED_API_ERRORS: Dict[str, str] = {
     "MemoryPools.NoReusePolicyFailsWhileTheFreeIsPending":
         "MPOOL-07 allocates in a full one-block pool with every reuse policy off (cudaErrorMemoryAllocation)",
     "MemoryPools.UsageCountersAgreeWithTheAllocations": "MPOOL-12 resets a high-water mark to a non-zero value",
+    "MemoryPools.PerThreadStreamsOfTwoThreadsAreTwoStreamsForReuse":
+        "MPOOL-08 allocates from another thread in a full one-block pool (cudaErrorMemoryAllocation)",
+    "MemoryPools.CapturedAllocationsAreGraphMemoryNodes":
+        "MPOOL-11 launches a graph again while its allocation is unfreed (cudaErrorInvalidValue)",
     "StreamCapture.UnsafeCallOnTheCapturingThreadPerMode": "CAPT-02 calls cudaMalloc during a capture, refused under Global and ThreadLocal",
     "StreamCapture.UnsafeCallFromAnotherThreadPerMode": "CAPT-03 calls cudaMalloc from another thread beside a Global capture, refused",
     "StreamCapture.DeviceWideCallsFromAnotherThreadPerMode": "CAPT-04 synchronizes the device from another thread during a capture, refused",

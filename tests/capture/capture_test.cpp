@@ -36,7 +36,7 @@ TEST_F(StreamCapture, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
   EXPECT_EQ(1u, g.node_count()) << "the captured graph should hold the one mark kernel";
   EXPECT_FALSE(lands_within(m, 1)) << "captured work ran after the capture ended, before any launch";
   const sc::graph_exec e = sc::graph_exec::instantiate(g);
-  EXPECT_CUDA_EQ(cudaSuccess, e.launch(s));
+  EXPECT_CUDA_EQ(cudaSuccess, launch(e, s, "e"));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
   EXPECT_NE(0u, m.ticket_of(1)) << "the launched graph's mark never landed";
 }
@@ -60,7 +60,7 @@ TEST_F(StreamCapture, GraphLaunchKeepsItsPlaceInItsStream) {
   hold(gate, s);
   {
     sc::held_window w(gate);
-    EXPECT_CUDA_EQ(cudaSuccess, e.launch(target)) << "launching the graph behind the gate";
+    EXPECT_CUDA_EQ(cudaSuccess, launch(e, target, "e")) << "launching the graph behind the gate";
     drop(m, s, 2);
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the graph ran before the work ahead of it in its stream";
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 2))) << "the mark after the graph ran while the gate was closed";

@@ -54,7 +54,7 @@ TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
   if (g.engaged()) {
     EXPECT_EQ(2u, g.node_count()) << "both streams' marks should be nodes of the graph";
     const sc::graph_exec x = sc::graph_exec::instantiate(g);
-    EXPECT_CUDA_EQ(cudaSuccess, x.launch(s));
+    EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "fork_join"));
     EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
     EXPECT_NE(0u, m.ticket_of(1)) << "the origin stream's node did not run";
     EXPECT_NE(0u, m.ticket_of(2)) << "the forked stream's node did not run";

@@ -36,8 +36,8 @@ TEST_F(StreamCapture, OneExecutableGraphIsSerializedAcrossStreams) {
     sc::gate gate;
     hold(gate, s1);
     sc::held_window w(gate);
-    EXPECT_CUDA_EQ(cudaSuccess, x.launch(s1));
-    EXPECT_CUDA_EQ(cudaSuccess, (other_instance ? y : x).launch(s2));
+    EXPECT_CUDA_EQ(cudaSuccess, launch(x, s1, "x"));
+    EXPECT_CUDA_EQ(cudaSuccess, launch(other_instance ? y : x, s2, other_instance ? "y" : "x"));
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 1)))
         << "a launch of the executable graph ran while its earlier launch in another stream was held";
   }
@@ -53,8 +53,8 @@ TEST_F(StreamCapture, OneExecutableGraphIsSerializedAcrossStreams) {
     sc::gate gate;
     hold(gate, s1);
     sc::held_window w(gate);
-    EXPECT_CUDA_EQ(cudaSuccess, first.launch(s1));
-    EXPECT_CUDA_EQ(cudaSuccess, second.launch(s2));
+    EXPECT_CUDA_EQ(cudaSuccess, launch(first, s1, "first"));
+    EXPECT_CUDA_EQ(cudaSuccess, launch(second, s2, "second"));
     EXPECT_TRUE(w.present(sc::probe::mark(n, 2)))
         << "another instantiation of the graph did not run while the first was held";
   }
@@ -97,11 +97,11 @@ TEST_F(StreamCapture, ParameterUpdatesReachLaterLaunchesOnly) {
     sc::gate gate;
     hold(gate, s);
     sc::held_window w(gate);
-    EXPECT_CUDA_EQ(cudaSuccess, x.launch(s));
+    EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "x"));
     if (!early) {
       EXPECT_CUDA_EQ(cudaSuccess, cudaGraphExecKernelNodeSetParams(x.get(), node, &changed));
     }
-    EXPECT_CUDA_EQ(cudaSuccess, x.launch(s));
+    EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "x"));
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 1)));
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 2)));
   }

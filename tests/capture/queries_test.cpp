@@ -17,20 +17,6 @@ namespace {
 using sc::stream_flags;
 using sc::testing::StreamCapture;
 
-// How many nodes of `type` graph `g` has.
-std::size_t nodes_of_type(const sc::graph& g, cudaGraphNodeType type) {
-  std::size_t count = g.node_count();
-  std::vector<cudaGraphNode_t> nodes(count);
-  SC_CHECK_CUDA(cudaGraphGetNodes(g.get(), nodes.data(), &count));
-  std::size_t found = 0;
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType t{};
-    SC_CHECK_CUDA(cudaGraphNodeGetType(node, &t));
-    if (t == type) ++found;
-  }
-  return found;
-}
-
 // CAPT-07 · CUDA Programming Guide, stream capture ("It is invalid to synchronize or query the execution status of
 // a stream which is being captured or a captured event"; "When an invalid operation is attempted during stream
 // capture, any associated capture graphs are invalidated"), cudaErrorCapturedEvent; RT cudaEventRecordWithFlags
@@ -96,9 +82,9 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefusedAndExternalEventsSignal) {
                    cudaEventRecordWithFlags(external.get(), s.get(), elsewhere ? 0u : cudaEventRecordExternal));
     ASSERT_CUDA_EQ(cudaSuccess, c.end(g)) << "a capture with an external event record";
   }
-  EXPECT_EQ(1u, nodes_of_type(g, cudaGraphNodeTypeEventRecord)) << "the external record is not an event-record node";
+  EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeEventRecord)) << "the external record is not an event-record node";
   const sc::graph_exec x = sc::graph_exec::instantiate(g);
-  EXPECT_CUDA_EQ(cudaSuccess, x.launch(idle));
+  EXPECT_CUDA_EQ(cudaSuccess, launch(x, idle, "external"));
   EXPECT_CUDA_EQ(cudaSuccess, cudaEventSynchronize(external.get())) << "waiting for the external event";
   EXPECT_NE(0u, m.ticket_of(1)) << "the event completed before the work recorded ahead of it ran";
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(idle, sc::kWorkDeadline));

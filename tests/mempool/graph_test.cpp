@@ -1,0 +1,97 @@
+// MPOOL-11: an allocation and a free captured in a stream become a graph's memory nodes; a graph whose
+// allocation outlives it cannot be launched again before that allocation is freed, unless it was instantiated
+// to free it on launch.
+#include "sc/fixtures/graph.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "mempool.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::testing::MemoryPools;
+
+// A graph captured in `s`: an allocation of `bytes`, a fill of it with `value`, and, when `free_it`, its free.
+// The allocation's address (fixed for the graph's life) goes to `out`.
+sc::graph allocating_graph(const sc::stream& s, std::size_t bytes, std::uint32_t value, bool free_it, void** out) {
+  sc::graph g;
+  sc::capture c(s, cudaStreamCaptureModeThreadLocal);
+  SC_CHECK_CUDA(cudaMallocAsync(out, bytes, s.get()));
+  SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), static_cast<std::uint32_t*>(*out),
+                                         static_cast<std::uint32_t>(bytes / sizeof(std::uint32_t)), value));
+  if (free_it) SC_CHECK_CUDA(cudaFreeAsync(*out, s.get()));
+  SC_CHECK_CUDA(c.end(g));
+  return g;
+}
+
+// MPOOL-11 · RT cudaStreamBeginCapture/cudaMallocAsync (stream-ordered allocations in a capture are graph memory
+// nodes), cudaGraphLaunch ("If any allocations created by graphExec remain unfreed ... and graphExec was not
+// instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch will fail with cudaErrorInvalidValue"):
+// (a) an allocation, a fill and a free captured make one memory-allocation node, one kernel node and one
+// memory-free node, and the graph launches twice; (b) without the free, the second launch fails with
+// cudaErrorInvalidValue while the first launch's allocation is unfreed, and succeeds once it was freed (and the
+// block read back as the graph wrote it); (c) instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, it
+// launches twice with nothing freed in between.
+TEST_F(MemoryPools, CapturedAllocationsAreGraphMemoryNodes) {
+  const sc::claim mpool11("MPOOL-11", sc::verdict_kind::documented,
+                          "RT cudaGraphLaunch (unfreed graph allocations), cudaGraphInstantiateFlagAutoFreeOnLaunch");
+  // Mutation (arrangement): (b)'s graph is instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch.
+  const bool auto_free = mpool11.mutated(sc::mutation_kind::arrangement);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream recording = make(stream_flags::non_blocking, "recording");
+
+  // (a)
+  {
+    void* p = nullptr;
+    const sc::graph g = allocating_graph(recording, kBlockBytes, 3, true, &p);
+    sc::observe("freed.nodes", static_cast<long long>(g.node_count()));
+    EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeMemAlloc)) << "the captured allocation";
+    EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeKernel)) << "the captured fill";
+    EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeMemFree)) << "the captured free";
+    const sc::graph_exec x = sc::graph_exec::instantiate(g);
+    EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "freed"));
+    EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "freed")) << "a graph that frees what it allocates, launched again";
+    EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+  }
+
+  // (b)
+  {
+    void* p = nullptr;
+    const sc::graph g = allocating_graph(recording, kBlockBytes, 4, false, &p);
+    EXPECT_EQ(0u, g.node_count(cudaGraphNodeTypeMemFree));
+    const sc::graph_exec x = sc::graph_exec::instantiate(g, auto_free ? cudaGraphInstantiateFlagAutoFreeOnLaunch : 0);
+    ASSERT_CUDA_EQ(cudaSuccess, launch(x, s, "unfreed"));
+    const cudaError_t again = launch(x, s, "unfreed");
+    (void)cudaGetLastError();
+    sc::observe("unfreed.second_launch", sc::error_name(again));
+    EXPECT_CUDA_EQ(cudaErrorInvalidValue, again) << "a graph launched again while its allocation was unfreed";
+    EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(p), kBlockWords, 4, s))
+        << "the graph's allocation does not read back as the graph wrote it";
+    ASSERT_CUDA_EQ(cudaSuccess, cudaFreeAsync(p, s.get()));
+    EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "unfreed")) << "the graph launched again after its allocation was freed";
+    EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(p, s.get()));
+    EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+  }
+
+  // (c)
+  {
+    void* p = nullptr;
+    const sc::graph g = allocating_graph(recording, kBlockBytes, 5, false, &p);
+    const sc::graph_exec x = sc::graph_exec::instantiate(g, cudaGraphInstantiateFlagAutoFreeOnLaunch);
+    EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "auto_free"));
+    const cudaError_t again = launch(x, s, "auto_free");
+    (void)cudaGetLastError();
+    sc::observe("auto_free.second_launch", sc::error_name(again));
+    EXPECT_CUDA_EQ(cudaSuccess, again) << "a graph instantiated to free on launch, launched again";
+    EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(p, s.get()));
+    EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+  }
+  EXPECT_CUDA_EQ(cudaSuccess, cudaDeviceGraphMemTrim(device()));
+}
+
+}  // namespace

@@ -1,0 +1,81 @@
+// MPOOL-08: the per-thread default streams of two host threads are two streams for the allocator's reuse rules.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "mempool.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/thread_team.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::testing::MemoryPools;
+
+// MPOOL-08 · RT stream semantics (a per-thread default stream "is not shared" between host threads: each thread
+// has its own), cudaMemPoolSetAttribute (reuse across streams needs a dependency unless a policy allows it): in a
+// one-block pool where only event dependencies are followed, this thread allocates the block in its per-thread
+// stream, and a gate holds that stream ahead of the block's free. Another thread, allocating in its own
+// per-thread stream, has no dependency on the free: cudaErrorMemoryAllocation. This thread, allocating again in
+// its own per-thread stream, is ordered after the free: it gets the block (the control).
+TEST_F(MemoryPools, PerThreadStreamsOfTwoThreadsAreTwoStreamsForReuse) {
+  const sc::claim mpool08("MPOOL-08", sc::verdict_kind::documented,
+                          "RT per-thread default stream (one per host thread); cudaMemPoolSetAttribute (reuse)");
+  SC_REQUIRE(sc::requirement::async_launches);
+  // Mutation (arrangement): the other thread's allocation is made on this thread, in its per-thread stream.
+  const bool same_thread = mpool08.mutated(sc::mutation_kind::arrangement);
+  const sc::mem_pool pool = one_block_pool(true, false, false);
+  const sc::stream mine = sc::stream::per_thread();
+  void* p = nullptr;
+  ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&p, block_bytes(), pool.get(), cudaStreamPerThread));
+  SC_CHECK_CUDA(sc::kernels::launch_fill(cudaStreamPerThread, static_cast<std::uint32_t*>(p), block_words(), 1));
+  SC_CHECK_CUDA(cudaStreamSynchronize(cudaStreamPerThread));
+  const int dev = device();
+  void* theirs = nullptr;
+  cudaError_t other = cudaErrorUnknown;
+  void* again = nullptr;
+  cudaError_t control = cudaErrorUnknown;
+  {
+    sc::gate g;
+    hold(g, mine);
+    sc::held_window w(g);
+    SC_CHECK_CUDA(cudaFreeAsync(p, cudaStreamPerThread));
+    const auto allocate = [&] {
+      const cudaError_t code = cudaMallocFromPoolAsync(&theirs, block_bytes(), pool.get(), cudaStreamPerThread);
+      (void)cudaGetLastError();
+      return code;
+    };
+    if (same_thread) {
+      other = allocate();
+    } else {
+      sc::thread_team team;
+      team.start(1, [&](unsigned) {
+        cudaError_t code = cudaSetDevice(dev);
+        if (code == cudaSuccess) code = allocate();
+        team.update([&] { other = code; });
+      });
+      team.end();
+    }
+    if (theirs == nullptr) {
+      control = cudaMallocFromPoolAsync(&again, block_bytes(), pool.get(), cudaStreamPerThread);
+      (void)cudaGetLastError();
+    }
+  }
+  drain();
+  sc::observe("other_thread.allocation", sc::error_name(other));
+  sc::observe("this_thread.allocation", sc::error_name(control));
+  sc::observe("this_thread.same_block", again == p);
+  if (theirs != nullptr) {
+    EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(theirs, cudaStreamPerThread));
+  }
+  if (again != nullptr) {
+    EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(again, cudaStreamPerThread));
+  }
+  EXPECT_CUDA_EQ(cudaSuccess, cudaStreamSynchronize(cudaStreamPerThread));
+  EXPECT_CUDA_EQ(cudaErrorMemoryAllocation, other)
+      << "another thread's per-thread stream took the block freed in this thread's, with no dependency on the free";
+  EXPECT_CUDA_EQ(cudaSuccess, control) << "this thread's per-thread stream, ordered after the free, got no block";
+  EXPECT_EQ(p, again) << "the block freed in this thread's per-thread stream";
+}
+
+}  // namespace
