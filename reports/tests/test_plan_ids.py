@@ -31,7 +31,7 @@ class PlanIds(unittest.TestCase):
 
     def test_the_real_plans(self):
         sched = plan_ids.plan_ids((ROOT / "tests" / "priority_sched" / "README.md").read_text(), True)
-        self.assertEqual(["SCHED-%02d" % i for i in (1, 2, 3, 5, 6, 7, 8, 9, 11, 13)], sched)
+        self.assertEqual(["SCHED-%02d" % i for i in (1, 2, 3, 5, 6, 7, 8, 9, 11, 13)] + ["CAPT-12"], sched)
         dflt = plan_ids.plan_ids((ROOT / "tests" / "default_streams" / "README.md").read_text(), True)
         self.assertEqual(["DFLT-%02d" % i for i in range(1, 24)], dflt)
         host = plan_ids.plan_ids((ROOT / "tests" / "host_funcs" / "README.md").read_text(), True)

@@ -274,12 +274,40 @@ PrioritySched::fill_arrangement PrioritySched::arrange_behind_fill(const std::ve
       streams.push_back(make(stream_flags::non_blocking, p.label, p.stream_priority));
       out.pending.push_back(&grid(p.label, streams.back(), p.priority, p.blocks));
     }
+    // The grids launched as graphs are captured first: nothing of the arrangement runs yet.
+    std::vector<std::optional<graph_exec>> graphs(pending.size());
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      if (!pending[i].captured_at) continue;
+      const stream recording = make(stream_flags::non_blocking, pending[i].label + ".capture", *pending[i].captured_at);
+      const sched_grid& g = *out.pending[i];
+      graph captured;
+      {
+        capture c(recording, cudaStreamCaptureModeThreadLocal);
+        SC_CHECK_CUDA(
+            kernels::launch_sched_spin(recording.get(), g.records.data(), g.blocks, g.threads, g.plan, g.cluster));
+        SC_CHECK_CUDA(c.end(captured));
+      }
+      std::size_t count = 1;
+      cudaGraphNode_t node = nullptr;
+      SC_CHECK_CUDA(cudaGraphGetNodes(captured.get(), &node, &count));
+      cudaLaunchAttributeValue value{};
+      if (count == 1 && cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributePriority, &value) == cudaSuccess)
+        observe(in_attempt(pending[i].label) + ".node_priority", value.priority);
+      (void)cudaGetLastError();
+      graphs[i] = graph_exec::instantiate(captured, pending[i].instantiate_flags);
+    }
     launch(*out.fill, fs);
     const event first_done = event::create(event_flags::disable_timing);
     for (std::size_t i = 0; i < pending.size(); ++i) {
       latch.behind(streams[i]);
       if (i > 0 && pending[i].after_first) SC_CHECK_CUDA(cudaStreamWaitEvent(streams[i].get(), first_done.get(), 0));
-      launch(*out.pending[i], streams[i]);
+      if (graphs[i]) {
+        const auto label = timeline().label(in_attempt(out.pending[i]->label));
+        SC_CHECK_CUDA(graphs[i]->launch(streams[i]));
+        out.pending[i]->launched = true;
+      } else {
+        launch(*out.pending[i], streams[i]);
+      }
       if (i == 0) SC_CHECK_CUDA(cudaEventRecord(first_done.get(), streams[0].get()));
     }
     out.not_built = latch.open_when_started(*out.fill, wave());

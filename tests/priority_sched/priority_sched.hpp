@@ -16,6 +16,7 @@
 #include "sc/fixtures/blocks.hpp"
 #include "sc/fixtures/event.hpp"
 #include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/graph.hpp"
 #include "sc/fixtures/host_latch.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/predicates.hpp"
@@ -120,6 +121,11 @@ class PrioritySched : public GpuTest {
     // A mutation: once released (its ready word written), the stream also waits for the first pending
     // grid to finish, so this grid cannot start before that one.
     bool after_first = false;
+    // Launched as a graph (CAPT-12): the grid captured in a stream of priority `captured_at`, instantiated with
+    // `instantiate_flags`, and the graph launched into the grid's stream. The captured kernel node's priority
+    // is recorded ("<label>.node_priority").
+    std::optional<int> captured_at{};
+    unsigned long long instantiate_flags = 0;
   };
   struct fill_arrangement {
     sched_grid* fill = nullptr;

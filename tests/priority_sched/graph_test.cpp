@@ -1,0 +1,101 @@
+// CAPT-12 (the capture family's ID, proven with this family's harness): at which priority a launched graph's
+// kernels are dispatched. Pending behind one latch while a fill wave holds every SM, the grids compete by
+// priority once slots free (SCHED-05's arrangement); one of them is a graph.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "priority_sched.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/observe.hpp"
+
+namespace {
+
+using sc::testing::decided;
+using sc::testing::PrioritySched;
+
+// Whether grid `first` was dispatched completely before grid `then` started a block (stamps compared with the
+// harness's slack), as a sentence for the row.
+bool dispatched_before(const PrioritySched& t, const sc::testing::sched_grid& first,
+                       const sc::testing::sched_grid& then) {
+  return sc::dispatch_complete_ns(first.host) <= sc::first_start_ns(then.host) + t.stamp_slack().ns();
+}
+
+// CAPT-12 (observed) · RT cudaGraphLaunch (a graph is launched into a stream), cudaGraphInstantiateWithFlags
+// (cudaGraphInstantiateFlagUseNodePriority: "Run the graph using the per-node priority attributes rather than
+// the priority of the stream it is launched into"), cudaLaunchAttributePriority (a captured kernel node takes
+// the capturing stream's priority): pending behind the latch, launched in this order, a plain grid in a stream
+// of the lowest priority, then a graph of one grid captured in a stream of the lowest priority and launched
+// into a stream of the highest. Row `graph_runs_at_its_launch_streams_priority` (gating): the graph's grid is
+// dispatched before the plain grid starts.
+TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
+  const sc::claim capt12("CAPT-12", sc::verdict_kind::observed,
+                         "RT cudaGraphLaunch; cudaGraphInstantiateWithFlags (UseNodePriority)");
+  if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
+  // Mutation (arrangement): the graph is launched into a stream of the lowest priority.
+  const int launch_priority = capt12.mutated(sc::mutation_kind::arrangement) ? least() : greatest();
+  std::vector<pending_grid> specs;
+  specs.push_back({"plain_low", least(), least(), wave()});
+  pending_grid g{"graph", launch_priority, greatest(), wave()};
+  g.captured_at = least();
+  specs.push_back(g);
+  const fill_arrangement built = arrange_behind_fill(specs);
+  if (!built.not_ready) return;
+  ASSERT_TRUE(built.not_built.empty()) << built.not_built;
+  const sc::testing::sched_grid& plain = *built.pending[0];
+  const sc::testing::sched_grid& graph = *built.pending[1];
+  const bool first = dispatched_before(*this, graph, plain);
+  EXPECT_TRUE(capt12.observed_row(
+      "graph_runs_at_its_launch_streams_priority",
+      decided(*built.not_ready, first,
+              std::string("the graph captured at the lowest priority, launched into a stream of the highest, ") +
+                  (first ? "was" : "was not") +
+                  " dispatched before the plain lowest-priority grid launched ahead of it")));
+}
+
+// CAPT-12 (observed) · the same sources: pending behind the latch, launched in this order, a plain grid in a
+// stream of the lowest priority, a graph captured in a stream of the highest priority and instantiated without
+// flags, and the same capture instantiated with cudaGraphInstantiateFlagUseNodePriority, both launched into
+// streams of the lowest priority. Row `graph_runs_at_its_node_priority_with_the_flag` (gating): the flagged
+// graph is dispatched before the plain grid starts; row `graph_without_the_flag_waits_behind_the_plain_grid`
+// (recorded as observed, not gating: grids of equal priority in launch order are SCHED-06's claim).
+TEST_F(PrioritySched, GraphRunsAtItsNodePriorityWithTheFlag) {
+  const sc::claim capt12("CAPT-12", sc::verdict_kind::observed,
+                         "RT cudaGraphInstantiateWithFlags (cudaGraphInstantiateFlagUseNodePriority)");
+  if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
+  // Mutation (arrangement): the flagged graph is instantiated without the flag.
+  const unsigned long long flag = capt12.mutated(sc::mutation_kind::arrangement)
+                                      ? 0ull
+                                      : static_cast<unsigned long long>(cudaGraphInstantiateFlagUseNodePriority);
+  std::vector<pending_grid> specs;
+  specs.push_back({"plain_low", least(), least(), wave()});
+  pending_grid plain_graph{"graph_without_flag", least(), least(), wave()};
+  plain_graph.captured_at = greatest();
+  specs.push_back(plain_graph);
+  pending_grid flagged{"graph_with_flag", least(), greatest(), wave()};
+  flagged.captured_at = greatest();
+  flagged.instantiate_flags = flag;
+  specs.push_back(flagged);
+  const fill_arrangement built = arrange_behind_fill(specs);
+  if (!built.not_ready) return;
+  ASSERT_TRUE(built.not_built.empty()) << built.not_built;
+  const sc::testing::sched_grid& plain = *built.pending[0];
+  const sc::testing::sched_grid& without = *built.pending[1];
+  const sc::testing::sched_grid& with = *built.pending[2];
+  const bool with_first = dispatched_before(*this, with, plain);
+  const bool without_after = dispatched_before(*this, plain, without);
+  EXPECT_TRUE(capt12.observed_row(
+      "graph_runs_at_its_node_priority_with_the_flag",
+      decided(*built.not_ready, with_first,
+              std::string("the graph captured at the highest priority, instantiated with UseNodePriority and "
+                          "launched into a lowest-priority stream, ") +
+                  (with_first ? "was" : "was not") + " dispatched before the plain lowest-priority grid")));
+  EXPECT_TRUE(capt12.observed_row(
+      "graph_without_the_flag_waits_behind_the_plain_grid",
+      decided(*built.not_ready, without_after,
+              std::string("the same graph instantiated without the flag ") +
+                  (without_after ? "started after" : "started before") + " the plain grid was dispatched")));
+}
+
+}  // namespace
