@@ -2,6 +2,7 @@
 // for an unjoined fork and for the wrong thread.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "capture.hpp"
@@ -26,7 +27,8 @@ using sc::testing::StreamCapture;
 TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
   const sc::claim capt08("CAPT-08", sc::verdict_kind::documented,
                          "Programming Guide: cross-stream dependencies in capture; cudaErrorStreamCapture*");
-  // Mutation (arrangement): in (a), t is not joined back.
+  // Mutation (arrangement): in (a), t is not joined back; in (d) the event waited on is recorded in the capture
+  // first; in (e) the waiting stream is not capturing (its wait forks into the other capture).
   const bool no_join = capt08.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream t = make(stream_flags::non_blocking, "t");
@@ -97,16 +99,22 @@ TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
   }
   (void)cudaGetLastError();
 
-  // (d) isolation: the capture waits on an event recorded outside any capture (and long complete)
+  // (d) isolation: the capture waits on an event recorded outside any capture (and long complete); fresh streams,
+  // whatever (b) left. Under the mutation the event is recorded inside the capture first: a plain wait.
   {
+    const sc::stream s4 = make(stream_flags::non_blocking, "s_isolation");
+    const sc::stream t4 = make(stream_flags::non_blocking, "t_isolation");
     const sc::event outside = sc::event::create(sc::event_flags::disable_timing);
-    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(outside.get(), t.get()));
-    ASSERT_CUDA_EQ(cudaSuccess, sc::synchronize_within(t, sc::kWorkDeadline));
+    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(outside.get(), t4.get()));
+    ASSERT_CUDA_EQ(cudaSuccess, sc::synchronize_within(t4, sc::kWorkDeadline));
     sc::graph isolated;
-    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
-    const cudaError_t waited = cudaStreamWaitEvent(s.get(), outside.get(), 0);
+    sc::capture c(s4, cudaStreamCaptureModeThreadLocal);
+    if (no_join) {
+      ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(outside.get(), s4.get()));
+    }
+    const cudaError_t waited = cudaStreamWaitEvent(s4.get(), outside.get(), 0);
     (void)cudaGetLastError();
-    const std::string status = capture_status(s);
+    const std::string status = capture_status(s4);
     const cudaError_t ended = c.end(isolated);
     sc::observe("isolation.wait", sc::error_name(waited));
     sc::observe("isolation.status_after", status);
@@ -115,18 +123,22 @@ TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
   }
   (void)cudaGetLastError();
 
-  // (e) merge: t, capturing a sequence of its own, waits on an event recorded in s's capture
+  // (e) merge: t, capturing a sequence of its own, waits on an event recorded in s's capture; fresh streams. Under
+  // the mutation t is not capturing, so the wait is a fork into s's capture.
   {
+    const sc::stream s5 = make(stream_flags::non_blocking, "s_merge");
+    const sc::stream t5 = make(stream_flags::non_blocking, "t_merge");
     sc::graph first;
     sc::graph second;
-    sc::capture cs(s, cudaStreamCaptureModeThreadLocal);
-    sc::capture ct(t, cudaStreamCaptureModeThreadLocal);
-    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(fork.get(), s.get()));
-    const cudaError_t waited = cudaStreamWaitEvent(t.get(), fork.get(), 0);
+    sc::capture cs(s5, cudaStreamCaptureModeThreadLocal);
+    std::optional<sc::capture> ct;
+    if (!no_join) ct.emplace(t5, cudaStreamCaptureModeThreadLocal);
+    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(fork.get(), s5.get()));
+    const cudaError_t waited = cudaStreamWaitEvent(t5.get(), fork.get(), 0);
     (void)cudaGetLastError();
-    const std::string status_s = capture_status(s);
-    const std::string status_t = capture_status(t);
-    const cudaError_t ended_t = ct.end(second);
+    const std::string status_s = capture_status(s5);
+    const std::string status_t = capture_status(t5);
+    const cudaError_t ended_t = ct ? ct->end(second) : cudaErrorIllegalState;
     const cudaError_t ended_s = cs.end(first);
     sc::observe("merge.wait", sc::error_name(waited));
     sc::observe("merge.status_after", status_s + ", " + status_t);

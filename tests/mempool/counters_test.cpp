@@ -43,11 +43,12 @@ TEST_F(MemoryPools, ReleaseThresholdDecidesWhatASynchronizeKeeps) {
     pool.set_bytes(cudaMemPoolAttrReleaseThreshold, threshold);
     void* x = nullptr;
     void* y = nullptr;
+    const sc::testing::unfreed_guard left(s, {&x, &y});
     SC_CHECK_CUDA(cudaMallocFromPoolAsync(&x, kBlockBytes, pool.get(), s.get()));
     SC_CHECK_CUDA(cudaMallocFromPoolAsync(&y, kBlockBytes, pool.get(), s.get()));
     SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), static_cast<std::uint32_t*>(x), kBlockWords, 1));
-    SC_CHECK_CUDA(cudaFreeAsync(x, s.get()));
-    SC_CHECK_CUDA(cudaFreeAsync(y, s.get()));
+    SC_CHECK_CUDA(sc::testing::free_in(x, s));
+    SC_CHECK_CUDA(sc::testing::free_in(y, s));
     SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));
     // Idle, seen without a synchronize: the synchronize below is the first the pool hears of.
     const bool finished =
@@ -94,6 +95,7 @@ TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
   pool.set_bytes(cudaMemPoolAttrReleaseThreshold, UINT64_MAX);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   void* p = nullptr;
+  const sc::testing::unfreed_guard left(s, {&p});
   ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&p, kBlockBytes, pool.get(), s.get()));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   std::uint64_t while_pending = 0;
@@ -101,7 +103,7 @@ TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
     sc::gate g;
     hold(g, s);
     sc::held_window w(g);
-    SC_CHECK_CUDA(cudaFreeAsync(p, s.get()));
+    SC_CHECK_CUDA(sc::testing::free_in(p, s));
     if (late) {
       w.release();
       SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
@@ -144,6 +146,7 @@ TEST_F(MemoryPools, UsageCountersAgreeWithTheAllocations) {
   void* x = nullptr;
   void* y = nullptr;
   void* z = nullptr;
+  const sc::testing::unfreed_guard left(s, {&x, &y, &z});
   ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&x, kBlockBytes, pool.get(), s.get()));
   ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&y, kBlockBytes, pool.get(), s.get()));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
@@ -151,7 +154,7 @@ TEST_F(MemoryPools, UsageCountersAgreeWithTheAllocations) {
   sc::observe("two_blocks.reserved", as_count(reserved()));
   EXPECT_EQ(2 * kBlockBytes, used()) << "two blocks allocated";
   EXPECT_GE(reserved(), used());
-  if (!no_free) SC_CHECK_CUDA(cudaFreeAsync(x, s.get()));
+  if (!no_free) SC_CHECK_CUDA(sc::testing::free_in(x, s));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   sc::observe("one_freed.used", as_count(used()));
   sc::observe("one_freed.used_high", as_count(pool.bytes(cudaMemPoolAttrUsedMemHigh)));
@@ -174,9 +177,9 @@ TEST_F(MemoryPools, UsageCountersAgreeWithTheAllocations) {
   EXPECT_EQ(2 * kBlockBytes, pool.bytes(cudaMemPoolAttrUsedMemHigh)) << "the high mark since the reset";
   EXPECT_GE(pool.bytes(cudaMemPoolAttrReservedMemHigh), reserved());
   EXPECT_GE(reserved(), used());
-  for (void* block : {no_free ? x : nullptr, y, z}) {
-    if (block != nullptr) {
-      EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(block, s.get()));
+  for (void** block : {&x, &y, &z}) {
+    if (*block != nullptr) {
+      EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(*block, s));
     }
   }
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));

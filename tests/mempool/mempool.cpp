@@ -6,6 +6,23 @@
 
 namespace sc::testing {
 
+cudaError_t free_in(void*& p, const stream& s) {
+  const cudaError_t code = cudaFreeAsync(p, s.get());
+  if (code == cudaSuccess) p = nullptr;
+  return code;
+}
+
+unfreed_guard::~unfreed_guard() {
+  bool freed = false;
+  for (void** block : blocks_) {
+    if (*block == nullptr) continue;
+    note_teardown(cudaFreeAsync(*block, s_), "cudaFreeAsync (a block the test left)");
+    *block = nullptr;
+    freed = true;
+  }
+  if (freed) note_teardown(cudaStreamSynchronize(s_), "cudaStreamSynchronize (after freeing what the test left)");
+}
+
 void MemoryPools::SetUp() {
   GpuTest::SetUp();
   if (IsSkipped() || HasFatalFailure()) return;

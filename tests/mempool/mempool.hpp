@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <vector>
 
 #include "sc/fixtures/gate.hpp"
 #include "sc/fixtures/gpu_test.hpp"
@@ -13,6 +15,24 @@
 #include "sc/fixtures/predicates.hpp"
 
 namespace sc::testing {
+
+// cudaFreeAsync(p, s); p becomes null once the free is enqueued, so that an unfreed_guard no longer frees it.
+cudaError_t free_in(void*& p, const stream& s);
+
+// Frees in `s`, when it goes out of scope, each of `blocks` still non-null, and waits for `s`: a check that ends a
+// test early must leave no allocation outstanding (its pool could not give the memory back, and in fast mode the
+// rest of the family shares the process). Declare it after the pool and the stream, before any gate.
+class unfreed_guard {
+ public:
+  unfreed_guard(const stream& s, std::initializer_list<void**> blocks) : s_(s.get()), blocks_(blocks) {}
+  ~unfreed_guard();
+  unfreed_guard(const unfreed_guard&) = delete;
+  unfreed_guard& operator=(const unfreed_guard&) = delete;
+
+ private:
+  cudaStream_t s_;
+  std::vector<void**> blocks_;
+};
 
 class MemoryPools : public GpuTest {
  protected:

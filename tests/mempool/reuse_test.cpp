@@ -46,25 +46,30 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
   std::uint32_t* p = filled_block(pool, block_bytes(), a);
   sc::device_buffer<std::uint32_t> seen(1);
-  SC_CHECK_CUDA(cudaMemset(seen.data(), 0, sizeof(std::uint32_t)));
+  SC_CHECK_CUDA(cudaMemsetAsync(seen.data(), 0, sizeof(std::uint32_t), a.get()));
+  void* held = p;  // until its free is enqueued
   void* q = nullptr;
+  const sc::testing::unfreed_guard left_in_a(a, {&held});
+  const sc::testing::unfreed_guard left_in_b(b, {&q});
   cudaError_t allocated = cudaErrorUnknown;
   {
     sc::gate g;
     hold(g, a);
     sc::held_window w(g);
     SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(a.get(), p, block_words(), 1, seen.data()));
-    SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
+    SC_CHECK_CUDA(sc::testing::free_in(held, a));
     SC_CHECK_CUDA(cudaEventRecord(e.get(), a.get()));
     if (!no_edge) SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), e.get(), 0));
     const sc::return_observation r = sc::call_while_gated(
         [&] {
           allocated = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
-          if (allocated != cudaSuccess) return allocated;
+          if (allocated != cudaSuccess) {
+            (void)cudaGetLastError();  // on this (the helper) thread, where the failed call left it
+            return allocated;
+          }
           return sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), block_words(), 2);
         },
         g);
-    (void)cudaGetLastError();  // an allocation that failed leaves its code behind
     EXPECT_TRUE(r.returned) << "the allocation across the event edge waited for the gated stream";
   }
   drain();
@@ -76,7 +81,7 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
   SC_CHECK_CUDA(cudaMemcpy(&mismatches, seen.data(), sizeof mismatches, cudaMemcpyDeviceToHost));
   EXPECT_EQ(0u, mismatches) << "b wrote the reused block before a's reader of the freed block ran";
   EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), block_words(), 2, b));
-  EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(q, b.get()));
+  EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, b));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
 }
 
@@ -138,16 +143,19 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
   const sc::stream b = make(stream_flags::non_blocking, "b");
   std::uint32_t* p = filled_block(pool, block_bytes(), a);
   sc::device_buffer<std::uint32_t> seen(1);
-  SC_CHECK_CUDA(cudaMemset(seen.data(), 0, sizeof(std::uint32_t)));
+  SC_CHECK_CUDA(cudaMemsetAsync(seen.data(), 0, sizeof(std::uint32_t), a.get()));
   sc::marks m;
+  void* held = p;  // until its free is enqueued
   void* q = nullptr;
+  const sc::testing::unfreed_guard left_in_a(a, {&held});
+  const sc::testing::unfreed_guard left_in_b(b, {&q});
   cudaError_t allocated = cudaErrorUnknown;
   {
     sc::gate g;
     hold(g, a);
     sc::held_window w(g);
     SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(a.get(), p, block_words(), 1, seen.data()));
-    SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
+    SC_CHECK_CUDA(sc::testing::free_in(held, a));
     // The mark goes in with the allocation; whether it lands is asked once the call returned, the gate still
     // closed (call_while_gated opens the gate when it is done).
     sc::gated_result mark_held(sc::gated_outcome::invalid, "not asked: the allocation did not return while gated");
@@ -156,14 +164,16 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
     const sc::return_observation r = sc::call_while_gated(
         [&] {
           allocated = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
-          if (allocated != cudaSuccess) return allocated;
+          if (allocated != cudaSuccess) {
+            (void)cudaGetLastError();  // on this (the helper) thread, where the failed call left it
+            return allocated;
+          }
           const cudaError_t filled =
               sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), block_words(), 2);
           if (filled == cudaSuccess) m.drop(b, 1);
           return filled;
         },
         g, sc::kReturnWindow, steps);
-    (void)cudaGetLastError();
     EXPECT_TRUE(r.returned) << "the allocation waited for the gated stream on the host";
     if (allocated == cudaSuccess) {
       EXPECT_TRUE(mark_held) << "b's work after the reusing allocation ran while a was gated";
@@ -178,15 +188,16 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
   SC_CHECK_CUDA(cudaMemcpy(&mismatches, seen.data(), sizeof mismatches, cudaMemcpyDeviceToHost));
   EXPECT_EQ(0u, mismatches) << "b wrote the reused block before a's reader of the freed block ran";
   EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), block_words(), 2, b));
-  EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(q, b.get()));
+  EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, b));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
 }
 
 // MPOOL-07 · RT cudaMemPoolSetAttribute (the three reuse policies), cudaMemPoolProps::maxSize: with every reuse
 // policy off, b's allocation while a's free of the only block is pending behind a gate fails with
-// cudaErrorMemoryAllocation, returning while gated. Row `allocates_after_the_free_completed` (observed): once a
-// finished and was synchronized, the same allocation in b succeeds (the release threshold is left at its default,
-// 0, so the synchronize may return the freed memory to the system and the pool maps it again).
+// cudaErrorMemoryAllocation, returning while gated. Row `allocates_after_the_free_completed` (observed): once the
+// gate opened and the device was synchronized (drain), the same allocation in b succeeds (the release threshold
+// is left at its default, 0, so the synchronize may return the freed memory to the system and the pool maps it
+// again).
 TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   const sc::claim mpool07("MPOOL-07", sc::verdict_kind::documented,
                           "RT cudaMemPoolSetAttribute (reuse policies), cudaMemPoolProps::maxSize");
@@ -197,29 +208,30 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   pool.set_reuse(false, false, allow);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  std::uint32_t* p = filled_block(pool, block_bytes(), a);
+  void* held = filled_block(pool, block_bytes(), a);  // until its free is enqueued
   void* q = nullptr;
+  const sc::testing::unfreed_guard left_in_a(a, {&held});
+  const sc::testing::unfreed_guard left_in_b(b, {&q});
   cudaError_t pending = cudaErrorUnknown;
   {
     sc::gate g;
     hold(g, a);
     sc::held_window w(g);
-    SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
+    SC_CHECK_CUDA(sc::testing::free_in(held, a));
     const sc::return_observation r = sc::call_while_gated(
         [&] {
           pending = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
+          (void)cudaGetLastError();  // on this (the helper) thread, where a failed call left it
           return cudaSuccess;
         },
         g);
-    (void)cudaGetLastError();
     EXPECT_TRUE(r.returned) << "the allocation waited for the gated stream on the host";
   }
   drain();
   sc::observe("while_pending.allocation", sc::error_name(pending));
   if (pending == cudaSuccess) {
-    EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(q, b.get()));
+    EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, b));
     EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
-    q = nullptr;
   }
   EXPECT_CUDA_EQ(cudaErrorMemoryAllocation, pending)
       << "an allocation with every reuse policy off, in a pool whose only block's free was pending";
@@ -229,7 +241,7 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   sc::observe("after_completion.allocation", sc::error_name(after));
   EXPECT_TRUE(mpool07.matches_baseline("allocates_after_the_free_completed", after == cudaSuccess));
   if (after == cudaSuccess) {
-    EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(q, b.get()));
+    EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, b));
     EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
   }
 }

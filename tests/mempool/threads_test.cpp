@@ -30,52 +30,57 @@ TEST_F(MemoryPools, PerThreadStreamsOfTwoThreadsAreTwoStreamsForReuse) {
   ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&p, block_bytes(), pool.get(), cudaStreamPerThread));
   SC_CHECK_CUDA(sc::kernels::launch_fill(cudaStreamPerThread, static_cast<std::uint32_t*>(p), block_words(), 1));
   SC_CHECK_CUDA(cudaStreamSynchronize(cudaStreamPerThread));
+  void* const block = p;
   const int dev = device();
   void* theirs = nullptr;
   cudaError_t other = cudaErrorUnknown;
   void* again = nullptr;
   cudaError_t control = cudaErrorUnknown;
+  const sc::testing::unfreed_guard left(mine, {&p, &theirs, &again});
   {
     sc::gate g;
     hold(g, mine);
     sc::held_window w(g);
-    SC_CHECK_CUDA(cudaFreeAsync(p, cudaStreamPerThread));
-    const auto allocate = [&] {
-      const cudaError_t code = cudaMallocFromPoolAsync(&theirs, block_bytes(), pool.get(), cudaStreamPerThread);
+    SC_CHECK_CUDA(sc::testing::free_in(p, mine));
+    // In the calling thread's per-thread stream.
+    const auto allocate = [&](void** out) {
+      const cudaError_t code = cudaMallocFromPoolAsync(out, block_bytes(), pool.get(), cudaStreamPerThread);
       (void)cudaGetLastError();
       return code;
     };
     if (same_thread) {
-      other = allocate();
+      other = allocate(&theirs);
     } else {
       sc::thread_team team;
       team.start(1, [&](unsigned) {
+        void* got = nullptr;
         cudaError_t code = cudaSetDevice(dev);
-        if (code == cudaSuccess) code = allocate();
-        team.update([&] { other = code; });
+        if (code == cudaSuccess) code = allocate(&got);
+        team.update([&] {
+          other = code;
+          theirs = got;
+        });
       });
       team.end();
     }
     if (theirs == nullptr) {
-      control = cudaMallocFromPoolAsync(&again, block_bytes(), pool.get(), cudaStreamPerThread);
-      (void)cudaGetLastError();
+      control = allocate(&again);
     }
   }
   drain();
   sc::observe("other_thread.allocation", sc::error_name(other));
   sc::observe("this_thread.allocation", sc::error_name(control));
-  sc::observe("this_thread.same_block", again == p);
-  if (theirs != nullptr) {
-    EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(theirs, cudaStreamPerThread));
-  }
-  if (again != nullptr) {
-    EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(again, cudaStreamPerThread));
+  sc::observe("this_thread.same_block", again == block);
+  EXPECT_EQ(block, again) << "the block freed in this thread's per-thread stream";
+  for (void** left_over : {&theirs, &again}) {
+    if (*left_over != nullptr) {
+      EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(*left_over, mine));
+    }
   }
   EXPECT_CUDA_EQ(cudaSuccess, cudaStreamSynchronize(cudaStreamPerThread));
   EXPECT_CUDA_EQ(cudaErrorMemoryAllocation, other)
       << "another thread's per-thread stream took the block freed in this thread's, with no dependency on the free";
   EXPECT_CUDA_EQ(cudaSuccess, control) << "this thread's per-thread stream, ordered after the free, got no block";
-  EXPECT_EQ(p, again) << "the block freed in this thread's per-thread stream";
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
   const int launch_priority = capt12.mutated(sc::mutation_kind::arrangement) ? least() : greatest();
   std::vector<pending_grid> specs;
   specs.push_back({"plain_low", least(), least(), wave()});
-  pending_grid g{"graph", launch_priority, greatest(), wave()};
+  pending_grid g{"graph", launch_priority, launch_priority, wave()};
   g.captured_at = least();
   specs.push_back(g);
   const fill_arrangement built = arrange_behind_fill(specs);
@@ -56,7 +56,7 @@ TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
 
 // CAPT-12 (observed) · the same sources: pending behind the latch, launched in this order, a plain grid in a
 // stream of the lowest priority, a graph captured in a stream of the highest priority and instantiated without
-// flags, and the same capture instantiated with cudaGraphInstantiateFlagUseNodePriority, both launched into
+// flags, and a second capture like it instantiated with cudaGraphInstantiateFlagUseNodePriority, both launched into
 // streams of the lowest priority. Row `graph_runs_at_its_node_priority_with_the_flag` (gating): the flagged
 // graph is dispatched before the plain grid starts; row `graph_without_the_flag_waits_behind_the_plain_grid`
 // (recorded as observed, not gating: grids of equal priority in launch order are SCHED-06's claim).
@@ -94,7 +94,7 @@ TEST_F(PrioritySched, GraphRunsAtItsNodePriorityWithTheFlag) {
   EXPECT_TRUE(capt12.observed_row(
       "graph_without_the_flag_waits_behind_the_plain_grid",
       decided(*built.not_ready, without_after,
-              std::string("the same graph instantiated without the flag ") +
+              std::string("a graph like it instantiated without the flag ") +
                   (without_after ? "started after" : "started before") + " the plain grid was dispatched")));
 }
 

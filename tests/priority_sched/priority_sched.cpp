@@ -291,9 +291,16 @@ PrioritySched::fill_arrangement PrioritySched::arrange_behind_fill(const std::ve
       cudaGraphNode_t node = nullptr;
       SC_CHECK_CUDA(cudaGraphGetNodes(captured.get(), &node, &count));
       cudaLaunchAttributeValue value{};
-      if (count == 1 && cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributePriority, &value) == cudaSuccess)
-        observe(in_attempt(pending[i].label) + ".node_priority", value.priority);
+      const cudaError_t asked =
+          count == 1 ? cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributePriority, &value) : cudaSuccess;
       (void)cudaGetLastError();
+      const std::string key = pending[i].label + ".node_priority";
+      if (count != 1)
+        observe(key, "not read: the capture has " + std::to_string(count) + " nodes, not one");
+      else if (asked != cudaSuccess)
+        observe(key, "not read: " + error_name(asked));
+      else
+        observe(key, value.priority);
       graphs[i] = graph_exec::instantiate(captured, pending[i].instantiate_flags);
     }
     launch(*out.fill, fs);
