@@ -166,7 +166,7 @@ def test_row(t: Test, known: Optional[Dict[str, Any]] = None) -> Markup:
         # The drawing takes the table's whole width, in a row of its own under the test's row.
         rows.append(fill("wide_row", content=timeline_html(t["timeline"], timeline_anchor(t), trace_path(t))))
     if t.get("block_chart"):
-        rows.append(fill("wide_row", content=block_chart_html(t["block_chart"])))
+        rows.append(fill("wide_row", content=block_chart_html(t["block_chart"], "blocks/%s.svg" % timeline_anchor(t))))
     return join(rows)
 
 

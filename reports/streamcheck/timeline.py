@@ -1007,9 +1007,10 @@ def block_chart_svg(grids: Sequence[Dict[str, Any]], placed: Sequence[tuple], sm
                 last_y="%.1f" % (axis_y - 2), last_sm=sm_ids[-1])
 
 
-def block_chart_html(chart: Dict[str, Any]) -> Markup:
+def block_chart_html(chart: Dict[str, Any], name: Optional[str] = None) -> Markup:
     """Every block of the test's grids as a bar: time across, SM (and slot within it) down, coloured by
-    stream priority. Malformed rows are counted and left out."""
+    stream priority. Malformed rows are counted and left out. Where the page's drawings go beside it
+    (drawings_into), the chart goes into the file `name` (from the page) and the page shows it in a frame."""
     grids = [g for g in chart.get("grids", []) if isinstance(g, dict)] if isinstance(chart.get("grids"), list) else []
     rows, bad = chart_records(grids)
     if not rows:
@@ -1022,8 +1023,14 @@ def block_chart_html(chart: Dict[str, Any]) -> Markup:
         plural(len(placed), "block"), plural(len(grids), "grid"), len(sm_ids), per_sm,
         fmt_value(chart.get("max_blocks_per_sm", "\u2014")))
     notes = fill("tl_note", text="%s left out" % plural(bad, "malformed row")) if bad else EMPTY
-    return fill("block_chart", summary=summary, legend=block_chart_legend(grids, placed, colours),
-                svg=block_chart_svg(grids, placed, sm_ids, per_sm, colours), notes=notes)
+    svg = block_chart_svg(grids, placed, sm_ids, per_sm, colours)
+    if name is not None and _drawing_files is not None:
+        _drawing_files[name] = standalone_svg(svg)
+        size = dict(re.findall(r'\b(width|height)="(\d+)"', svg[:svg.find(">")]))
+        svg = fill("drawing_frame", src=name, width=size.get("width", "900"), height=size.get("height", "200"),
+                   title="blocks")
+    return fill("block_chart", summary=summary, legend=block_chart_legend(grids, placed, colours), svg=svg,
+                notes=notes)
 
 
 def timeline_note(test: Dict[str, Any]) -> Optional[str]:

@@ -79,7 +79,13 @@ class Browser(unittest.TestCase):
         svg_dom, svg_console = open_in_browser(drawing)
         self.assertEqual(svg_console, [])
         self.assertIn('<g class="item kernel">', svg_dom)
-        self.assertIn("data:image/png;base64,", dom)  # the block chart's image
+        # The block chart is a document of its own beside the page too, with its image; it renders.
+        self.assertIn('<iframe class="tl-frame" src="blocks/tl-harness.Timeline.Drawn.svg"', dom)
+        chart = self.root / "blocks" / "tl-harness.Timeline.Drawn.svg"
+        self.assertEqual("{http://www.w3.org/2000/svg}svg", ET.parse(chart).getroot().tag)
+        chart_dom, chart_console = open_in_browser(chart)
+        self.assertEqual(chart_console, [])
+        self.assertIn("data:image/png;base64,", chart_dom)  # the block chart's image
         self.assertRegex(dom, r'<div id="filters">')  # the script ran: the filter bar is shown
         # Hostile text stays text: outside the (inert) data block, no element came from it.
         outside = re.sub(r'<script type="application/json" id="data">.*?</script>', "", dom, flags=re.S)

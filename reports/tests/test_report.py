@@ -1016,7 +1016,12 @@ class BlockCharts(ReportTestCase):
         self.assertIn("#2e86c1", part)  # lowest priority: blue
         self.assertIn("#c0392b", part)  # highest priority: red
         self.assertIn("high (priority -5, child:high, 1 block)", part)
-        self.assertEqual(2, part.count("<path "))
+        # The drawing is a document of its own beside the page, shown in a frame (the page's size).
+        frame = re.search(r'<iframe class="tl-frame" src="(blocks/[^"]+\.svg)"', part)
+        self.assertIsNotNone(frame, part)
+        drawing = (self.out.parent / frame.group(1)).read_text(encoding="utf-8")
+        self.assertEqual(2, drawing.count("<path "))
+        self.assertIn('xmlns="http://www.w3.org/2000/svg"', drawing)
         # The records are drawn, not copied into the page's data block.
         _, data = embedded_data(page)
         test = [t for t in data["tests"] if t["ctest_name"].endswith("Saturate")][0]
