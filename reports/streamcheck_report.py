@@ -55,7 +55,9 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def write_output(path: Path, text: str) -> None:
+    """Writes `text` to `path`, making its folder first (the drawings and traces go into folders beside it)."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(path, text)
     except OSError as e:
         raise InputError("%s: cannot write: %s" % (path, e.strerror or e))

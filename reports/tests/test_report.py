@@ -39,6 +39,12 @@ class ReportTestCase(unittest.TestCase):
 
 
 class TotalsAndSummary(ReportTestCase):
+    def test_the_page_goes_into_a_folder_that_does_not_exist_yet(self):
+        out = self.out.parent / "new" / "folder" / "report.html"
+        result = run_cli(self.run_dir, "--source", self.source, "-o", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue(out.is_file())
+
     def test_summary_line_counts_every_outcome(self):
         result, page = self.generate()
         self.assertEqual(result.stdout.strip(),
