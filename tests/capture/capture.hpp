@@ -19,6 +19,20 @@ namespace sc::testing {
 
 class StreamCapture : public GpuTest {
  public:
+  // The three capture modes, and each one's name in observation and baseline keys.
+  static constexpr cudaStreamCaptureMode kModes[] = {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal,
+                                                     cudaStreamCaptureModeRelaxed};
+  static const char* mode_name(cudaStreamCaptureMode mode) {
+    switch (mode) {
+      case cudaStreamCaptureModeGlobal:
+        return "global";
+      case cudaStreamCaptureModeThreadLocal:
+        return "thread_local";
+      case cudaStreamCaptureModeRelaxed:
+        return "relaxed";
+    }
+    return "?";
+  }
   // Whether mark `id` of `m` lands within `window`. Work that nothing holds back lands within microseconds
   // (predicates.hpp, kAbsenceWindow), so a mark that does not is held back: here, by being captured.
   static bool lands_within(const marks& m, unsigned id, std::chrono::milliseconds window = kAbsenceWindow) {

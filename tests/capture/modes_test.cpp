@@ -14,19 +14,6 @@ namespace {
 using sc::stream_flags;
 using sc::testing::StreamCapture;
 
-const char* mode_name(cudaStreamCaptureMode mode) {
-  switch (mode) {
-    case cudaStreamCaptureModeGlobal:
-      return "global";
-    case cudaStreamCaptureModeThreadLocal:
-      return "thread_local";
-    case cudaStreamCaptureModeRelaxed:
-      return "relaxed";
-  }
-  return "?";
-}
-constexpr cudaStreamCaptureMode kModes[] = {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal,
-                                            cudaStreamCaptureModeRelaxed};
 // Reason for 256 bytes: any size is an allocation; the smallest keeps the test's footprint nil.
 constexpr std::size_t kBytes = 256;
 

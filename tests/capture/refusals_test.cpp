@@ -20,20 +20,6 @@ namespace {
 using sc::stream_flags;
 using sc::testing::StreamCapture;
 
-const char* mode_key(cudaStreamCaptureMode mode) {
-  switch (mode) {
-    case cudaStreamCaptureModeGlobal:
-      return "global";
-    case cudaStreamCaptureModeThreadLocal:
-      return "thread_local";
-    case cudaStreamCaptureModeRelaxed:
-      return "relaxed";
-  }
-  return "?";
-}
-constexpr cudaStreamCaptureMode kModes[] = {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal,
-                                            cudaStreamCaptureModeRelaxed};
-
 // CAPT-04 (observed, contested) · RT cudaThreadExchangeStreamCaptureMode, Programming Guide, stream capture
 // ("Prohibited and Unhandled Operations"); measured differently by ROCm (rocm-systems PR #4508, reverted in
 // #11698) and PyTorch: while this thread captures s (non-blocking, one mark captured) in each mode, another
@@ -58,7 +44,7 @@ TEST_F(StreamCapture, DeviceWideCallsFromAnotherThreadPerMode) {
   for (const cudaStreamCaptureMode capture_mode : kModes) {
     for (const cudaStreamCaptureMode thread_mode : kModes) {
       for (const auto& [name, call] : calls) {
-        const std::string cell = std::string(mode_key(capture_mode)) + "." + mode_key(thread_mode) + "." + name;
+        const std::string cell = std::string(mode_name(capture_mode)) + "." + mode_name(thread_mode) + "." + name;
         SCOPED_TRACE(cell);
         const sc::stream s = make(capturing, "s");
         sc::marks m;

@@ -29,6 +29,23 @@ std::uint32_t* filled_block(const sc::mem_pool& pool, std::size_t bytes, const s
   return words;
 }
 
+// After the gate and drain: b's allocation (`allocated`) reused block p as q; a's reader of p, counting into `seen`
+// the words that were not 1, saw only 1s (b's writer did not overtake it); q reads back the 2s b wrote. q is freed.
+// `not_reused` says what a failed allocation means.
+void expect_reused_in_order(MemoryPools& t, cudaError_t allocated, const std::uint32_t* p, void*& q,
+                            const sc::device_buffer<std::uint32_t>& seen, const sc::stream& b, const char* not_reused) {
+  sc::observe("allocation", sc::error_name(allocated));
+  sc::observe("same_block", q == p);
+  ASSERT_CUDA_EQ(cudaSuccess, allocated) << not_reused;
+  EXPECT_EQ(static_cast<const void*>(p), q) << "a pool of one block gave b other memory";
+  std::uint32_t mismatches = 0;
+  SC_CHECK_CUDA(cudaMemcpy(&mismatches, seen.data(), sizeof mismatches, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(0u, mismatches) << "b wrote the reused block before a's reader of the freed block ran";
+  EXPECT_EQ(0u, t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, b));
+  EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, b));
+  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
+}
+
 // MPOOL-04 · RT cudaMemPoolSetAttribute (cudaMemPoolReuseFollowEventDependencies: "Allow cuMemAllocAsync to use
 // memory asynchronously freed in another stream as long as a stream ordering dependency of the allocating stream
 // on the free action exists"): with only this policy on, a gate holds a ahead of a reader of p, the free of p and
@@ -73,16 +90,8 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
     EXPECT_TRUE(r.returned) << "the allocation across the event edge waited for the gated stream";
   }
   drain();
-  sc::observe("allocation", sc::error_name(allocated));
-  sc::observe("same_block", q == p);
-  ASSERT_CUDA_EQ(cudaSuccess, allocated) << "the only block, freed in a before the event b waits on, was not reused";
-  EXPECT_EQ(static_cast<void*>(p), q) << "a pool of one block gave b other memory";
-  std::uint32_t mismatches = 0;
-  SC_CHECK_CUDA(cudaMemcpy(&mismatches, seen.data(), sizeof mismatches, cudaMemcpyDeviceToHost));
-  EXPECT_EQ(0u, mismatches) << "b wrote the reused block before a's reader of the freed block ran";
-  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), block_words(), 2, b));
-  EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, b));
-  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
+  expect_reused_in_order(*this, allocated, p, q, seen, b,
+                         "the only block, freed in a before the event b waits on, was not reused");
 }
 
 // MPOOL-05 (observed) · RT cudaMemPoolSetAttribute (cudaMemPoolReuseAllowOpportunistic: "Allow reuse of already
@@ -180,16 +189,8 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
     }
   }
   drain();
-  sc::observe("allocation", sc::error_name(allocated));
-  sc::observe("same_block", q == p);
-  ASSERT_CUDA_EQ(cudaSuccess, allocated) << "the only block, freed behind a gate, was not reused with a dependency";
-  EXPECT_EQ(static_cast<void*>(p), q) << "a pool of one block gave b other memory";
-  std::uint32_t mismatches = 0;
-  SC_CHECK_CUDA(cudaMemcpy(&mismatches, seen.data(), sizeof mismatches, cudaMemcpyDeviceToHost));
-  EXPECT_EQ(0u, mismatches) << "b wrote the reused block before a's reader of the freed block ran";
-  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), block_words(), 2, b));
-  EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, b));
-  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
+  expect_reused_in_order(*this, allocated, p, q, seen, b,
+                         "the only block, freed behind a gate, was not reused with a dependency");
 }
 
 // MPOOL-07 · RT cudaMemPoolSetAttribute (the three reuse policies), cudaMemPoolProps::maxSize: with every reuse
