@@ -71,11 +71,8 @@ TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
     m.drop(t, 3);
     const cudaError_t ended = c.end(unjoined);
     (void)cudaGetLastError();
-    cudaStreamCaptureStatus status{};
-    const cudaError_t asked = cudaStreamIsCapturing(t.get(), &status);
     sc::observe("unjoined.end_capture", sc::error_name(ended));
-    sc::observe("unjoined.forked_stream_capturing_after",
-                asked == cudaSuccess ? std::to_string(static_cast<int>(status)) : sc::error_name(asked));
+    sc::observe("unjoined.forked_stream_capturing_after", capture_status(t));
     EXPECT_CUDA_EQ(cudaErrorStreamCaptureUnjoined, ended) << "ending a capture with an unjoined fork";
   }
   (void)cudaGetLastError();

@@ -15,13 +15,6 @@ namespace {
 using sc::testing::decided;
 using sc::testing::PrioritySched;
 
-// Whether grid `first` was dispatched completely before grid `then` started a block (stamps compared with the
-// harness's slack), as a sentence for the row.
-bool dispatched_before(const PrioritySched& t, const sc::testing::sched_grid& first,
-                       const sc::testing::sched_grid& then) {
-  return sc::dispatch_complete_ns(first.host) <= sc::first_start_ns(then.host) + t.stamp_slack().ns();
-}
-
 // CAPT-12 (observed) · RT cudaGraphLaunch (a graph is launched into a stream), cudaGraphInstantiateWithFlags
 // (cudaGraphInstantiateFlagUseNodePriority: "Run the graph using the per-node priority attributes rather than
 // the priority of the stream it is launched into"), cudaLaunchAttributePriority (a captured kernel node takes
@@ -45,7 +38,7 @@ TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
   ASSERT_TRUE(built.not_built.empty()) << built.not_built;
   const sc::testing::sched_grid& plain = *built.pending[0];
   const sc::testing::sched_grid& graph = *built.pending[1];
-  const bool first = dispatched_before(*this, graph, plain);
+  const bool first = dispatched_before(graph, plain);
   EXPECT_TRUE(capt12.observed_row(
       "graph_runs_at_its_launch_streams_priority",
       decided(*built.not_ready, first,
@@ -83,8 +76,8 @@ TEST_F(PrioritySched, GraphRunsAtItsNodePriorityWithTheFlag) {
   const sc::testing::sched_grid& plain = *built.pending[0];
   const sc::testing::sched_grid& without = *built.pending[1];
   const sc::testing::sched_grid& with = *built.pending[2];
-  const bool with_first = dispatched_before(*this, with, plain);
-  const bool without_after = dispatched_before(*this, plain, without);
+  const bool with_first = dispatched_before(with, plain);
+  const bool without_after = dispatched_before(plain, without);
   EXPECT_TRUE(capt12.observed_row(
       "graph_runs_at_its_node_priority_with_the_flag",
       decided(*built.not_ready, with_first,

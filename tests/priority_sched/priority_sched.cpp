@@ -156,6 +156,10 @@ slack PrioritySched::stamp_slack() const {
                "ordered events may read the same value or, read on either side of an update, one tick apart");
 }
 
+bool PrioritySched::dispatched_before(const sched_grid& first, const sched_grid& then) const {
+  return dispatch_complete_ns(first.host) <= first_start_ns(then.host) + stamp_slack().ns();
+}
+
 slack PrioritySched::ready_slack() const {
   const std::uint64_t tick = std::max<std::uint64_t>(device_timer().tick_ns, 1);
   // 100 us: a ready grid starts within about a microsecond of a slot freeing (SCHED-03: 0.5 us after the

@@ -141,6 +141,9 @@ class PrioritySched : public GpuTest {
   static residency_input residency(const sched_grid& g);
   // The named tolerance for comparing block stamps taken on different SMs: a few timer ticks.
   slack stamp_slack() const;
+  // Whether every block of `first` had started before `then` started its first, within stamp_slack(): `first` was
+  // dispatched ahead of `then`.
+  bool dispatched_before(const sched_grid& first, const sched_grid& then) const;
   // How long after the first freed slot a ready pending grid starts: dispatch latency.
   slack ready_slack() const;
   // The pending grids' streams are released by the latch (sched_latch::behind): each then writes its ready
