@@ -3,6 +3,7 @@
 // priority once slots free (SCHED-05's arrangement); one of them is a graph.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,21 +16,32 @@ namespace {
 using sc::testing::decided;
 using sc::testing::PrioritySched;
 
+// The priority between the lowest and the highest, or nullopt when the device has fewer than three levels. A plain
+// grid there is dispatched after a grid of the highest priority and before one of the lowest whatever the launch
+// order, so a graph's place against it shows the graph's priority; grids of equal priority released together do
+// not keep their launch order (two H100s disagreed), so they would show nothing.
+std::optional<int> middle_priority(const PrioritySched& t) {
+  if (t.least() - t.greatest() < 2) return std::nullopt;
+  return (t.least() + t.greatest()) / 2;
+}
+
 // CAPT-12 (observed) · RT cudaGraphLaunch (a graph is launched into a stream), cudaGraphInstantiateWithFlags
 // (cudaGraphInstantiateFlagUseNodePriority: "Run the graph using the per-node priority attributes rather than
 // the priority of the stream it is launched into"), cudaLaunchAttributePriority (a captured kernel node takes
-// the capturing stream's priority): pending behind the latch, launched in this order, a plain grid in a stream
-// of the lowest priority, then a graph of one grid captured in a stream of the lowest priority and launched
-// into a stream of the highest. Row `graph_runs_at_its_launch_streams_priority` (gating): the graph's grid is
-// dispatched before the plain grid starts.
+// the capturing stream's priority): pending behind the latch, launched in this order, a plain grid at the middle
+// priority, then a graph of one grid captured in a stream of the lowest priority and launched into a stream of
+// the highest. Row `graph_runs_at_its_launch_streams_priority` (gating): the graph's grid is dispatched before the
+// plain grid starts.
 TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
   const sc::claim capt12("CAPT-12", sc::verdict_kind::observed,
                          "RT cudaGraphLaunch; cudaGraphInstantiateWithFlags (UseNodePriority)");
-  if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
+  const std::optional<int> middle = middle_priority(*this);
+  if (!middle)
+    GTEST_SKIP() << "the device has " << least() - greatest() + 1 << " stream priority levels; this needs three";
   // Mutation (arrangement): the graph is launched into a stream of the lowest priority.
   const int launch_priority = capt12.mutated(sc::mutation_kind::arrangement) ? least() : greatest();
   std::vector<pending_grid> specs;
-  specs.push_back({"plain_low", least(), least(), wave()});
+  specs.push_back({"plain_middle", *middle, *middle, wave()});
   pending_grid g{"graph", launch_priority, launch_priority, wave()};
   g.captured_at = least();
   specs.push_back(g);
@@ -43,30 +55,31 @@ TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
       "graph_runs_at_its_launch_streams_priority",
       decided(*built.not_ready, first,
               std::string("the graph captured at the lowest priority, launched into a stream of the highest, ") +
-                  (first ? "was" : "was not") +
-                  " dispatched before the plain lowest-priority grid launched ahead of it")));
+                  (first ? "was" : "was not") + " dispatched before the plain middle-priority grid")));
 }
 
-// CAPT-12 (observed) · the same sources: pending behind the latch, launched in this order, a plain grid in a
-// stream of the lowest priority, a graph captured in a stream of the highest priority and instantiated without
-// flags, and a second capture like it instantiated with cudaGraphInstantiateFlagUseNodePriority, both launched into
-// streams of the lowest priority. Row `graph_runs_at_its_node_priority_with_the_flag` (gating): the flagged
-// graph is dispatched before the plain grid starts; row `graph_without_the_flag_waits_behind_the_plain_grid`
-// (recorded as observed, not gating: grids of equal priority in launch order are SCHED-06's claim).
+// CAPT-12 (observed) · the same sources: pending behind the latch, launched in this order, a plain grid at the
+// middle priority, a graph captured in a stream of the highest priority and instantiated without flags, and a
+// second capture like it instantiated with cudaGraphInstantiateFlagUseNodePriority, both launched into streams of
+// the lowest priority. Rows (gating): `graph_runs_at_its_node_priority_with_the_flag`, the flagged graph is
+// dispatched before the plain grid starts; `graph_without_the_flag_runs_at_its_launch_streams_priority`, the plain
+// grid is dispatched before the unflagged graph starts.
 TEST_F(PrioritySched, GraphRunsAtItsNodePriorityWithTheFlag) {
   const sc::claim capt12("CAPT-12", sc::verdict_kind::observed,
                          "RT cudaGraphInstantiateWithFlags (cudaGraphInstantiateFlagUseNodePriority)");
-  if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
+  const std::optional<int> middle = middle_priority(*this);
+  if (!middle)
+    GTEST_SKIP() << "the device has " << least() - greatest() + 1 << " stream priority levels; this needs three";
   // Mutation (arrangement): the flagged graph is instantiated without the flag.
   const unsigned long long flag = capt12.mutated(sc::mutation_kind::arrangement)
                                       ? 0ull
                                       : static_cast<unsigned long long>(cudaGraphInstantiateFlagUseNodePriority);
   std::vector<pending_grid> specs;
-  specs.push_back({"plain_low", least(), least(), wave()});
+  specs.push_back({"plain_middle", *middle, *middle, wave()});
   pending_grid plain_graph{"graph_without_flag", least(), least(), wave()};
   plain_graph.captured_at = greatest();
   specs.push_back(plain_graph);
-  pending_grid flagged{"graph_with_flag", least(), greatest(), wave()};
+  pending_grid flagged{"graph_with_flag", least(), flag != 0 ? greatest() : least(), wave()};
   flagged.captured_at = greatest();
   flagged.instantiate_flags = flag;
   specs.push_back(flagged);
@@ -83,12 +96,12 @@ TEST_F(PrioritySched, GraphRunsAtItsNodePriorityWithTheFlag) {
       decided(*built.not_ready, with_first,
               std::string("the graph captured at the highest priority, instantiated with UseNodePriority and "
                           "launched into a lowest-priority stream, ") +
-                  (with_first ? "was" : "was not") + " dispatched before the plain lowest-priority grid")));
-  EXPECT_TRUE(capt12.observed_row(
-      "graph_without_the_flag_waits_behind_the_plain_grid",
-      decided(*built.not_ready, without_after,
-              std::string("a graph like it instantiated without the flag ") +
-                  (without_after ? "started after" : "started before") + " the plain grid was dispatched")));
+                  (with_first ? "was" : "was not") + " dispatched before the plain middle-priority grid")));
+  EXPECT_TRUE(capt12.observed_row("graph_without_the_flag_runs_at_its_launch_streams_priority",
+                                  decided(*built.not_ready, without_after,
+                                          std::string("a graph like it instantiated without the flag ") +
+                                              (without_after ? "started after" : "started before") +
+                                              " the plain middle-priority grid was dispatched")));
 }
 
 }  // namespace
