@@ -86,8 +86,8 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
   // Under a tool the children's records show the tool's scheduling (racecheck: 3 blocks on an SM, 2 fit).
   SC_REQUIRE(sc::requirement::uninstrumented_kernels);
   // Each context on its own stays within the device limits (SCHED-13).
-  EXPECT_TRUE(sc::testing::within_residency_limits({{&l, threads(), "low"}}, properties(), "residency.low"));
-  EXPECT_TRUE(sc::testing::within_residency_limits({{&h, threads(), "high"}}, properties(), "residency.high"));
+  EXPECT_TRUE(sc::testing::residency_verdict({{&l, threads(), "low"}}, properties(), "residency.low"));
+  EXPECT_TRUE(sc::testing::residency_verdict({{&h, threads(), "high"}}, properties(), "residency.high"));
   // Both together: more blocks on one SM than fit means the contexts took turns (time-slicing).
   std::uint32_t most = 0;
   for (const sc::residency_peak& p : sc::residency_peaks({{&l, threads(), "low"}, {&h, threads(), "high"}}))
@@ -151,7 +151,7 @@ TEST_F(PrioritySched, ContextsAreTimeSliced) {
     sc::block_records spans;
     for (const auto& g : logs[i]) spans.push_back({g.t0_ns, g.t1_ns, 0, g.sm_begin, g.sm_end, 0, 0});
     const std::string name = i == 0 ? "a" : "b";
-    EXPECT_TRUE(sc::testing::within_residency_limits({{&spans, threads(), name}}, properties(), "residency." + name));
+    EXPECT_TRUE(sc::testing::residency_verdict({{&spans, threads(), name}}, properties(), "residency." + name));
   }
   std::vector<double> runs_us;
   std::vector<double> gaps_us;

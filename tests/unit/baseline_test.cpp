@@ -135,28 +135,24 @@ TEST(BaselineRows, GatingDiffersFailsNotGatingShowsAndMissingIsNotJudged) {
 
 namespace {
 
-// A recorded claim's row is shown, never judged (and listed for the test's skip message); once a test found
-// that another context shared its GPU, every row it records after is invalid, recorded claims' too.
-TEST(BaselineRows, RecordedRowsAreShownAndRowsAfterASharedGpuAreInvalid) {
-  sc::detail::begin_record("Unit", "RecordedAndShared");
+// A recorded claim's row is shown, never judged (and listed for the test's skip message). Its claims reach the
+// XML only when the record ends (take_result): this test never ends its record, so it puts no claim into a
+// run's evidence.
+TEST(BaselineRows, RecordedRowsAreShownNeverJudged) {
+  sc::detail::begin_record("Unit", "Recorded");
   const sc::claim recorded("SCHED-12", sc::verdict_kind::recorded, "unit");
-  const sc::claim observed("SCHED-01", sc::verdict_kind::observed, "unit");
   const ::testing::AssertionResult shown = recorded.matches_baseline("unit.recorded", 7);
   EXPECT_TRUE(shown);
   EXPECT_NE(std::string::npos, std::string(shown.message()).find("(recorded)")) << shown.message();
   EXPECT_TRUE(contains(sc::detail::recorded_rows(), "SCHED-12/unit.recorded = 7"));
   EXPECT_TRUE(sc::detail::has_claim_of_kind(sc::verdict_kind::recorded));
   EXPECT_FALSE(sc::detail::has_claim_of_kind(sc::verdict_kind::documented));
-  sc::detail::set_gpu_shared({{"widest_gap_ns", 2'500'000}}, "the GPU was shared with another context");
-  const ::testing::AssertionResult after = observed.matches_baseline("unit.after", true);
-  EXPECT_FALSE(after);
-  EXPECT_NE(std::string::npos, std::string(after.message()).find("not judged: the GPU was shared")) << after.message();
-  EXPECT_FALSE(recorded.matches_baseline("unit.recorded_after", 8));
-  EXPECT_FALSE(observed.observed_row("unit.row_after", sc::gated_result(sc::gated_outcome::holds, "unit")));
+  const ::testing::TestResult& result = *::testing::UnitTest::GetInstance()->current_test_info()->result();
+  for (int i = 0; i < result.test_property_count(); ++i)
+    EXPECT_NE(std::string("catalog_id"), result.GetTestProperty(i).key()) << "a claim reached the XML";
   // The next test starts with none of it.
   sc::detail::begin_record("Unit", "Next");
   EXPECT_TRUE(sc::detail::recorded_rows().empty());
-  EXPECT_TRUE(sc::detail::matches_baseline("SCHED-01", "unit.next", true)) << "no record of the earlier test";
 }
 
 }  // namespace

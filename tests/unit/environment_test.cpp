@@ -163,20 +163,6 @@ TEST(ComputeModes, HaveTheirDriverNames) {
 
 namespace {
 
-// The processes nvidia-smi lists with a context on the run's GPU: those of that GPU only, a name with commas
-// kept whole, anything that is not a line of the query left out.
-TEST(ComputeProcesses, TheLinesOfTheRunsGpu) {
-  const std::vector<std::string> lines = {"GPU-aaaa, 4242, /usr/bin/python3", "GPU-bbbb, 7, other",
-                                          "GPU-aaaa, 99, sc_probe, with, commas", "No running processes found",
-                                          "GPU-aaaaaa, 1, a longer UUID"};
-  const std::vector<sc::compute_process> found = sc::compute_processes_on("GPU-aaaa", lines);
-  ASSERT_EQ(2u, found.size());
-  EXPECT_EQ("4242", found[0].pid);
-  EXPECT_EQ("/usr/bin/python3", found[0].name);
-  EXPECT_EQ("sc_probe, with, commas", found[1].name);
-  EXPECT_TRUE(sc::compute_processes_on("", lines).empty());
-}
-
 // The kernel module's release and flavor from the lines /proc/driver/nvidia/version begins with, open and
 // proprietary; anything else gives neither.
 TEST(KernelModule, ReleaseAndFlavorFromTheNvrmLine) {
@@ -193,23 +179,6 @@ TEST(KernelModule, ReleaseAndFlavorFromTheNvrmLine) {
   EXPECT_EQ("535.104.05", arm.version);
   EXPECT_TRUE(sc::kernel_module_from("GCC version:  gcc version 12.2.0").version.empty());
   EXPECT_TRUE(sc::kernel_module_from("").flavor.empty());
-}
-
-}  // namespace
-
-namespace {
-
-// A test executable of the suite by nvidia-smi's name for it; the suite's probe and anything else are not.
-TEST(ComputeProcesses, SuiteTestProcessesAreKnownByTheirExecutable) {
-  EXPECT_TRUE(sc::is_suite_test_process("/work/build/tests/priority_sched/sc_priority_sched_tests"));
-  EXPECT_TRUE(sc::is_suite_test_process("sc_events_tests"));
-  EXPECT_TRUE(sc::is_suite_test_process("/b/tests/default_streams/sc_default_streams_tests_ptds_nvcc"));
-  EXPECT_TRUE(sc::is_suite_test_process("sc_family2_tests"));
-  EXPECT_FALSE(sc::is_suite_test_process("sc_teststests"));
-  EXPECT_FALSE(sc::is_suite_test_process("/work/build/fixtures/sc_probe"));
-  EXPECT_FALSE(sc::is_suite_test_process("/usr/bin/python3"));
-  EXPECT_FALSE(sc::is_suite_test_process("/opt/sc_tests"));
-  EXPECT_FALSE(sc::is_suite_test_process("/opt/sc_x_tests.sh"));
 }
 
 }  // namespace

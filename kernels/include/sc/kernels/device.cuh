@@ -40,8 +40,14 @@ __device__ inline void gate_wait(gate_word* gate, std::uint64_t watchdog_ns, boo
   const std::uint64_t since = now_ns();
   sys_u64(gate->start_ns).store(since, cuda::memory_order_relaxed);
   sys_u32(gate->started).store(1u, cuda::memory_order_release);
+  // The widest stop between two timer reads: a wait that lost its SM to another context (sharing.hpp).
+  std::uint64_t last = since;
+  std::uint64_t widest = 0;
   while (sys_u32(gate->open).load(cuda::memory_order_acquire) == 0u) {
-    if (now_ns() - since > watchdog_ns) {
+    const std::uint64_t now = now_ns();
+    if (now - last > widest) widest = now - last;
+    last = now;
+    if (now - since > watchdog_ns) {
       sys_u32(gate->timed_out).store(1u, cuda::memory_order_release);
       if (banner)
         printf("STREAMCHECK-WATCHDOG: gate %p was not opened within %llu ns\n", static_cast<void*>(gate),
@@ -50,7 +56,11 @@ __device__ inline void gate_wait(gate_word* gate, std::uint64_t watchdog_ns, boo
     }
     __nanosleep(kPollNs);
   }
-  sys_u64(gate->end_ns).store(now_ns(), cuda::memory_order_release);
+  const std::uint64_t end = now_ns();
+  if (end - last > widest) widest = end - last;
+  sys_u32(gate->widest_gap_ns)
+      .store(widest > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(widest), cuda::memory_order_relaxed);
+  sys_u64(gate->end_ns).store(end, cuda::memory_order_release);
 }
 
 // Takes the next ticket from *counter (device memory) and publishes it in board->ticket[id].

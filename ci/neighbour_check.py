@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""The gate's own check on a GPU: does it see a neighbour? Runs ci/gate.sh on one GPU (CUDA_VISIBLE_DEVICES,
+default 0) alone and beside each neighbour, a second process (sc_probe busy) with a context on that GPU:
+
+    alone    no neighbour: the gate must exit 0 and no test may say it shared the GPU
+    short    200 us kernels of one block, one after another, for the whole run
+    full     2 ms kernels filling every SM, for the whole run
+    window   2 ms kernels filling every SM, started after the run began and ended before it finished
+
+Beside a neighbour the gate must exit 2, and every GPU test whose time (the observation's started_unix_ms
+and duration_ms) overlapped the neighbour's life must end "not judged" (skip kind shared_gpu), never passed
+or failed. It prints a line per case, with the widest stop of the tests' own kernels (the evidence of
+sharing.hpp's bound), and exits 0 when every case held.
+
+    ci/neighbour_check.py BUILD_DIR [CASE ...]
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent
+CASES = {  # sc_probe busy arguments, and (start after, life) in seconds for a neighbour of a window
+    "alone": None,
+    "short": (["--spin-us", "200", "--blocks", "1"], None),
+    "full": (["--spin-us", "2000"], None),
+    "window": (["--spin-us", "2000"], (4.0, 4.0)),
+}
+
+
+def start_neighbour(build, device, args, life_s=None):
+    """sc_probe busy on `device`; returns the process once it said ready, and when that was."""
+    command = [str(Path(build) / "fixtures" / "sc_probe"), "busy", "--device", device] + args
+    if life_s is not None:
+        command += ["--ms", str(int(life_s * 1000))]
+    probe = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, CUDA_VISIBLE_DEVICES=device))
+    line = probe.stdout.readline().strip()
+    if line != "ready":
+        raise RuntimeError("the neighbour did not start: %r" % line)
+    return probe, time.time()
+
+
+def stop_neighbour(probe):
+    """Ends the neighbour (closes its input) and returns when it ended."""
+    if probe.poll() is None:
+        probe.stdin.close()
+    probe.wait(timeout=60)
+    return time.time()
+
+
+def tests_of(run):
+    """(name, start, end, outcome, skip kind, evidence) of each GPU test of a run folder, from its observations."""
+    found = []
+    for path in sorted((Path(run) / "observations").glob("*.json")):
+        doc = json.loads(path.read_text())
+        start = doc.get("started_unix_ms")
+        if not isinstance(start, int) or "gpu_sharing" not in doc:
+            continue  # skipped before it had a GPU
+        end = start + int(doc.get("duration_ms") or 0)
+        found.append((doc.get("ctest_name"), start / 1000.0, end / 1000.0, doc.get("outcome"),
+                      doc.get("skip_kind"), doc["gpu_sharing"]))
+    return found
+
+
+def run_gate(build, device, case):
+    """Runs the gate beside the case's neighbour; returns (exit status, run folder, neighbour's life, log)."""
+    spec = CASES[case]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=device)
+    log = Path(build, "neighbour-%s.log" % case)
+    probe = None
+    if spec is not None and spec[1] is None:
+        probe, born = start_neighbour(build, device, spec[0])
+    with log.open("w") as out:
+        gate = subprocess.Popen(["bash", str(SRC / "ci" / "gate.sh"), str(build)], env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
+        if spec is not None and spec[1] is not None:
+            time.sleep(spec[1][0])  # a neighbour that comes while the run goes on (no ordering rests on it)
+            probe, born = start_neighbour(build, device, spec[0], spec[1][1])
+            probe.wait(timeout=120)
+        gate.wait(timeout=900)
+    life = (born, stop_neighbour(probe)) if probe is not None else None
+    said = log.read_text()
+    runs = re.findall(r"^gate: results in (\S+)", said, re.M)
+    return gate.returncode, (runs[0] if runs else None), life
+
+
+def judge(case, rc, run, life):
+    """The case's line and whether it held."""
+    tests = tests_of(run) if run else []
+    gaps = [(t[5].get("widest_gap_ns") or 0, t[0], t[5].get("gap_where")) for t in tests]
+    widest = max(gaps) if gaps else (0, None, None)
+    shared = [t for t in tests if t[4] == "shared_gpu"]
+    sources = sorted({t[5].get("process_source", "?").split(":")[0] for t in tests})
+    if life is None:
+        ok = rc == 0 and not shared and bool(tests)
+        what = "gate exit %d, %d GPU tests, %d not judged (shared)" % (rc, len(tests), len(shared))
+    else:
+        beside = [t for t in tests if t[1] < life[1] and t[2] > life[0]]
+        judged = [t for t in beside if t[3] in ("passed", "failed")]
+        ok = rc == 2 and bool(beside) and not judged
+        what = "gate exit %d, %d GPU tests, %d beside the neighbour, %d of them not judged, %d judged%s" % (
+            rc, len(tests), len(beside), sum(1 for t in beside if t[4] == "shared_gpu"), len(judged),
+            "".join("\n    judged beside it: %s (%s)" % (t[0], t[3]) for t in judged[:10]))
+    print("neighbour_check: %-6s %s: %s; widest stop of a test's own kernel %.3f ms (%s, %s); process source %s"
+          % (case, "held" if ok else "FAILED", what, widest[0] / 1e6, widest[1], widest[2], ",".join(sources)))
+    return ok
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(argv) >= 2 else 2
+    build = Path(argv[1]).resolve()
+    cases = argv[2:] or list(CASES)
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        print("neighbour_check: unknown case(s) %s; cases: %s" % (", ".join(unknown), ", ".join(CASES)),
+              file=sys.stderr)
+        return 2
+    device = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+    held = True
+    for case in cases:
+        rc, run, life = run_gate(build, device, case)
+        held = judge(case, rc, run, life) and held
+    print("neighbour_check: %s" % ("every case held" if held else "a case did not hold (see above)"))
+    return 0 if held else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
