@@ -3,19 +3,26 @@
 documented exit codes (the worst run's counts).
 
     python3 reports/streamcheck_gate.py RUN_DIR... [--markdown OUT.md] [--junit OUT.xml] [--no-tracing-required]
+                                        [--source SRC_DIR]
 
 Exit status:
   0  every behavior as expected
   1  a behavior regressed: a test failed (a documented claim, or any other test), or a gating baseline row
      differs (differs-gating; no-baseline-dir fails the same way)
-  2  the run is not trustworthy: no GPU used, tracing (CUPTI) off where required, the results folder incomplete
-     (no env.json, unreadable result files, a test without its XML, a test with a claim without its observation
-     file, the run not finished), a gate watchdog fired, a mutation active; also bad arguments
+  2  the run is not trustworthy: no GPU used, the runner's set-up, a test that ran beside another context on
+     the GPU (not judged), tracing (CUPTI) off where required, the results folder incomplete (no env.json,
+     unreadable result files, a test without its XML, a test with a claim without its observation file, the
+     run not finished), a gate watchdog fired, a mutation active; also bad arguments
+
+The first line counts the observed rows no baseline judged (a GPU without a baseline file), when there are
+any: exit 0 then proves the documented behaviors only.
 
 RUN_DIR/junit.xml, ctest --output-junit's file where ci/run_suite.sh put it, is read to find tests that ctest
 ran but that left no XML (a crash or a timeout). --markdown: a Markdown summary (appended to
 $GITHUB_STEP_SUMMARY as well when that is set).
---junit: JUnit XML with claim IDs and skip reasons. Python 3.9+ standard library only.
+--junit: JUnit XML with claim IDs and skip reasons. --source: the tree the report reads its plans and
+baselines from (default: the folder above reports/); the summary says when it is at another commit than the
+run. Python 3.9+ standard library only.
 """
 
 from __future__ import annotations
@@ -50,8 +57,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML (claim IDs, skip reasons) here")
     parser.add_argument("--no-tracing-required", action="store_true",
                         help="accept a run with CUPTI tracing off (e.g. under compute-sanitizer)")
+    parser.add_argument("--source", metavar="SRC_DIR", default=str(Path(__file__).resolve().parent.parent),
+                        help="the source tree the report reads its plans and baselines from (default: the folder "
+                             "above reports/): the summary says when it is at another commit than the run")
     args = parser.parse_args(argv)
-    results = [gate(Path(d), require_tracing=not args.no_tracing_required) for d in args.run_dirs]
+    results = [gate(Path(d), require_tracing=not args.no_tracing_required, source=Path(args.source))
+               for d in args.run_dirs]
     for result in results:
         for line in summary_lines(result["verdict"]):
             print(line if len(results) == 1 else "%s %s" % (result["verdict"].get("label") or result["verdict"]["run"],

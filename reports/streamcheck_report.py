@@ -35,7 +35,7 @@ from typing import Dict, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from streamcheck.common import GENERATOR, InputError  # noqa: E402  (after the path is set)
+from streamcheck.common import COUNT_LABEL, GENERATOR, InputError  # noqa: E402  (after the path is set)
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -93,8 +93,10 @@ def report(run_dir: Path, source: Path, output: Path) -> int:
             write_output(path, json.dumps(chrome_trace(test, gpu), separators=(",", ":")))
             traces += 1
     t = model["totals"]
-    print("report: %s (%d tests: %d passed, %d failed, %d skipped; %d IDs uncovered%s)"
-          % (output, t["tests"], t["passed"], t["failed"], t["skipped"], model["coverage"]["counts"]["uncovered"],
+    print("report: %s (%d tests: %s%s; %d IDs uncovered%s)"
+          % (output, t["tests"], ", ".join("%d %s" % (t[key], label) for key, label in COUNT_LABEL.items()),
+             "; %d planned test(s) not in this run" % t["planned"] if t["planned"] else "",
+             model["coverage"]["counts"]["uncovered"],
              "; %d Chrome traces in %s" % (traces, output.parent / "traces") if traces else ""))
     if model["nothing_on_gpu"]:
         print("report: %s" % model["nothing_on_gpu"])

@@ -13,9 +13,17 @@ from typing import Any, List, Optional, Tuple
 GENERATOR = "streamcheck_report"
 GENERATOR_VERSION = "2.0.0"
 
-# Test outcomes, in the order a family table lists them (failed first).
-TEST_ORDER = {"failed": 0, "notrun": 1, "skipped": 2, "passed": 3}
-TEST_LABEL = {"failed": "FAIL", "notrun": "not run", "skipped": "skipped", "passed": "pass"}
+# Test outcomes (results.outcome()), in the order a family table lists them (failed first). "shared_gpu": the
+# test ran beside another context on the GPU, so nothing it showed is judged; "planned": a test a plan names
+# that the run never listed (the report's placeholder), which no count of the run's tests includes.
+SHARED_GPU_LABEL = "not judged (shared GPU)"
+TEST_ORDER = {"failed": 0, "notrun": 1, "shared_gpu": 2, "skipped": 3, "passed": 4, "planned": 5}
+TEST_LABEL = {"failed": "FAIL", "notrun": "not run", "shared_gpu": SHARED_GPU_LABEL, "skipped": "skipped",
+              "passed": "pass", "planned": "planned, not in this run"}
+# The outcomes every count of a run's tests has (the report's totals, the gate's counts, JUnit), in order, with
+# the words a count uses. "not run" is a test an entry was asked to run that has no result.
+COUNT_LABEL = {"passed": "passed", "failed": "failed", "skipped": "skipped", "shared_gpu": SHARED_GPU_LABEL,
+               "notrun": "not run"}
 
 # Coverage statuses of a catalog ID.
 COVERAGE_LABEL = {

@@ -15,6 +15,7 @@ from .common import (GENERATOR, GENERATOR_VERSION, TEST_LABEL, Markup, cuda_vers
 from .model import same_value
 from .page import embed_json
 from .page_parts import environment_facts, environment_tables, facts_markup, run_fact
+from .results import outcome
 from .templates import EMPTY, fill, fill_page, join, template_text
 
 # The environment facts compared first, as (label, path in env.json); then every environment variable.
@@ -71,7 +72,7 @@ def first_line(test: Dict[str, Any]) -> str:
     if test["status"] == "failed" and test["failures"]:
         lines = [line for line in test["failures"][0].strip().splitlines() if line.strip()]
         return " ".join(lines[1:2] or lines[:1])[:200]
-    if test["status"] == "skipped":
+    if test["status"] == "skipped":  # a test not judged for a shared GPU too: its reason says so
         return (test["skip_reason"] or "(no reason given)")[:200]
     return test["notes"][0][:200] if test["notes"] else ""
 
@@ -93,8 +94,8 @@ def compare_runs(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
     status, values, baselines = [], [], []
     for name in sorted(set(old["tests"]) & set(new["tests"])):
         a, b = old["tests"][name], new["tests"][name]
-        if a["status"] != b["status"]:
-            status.append({"test": name, "old": a["status"], "new": b["status"], "why": first_line(b)})
+        if outcome(a) != outcome(b):
+            status.append({"test": name, "old": outcome(a), "new": outcome(b), "why": first_line(b)})
         for key in sorted(set(a["observations"]) | set(b["observations"]), key=str):
             va, vb = a["observations"].get(key), b["observations"].get(key)
             if not same_value(va, vb):
@@ -112,8 +113,8 @@ def compare_runs(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
     moved = [c for c in values if c["relative"] is None or abs(c["relative"]) >= NOISE_RELATIVE]
     jitter = [c for c in values if c["relative"] is not None and abs(c["relative"]) < NOISE_RELATIVE]
     moved.sort(key=lambda c: (c["relative"] is not None, -abs(c["relative"] or 0)))
-    added = [{"test": n, "status": new["tests"][n]["status"]} for n in sorted(set(new["tests"]) - set(old["tests"]))]
-    removed = [{"test": n, "status": old["tests"][n]["status"]} for n in sorted(set(old["tests"]) - set(new["tests"]))]
+    added = [{"test": n, "status": outcome(new["tests"][n])} for n in sorted(set(new["tests"]) - set(old["tests"]))]
+    removed = [{"test": n, "status": outcome(old["tests"][n])} for n in sorted(set(old["tests"]) - set(new["tests"]))]
     problems = ["%s (old run)" % p for p in old["problems"]] + ["%s (new run)" % p for p in new["problems"]]
     return {"old": old, "new": new, "environment": environment, "status": status, "values": moved, "jitter": jitter,
             "baselines": baselines, "added": added, "removed": removed, "problems": problems,

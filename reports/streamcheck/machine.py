@@ -11,12 +11,12 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .common import GENERATOR, GENERATOR_VERSION, Markup, dig, fmt_value, plural
+from .common import COUNT_LABEL, GENERATOR, GENERATOR_VERSION, Markup, dig, fmt_value, plural
 from .compare import ENV_FIELDS, env_value, first_line, mono, section, status_badge, table
 from .model import same_value
 from .page import embed_json
 from .page_parts import environment_facts, environment_tables, facts_markup
-from .results import nothing_tested_on_gpu
+from .results import count_outcomes, nothing_tested_on_gpu, outcome
 from .templates import EMPTY, fill, fill_page, join, template_text
 
 # Facts that differ between any two GPUs by nature, or that say nothing about the GPU.
@@ -40,11 +40,8 @@ def gpu_label(run: Dict[str, Any]) -> str:
 
 
 def family_counts(run: Dict[str, Any]) -> Dict[str, Dict[str, int]]:
-    counts: Dict[str, Dict[str, int]] = {}
-    for t in run["tests"].values():
-        row = counts.setdefault(t["family"], {"passed": 0, "failed": 0, "skipped": 0, "notrun": 0})
-        row[t["status"]] = row.get(t["status"], 0) + 1
-    return counts
+    families = sorted({t["family"] for t in run["tests"].values()})
+    return {f: count_outcomes(t for t in run["tests"].values() if t["family"] == f) for f in families}
 
 
 def differing(values: List[Any]) -> bool:
@@ -68,7 +65,7 @@ def machine_view(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     names = sorted(set().union(*(set(r["tests"]) for r in gpus))) if gpus else []
     for name in names:
         tests = [r["tests"].get(name) for r in gpus]
-        statuses = [t["status"] if t else None for t in tests]
+        statuses = [outcome(t) if t else None for t in tests]
         if differing(statuses):
             why = next((first_line(t) for t in tests if t and t["status"] == "failed"), "") or \
                 next((first_line(t) for t in tests if t and first_line(t)), "")
@@ -104,8 +101,8 @@ def counts_text(counts: Optional[Dict[str, int]]) -> str:
     if not counts:
         return "\u2014"
     parts = ["%d passed" % counts["passed"]]
-    parts += ["%d %s" % (counts[k], label) for k, label in (("failed", "FAILED"), ("skipped", "skipped"),
-                                                             ("notrun", "not run")) if counts.get(k)]
+    parts += ["%d %s" % (counts[k], "FAILED" if k == "failed" else label) for k, label in COUNT_LABEL.items()
+              if k != "passed" and counts.get(k)]
     return ", ".join(parts)
 
 
@@ -173,8 +170,7 @@ def render_machine(view: Dict[str, Any], source: Path, page: Path) -> str:
         section("pairs", "Tests that need two GPUs", table(
             ["GPUs", "Run", "Result", "Failed"],
             [[mono(visible_devices(r)), report_link(r, page),
-              counts_text({k: sum(1 for t in r["tests"].values() if t["status"] == k)
-                           for k in ("passed", "failed", "skipped", "notrun")}),
+              counts_text(count_outcomes(r["tests"].values())),
               join([mono(n) for n, t in sorted(r["tests"].items()) if t["status"] == "failed"], ", ")]
              for r in pairs], "No run over a pair of GPUs (a machine of one GPU).")),
         section("environment", "Environments", fill("both_environments", tables=environment_tables(gpus))),

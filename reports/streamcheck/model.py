@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import subprocess
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .common import COVERAGE_ORDER, DASHES, TEST_LABEL, TEST_ORDER, InputError, dig, fmt_value
-from .results import BASELINE_SCHEMA, check_member, check_schema, new_test, read_json, read_text
+from .common import COVERAGE_ORDER, DASHES, SHARED_GPU_LABEL, TEST_LABEL, TEST_ORDER, InputError, dig, fmt_value
+from .results import (BASELINE_SCHEMA, SHARED_GPU, check_member, check_schema, count_outcomes, new_test, outcome,
+                      read_json, read_text, sharing_text)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -213,7 +215,7 @@ def coverage_detail(results: Sequence[Dict[str, Any]], missing: Sequence[str], d
     notes = []
     counts: Dict[str, int] = {}
     for t in results:
-        counts[t["status"]] = counts.get(t["status"], 0) + 1
+        counts[outcome(t)] = counts.get(outcome(t), 0) + 1
     if len(results) > 1 or results and missing:
         notes.append(", ".join("%d %s" % (counts[s], TEST_LABEL[s]) for s in TEST_ORDER if s in counts)
                      + (" of %d planned" % (len(results) + len(missing)) if missing else ""))
@@ -221,8 +223,9 @@ def coverage_detail(results: Sequence[Dict[str, Any]], missing: Sequence[str], d
         if t["status"] == "failed" and t["failures"]:
             first = t["failures"][0].strip().splitlines()
             notes.append("%s: %s" % (label_of(t), " ".join(first[1:2] or first[:1])))
-    # A skip of the baseline rule says "not judged: …" itself.
-    reasons = sorted({("" if is_unjudged(t) else "skipped: ") + (t["skip_reason"] or "(no reason given)")
+    # A skip of the baseline rule says "not judged: …" itself; a test not judged for a shared GPU says why.
+    reasons = sorted({"%s: %s" % (SHARED_GPU_LABEL, sharing_text(t)) if outcome(t) == SHARED_GPU else
+                      ("" if is_unjudged(t) else "skipped: ") + (t["skip_reason"] or "(no reason given)")
                       for t in results if t["status"] == "skipped"})
     notes.extend(reasons)
     if missing:
@@ -250,6 +253,8 @@ def skip_groups(tests: Iterable[Dict[str, Any]], not_run: bool = False) -> List[
     The baseline rule's skips list their rows, so they differ from test to test: one reason for all."""
     groups: Dict[str, int] = {}
     for t in tests:
+        if outcome(t) == SHARED_GPU:
+            continue  # counted apart, never an ordinary skip
         if t["status"] == "skipped":
             key = UNJUDGED_REASON if is_unjudged(t) else RECORDED_REASON if t["skip_kind"] == "recorded" else \
                 t["skip_reason"] or "(no reason given)"
@@ -265,6 +270,8 @@ def baseline_differences(tests: Iterable[Dict[str, Any]]) -> Dict[str, List[str]
     """catalog ID -> descriptions of baseline entries whose value differs."""
     found: Dict[str, List[str]] = {}
     for t in tests:
+        if outcome(t) == SHARED_GPU:
+            continue  # its rows are not judged, whatever they say
         for entry in t["baseline"]:
             status = entry.get("status")
             if status in ("differs", "differs-gating"):
@@ -273,6 +280,68 @@ def baseline_differences(tests: Iterable[Dict[str, Any]]) -> Dict[str, List[str]
                     fmt_value(entry.get("expected")), ", gating" if status == "differs-gating" else "", label_of(t))
                 found.setdefault(str(entry.get("id")), []).append(text)
     return found
+
+
+# Baseline row statuses of a value that no baseline judged here: no file, no entry, not measurable.
+UNJUDGED_ROWS = ("no-baseline", "no-entry", "not-measured")
+
+
+def unjudged_notes(test: Dict[str, Any], ident: str) -> List[str]:
+    """Why rows of the claim were not judged in a test, one line: the fixture's record of its observed claims
+    (unjudged_claims), else, for a test that kept its verdict, the rows themselves (a documented claim's rows
+    have no other record)."""
+    reasons = [u["reason"] for u in test["unjudged_claims"] if u["id"] == ident]
+    rows = [r for r in test["baseline"] if str(r.get("id")) == ident and r.get("status") in UNJUDGED_ROWS]
+    if not reasons and rows and test["status"] in ("passed", "failed"):
+        first = rows[0]
+        reasons = ["%s/%s (%s)%s" % (ident, fmt_value(first.get("key")), first.get("detail") or first.get("status"),
+                                     " and %d more row(s)" % (len(rows) - 1) if len(rows) > 1 else "")]
+    return ["not judged in %s: %s" % (label_of(test), reason) for reason in reasons]
+
+
+def unjudged_rows_line(tests: Iterable[Dict[str, Any]], arch: Optional[str]) -> Optional[str]:
+    """"12 observed row(s) not judged: no baseline for sm_100": the baseline rows of the run (a documented
+    claim's included) that no baseline file or entry judged, and why; None when there is none. What the run
+    proves is then its documented claims."""
+    reasons: Dict[str, int] = {}
+    for t in tests:
+        for row in t["baseline"]:
+            if row.get("status") in ("no-baseline", "no-entry"):
+                found = re.search(r"(sm_\w+)\.json", str(row.get("detail") or ""))
+                name = found.group(1) if found else arch or "this GPU"
+                why = ("no baseline for %s" if row["status"] == "no-baseline" else
+                       "no entry in the baseline for %s") % name
+                reasons[why] = reasons.get(why, 0) + 1
+    if not reasons:
+        return None
+    why = next(iter(reasons)) if len(reasons) == 1 else ", ".join("%d %s" % (n, r) for r, n in sorted(reasons.items()))
+    return "%d observed row(s) not judged: %s" % (sum(reasons.values()), why)
+
+
+def tree_head(source: Path) -> Optional[str]:
+    """git HEAD of the source tree where it is a checkout of its own (not a folder of another one); None where
+    git cannot say."""
+    try:
+        done = subprocess.run(["git", "-C", str(source), "rev-parse", "--show-toplevel", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != Path(source).resolve():
+        return None
+    return lines[1].strip()
+
+
+def source_mismatch(env: Dict[str, Any], source: Path) -> Optional[str]:
+    """A line when the source tree that the plans (tests/*/README.md) and the baseline files are read from is
+    at another commit than the run: they may name tests and values the run did not have. None when both are at
+    one commit, or either is unknown."""
+    commit = dig(env, "streamcheck", "commit")
+    head = tree_head(source) if isinstance(commit, str) and commit else None
+    if head is None or head == commit:
+        return None
+    return ("the plans and baselines are read from %s at commit %s, but the run was made at commit %s: they may "
+            "name tests and values the run did not have" % (source, head[:12], commit[:12]))
 
 
 def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
@@ -319,10 +388,10 @@ def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, 
             diff = differs.get(row["id"], [])
             entry["status"] = aggregate(results, entry["missing"], diff)
             entry["detail"] = coverage_detail(results, entry["missing"], diff)
-            # Row by row: a test that passed on its documented claims left this observed claim not judged.
-            unjudged = ["not judged in %s: %s" % (label_of(t), u["reason"]) for t in results
-                        for u in t["unjudged_claims"] if u["id"] == row["id"]]
-            if unjudged and entry["status"] == "pass":
+            # Row by row: a test that kept its verdict (it has a documented claim) left rows of this claim not
+            # judged. An observed claim is then not a pass; a documented one was asserted, and still is.
+            unjudged = [note for t in results for note in unjudged_notes(t, row["id"])]
+            if unjudged and entry["status"] == "pass" and row["kind"] != "documented":
                 entry["status"] = "skipped"
             entry["detail"].extend(unjudged)
             # A recorded claim is shown with its values, apart from verdicts: never a pass.
@@ -398,10 +467,10 @@ def add_planned_placeholders(coverage: Dict[str, Any], plans: Dict[str, Dict[str
 
 
 def totals_of(tests: Dict[str, Dict[str, Any]]) -> Dict[str, int]:
-    totals = {"tests": len(tests), "passed": 0, "failed": 0, "skipped": 0, "notrun": 0}
-    for t in tests.values():
-        totals[t["status"]] += 1
-    return totals
+    """The run's tests by outcome, as the gate and JUnit count them, and apart, the plans' tests the run never
+    listed ("planned")."""
+    planned = sum(1 for t in tests.values() if outcome(t) == "planned")
+    return dict(count_outcomes(tests.values()), tests=len(tests) - planned, planned=planned)
 
 
 def build_model(run_dir: Path, source: Path) -> Dict[str, Any]:
@@ -423,4 +492,6 @@ def build_model(run_dir: Path, source: Path) -> Dict[str, Any]:
         baseline = {"arch": None, "path": None, "version": None, "entries": {}, "provenance": None,
                     "note": "the baseline file could not be read: %s" % e}
     return {"run": run, "tests": tests, "instruments": run["instruments"], "plans": plans, "coverage": coverage,
-            "totals": totals_of(tests), "baseline": baseline, "problems": problems, "nothing_on_gpu": nothing_on_gpu}
+            "totals": totals_of(tests), "baseline": baseline, "problems": problems, "nothing_on_gpu": nothing_on_gpu,
+            "unjudged_rows": unjudged_rows_line(tests.values(), baseline_arch(run["env"], tests.values())),
+            "source_mismatch": source_mismatch(run["env"], source)}

@@ -52,7 +52,8 @@ def header_facts(model: Dict[str, Any], source: Path) -> Markup:
 
 
 def banners(model: Dict[str, Any]) -> Markup:
-    """The files that could not be read (the first MAX_EVIDENCE_LINES, the rest counted), then the run's notes."""
+    """The files that could not be read (the first MAX_EVIDENCE_LINES, the rest counted), the rows no baseline
+    judged, a source tree at another commit than the run, then the run's notes."""
     out = []
     problems = model["problems"]
     if problems:
@@ -61,6 +62,11 @@ def banners(model: Dict[str, Any]) -> Markup:
         if len(problems) > len(shown):
             items.append(fill("li", text="%d more" % (len(problems) - len(shown))))
         out.append(fill("problems", count=plural(len(problems), "file"), items=join(items)))
+    if model.get("unjudged_rows"):
+        out.append(fill("banner", kind="warn", text="%s: this run proves its documented behaviors only."
+                        % model["unjudged_rows"]))
+    if model.get("source_mismatch"):
+        out.append(fill("banner", kind="warn", text="The source tree: %s." % model["source_mismatch"]))
     out.extend(fill("banner", kind="warn", text=note) for note in model["run"]["notes"])
     return join(out, "\n")
 

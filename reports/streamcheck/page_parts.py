@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .common import (COVERAGE_LABEL, Markup, TEST_LABEL, breakable, cuda_version, dig, driver_text, flatten, fmt_shown,
                      fmt_value, plural, slug)
-from .results import run_mode as results_run_mode
+from .results import outcome, run_mode as results_run_mode
 from .templates import EMPTY, attrs, fill, join
 from .timeline import timeline_anchor
 
@@ -42,7 +42,7 @@ def variant_tag(test: Dict[str, Any]) -> Markup:
 def test_link(test: Dict[str, Any]) -> Markup:
     """The test's name, linked to its row, with its variant and its status."""
     return fill("test_link", link=fill("mono_link", anchor=test_anchor(test), text=breakable(test["gtest_name"])),
-                variant=variant_tag(test), badge=badge(test["status"]))
+                variant=variant_tag(test), badge=badge(outcome(test)))
 
 
 def timeline_link(test: Dict[str, Any]) -> Markup:

@@ -17,9 +17,9 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from .common import InputError, dig, fmt_value, type_name
+from .common import COUNT_LABEL, InputError, as_ns, dig, fmt_ns, fmt_value, type_name
 
 ENV_SCHEMA = "streamcheck.env"
 OBSERVATION_SCHEMA = "streamcheck.observation"
@@ -41,6 +41,11 @@ ENV_OBJECTS = ("run", "streamcheck", "build", "host", "cuda", "environment", "gp
                "driver")
 # Families whose tests run on the host only (tests/unit); every other family's tests need a GPU.
 HOST_FAMILIES = frozenset({"unit"})
+# The skip kind of a test that ran beside another context on the GPU (observation schema 1.12): nothing it
+# showed is judged, and its outcome is its own (outcome()).
+SHARED_GPU = "shared_gpu"
+# The outcomes every count of a run's tests has, in this order: the report's totals, the gate's counts, JUnit.
+OUTCOMES = tuple(COUNT_LABEL)
 
 
 def read_text(path: Path, what: str) -> str:
@@ -111,6 +116,7 @@ def new_test(ctest_name: str, gtest_name: Optional[str]) -> Dict[str, Any]:
         "not_run_reason": None,
         "ended_process": None,
         "unjudged_claims": [],
+        "gpu_sharing": None,
         "claims": [],
         "observations": {},
         "baseline": [],
@@ -336,14 +342,43 @@ def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> 
     test["timeline"] = check_member(doc, "timeline", dict, path, "the observation")
     # Schema 1.5: per-block records of the scheduling tests, drawn as SM x time.
     test["block_chart"] = check_member(doc, "block_chart", dict, path, "the observation")
-    outcome = doc.get("outcome")
     test["skip_kind"] = check_member(doc, "skip_kind", str, path, "the observation")
     test["unjudged_claims"] = [{"id": str(u.get("id")), "reason": str(u.get("reason") or "")}
                                for u in checked_list(doc, "unjudged_claims", dict, "an object", path)]
     test["ended_process"] = check_member(doc, "ended_process", str, path, "the observation")
     if test["ended_process"]:
         test["notes"].append("ended its process: %s" % test["ended_process"])
-    if outcome == "not_run":
+    merge_sharing(test, doc, path)
+    merge_outcome(test, doc, path)
+
+
+def merge_sharing(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> None:
+    """Schema 1.12 gpu_sharing: whether the test ran beside another context on the GPU, and the evidence. A file
+    of 1.11 recorded the same finding as gpu_shared (a block of one grid stopped too long) and failed the test on
+    the rows it made invalid: read as the same outcome, a test not judged."""
+    test["gpu_sharing"] = check_member(doc, "gpu_sharing", dict, path, "the observation")
+    old = check_member(doc, "gpu_shared", dict, path, "the observation")
+    if test["gpu_sharing"] is None and old is not None:
+        test["gpu_sharing"] = {"shared": True, "widest_gap_ns": as_ns(old.get("widest_gap_ns")),
+                               "gap_bound_ns": as_ns(old.get("bound_ns")),
+                               "gap_where": "a block of grid %s" % fmt_value(old.get("grid"))}
+        test["skip_kind"] = SHARED_GPU
+
+
+def merge_outcome(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> None:
+    """The observation's outcome where it knows better than the XML: a test not judged for a shared GPU (whatever
+    GoogleTest recorded: failures from before the sharing was known stay, as evidence), a test not run, and every
+    test of a process that ended before GoogleTest wrote its XML."""
+    outcome = doc.get("outcome")
+    if test["skip_kind"] == SHARED_GPU:
+        if test["status"] == "failed":
+            test["notes"].append("GoogleTest's XML says failed: its failures came before the sharing was known, "
+                                 "so they are evidence, not a verdict")
+        test["status"] = "skipped"
+        test["failures"] = test["failures"] or [str(f) for f in checked_list(doc, "failures", str, "a string", path)]
+        test["skip_reason"] = check_member(doc, "skip_reason", str, path, "the observation") or \
+            "not judged: the GPU was shared with another context: %s" % sharing_text(test)
+    elif outcome == "not_run":
         # An earlier test left the process unusable; GoogleTest's XML calls this one skipped.
         test["status"] = "notrun"
         test["not_run_reason"] = check_member(doc, "skip_reason", str, path, "the observation") or "not run"
@@ -524,6 +559,45 @@ def claim_ids(test: Dict[str, Any]) -> List[str]:
 def claims_kind(test: Dict[str, Any], kind: str) -> bool:
     """Whether any of the test's claims is of the kind (documented, observed)."""
     return any(c.get("kind") == kind for c in test["claims"])
+
+
+def outcome(test: Dict[str, Any]) -> str:
+    """How the test ended, as every count and label says it: its status, except that a test not judged for a
+    shared GPU (skipped by the fixture, whatever its XML says) is "shared_gpu", and a test a plan names that the
+    run never listed (the report's placeholder, not a test of the run) is "planned". "notrun" is a test an entry
+    was asked to run that has no result."""
+    if test["status"] == "skipped" and test["skip_kind"] == SHARED_GPU:
+        return SHARED_GPU
+    if test.get("planned_only"):
+        return "planned"
+    return test["status"]
+
+
+def sharing_text(test: Dict[str, Any]) -> str:
+    """Why a test was not judged for a shared GPU, one line: the fixture's reason, which names the other
+    processes and the widest stop of the test's own kernels; without one (a file of 1.11), the same from the
+    evidence's fields."""
+    sharing = test["gpu_sharing"] if isinstance(test["gpu_sharing"], dict) else {}
+    if sharing.get("reason"):
+        return str(sharing["reason"])
+    others = sharing.get("other_processes") if isinstance(sharing.get("other_processes"), list) else []
+    parts = ["pid %s %s (seen at %s)" % (fmt_value(p.get("pid")), fmt_value(p.get("name")), fmt_value(p.get("seen")))
+             for p in others if isinstance(p, dict)]
+    gap, bound = as_ns(sharing.get("widest_gap_ns")), as_ns(sharing.get("gap_bound_ns"))
+    if gap is not None:
+        parts.append("widest stop %s%s%s" % (fmt_ns(gap), " at %s" % sharing["gap_where"] if sharing.get("gap_where")
+                                             else "", " (bound %s)" % fmt_ns(bound) if bound is not None else ""))
+    return "; ".join(parts) or test["skip_reason"] or "no reason recorded"
+
+
+def count_outcomes(tests: Iterable[Dict[str, Any]]) -> Dict[str, int]:
+    """{outcome: count} over OUTCOMES for the tests of a run (placeholders of the plans are not counted)."""
+    counts = {key: 0 for key in OUTCOMES}
+    for test in tests:
+        key = outcome(test)
+        if key in counts:
+            counts[key] += 1
+    return counts
 
 
 def tests_claiming(run: Dict[str, Any], catalog_id: str) -> Dict[str, Dict[str, Any]]:

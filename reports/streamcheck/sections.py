@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from .api import coverage as api_coverage, cuda_include_dir
-from .common import COVERAGE_ORDER, TEST_LABEL, TEST_ORDER, Markup, breakable, dig, fmt_ns, inline_md, plural, slug
+from .common import (COUNT_LABEL, COVERAGE_ORDER, TEST_LABEL, TEST_ORDER, Markup, breakable, dig, fmt_ns, inline_md,
+                     plural, slug)
 from .model import is_unjudged, skip_groups
 from .page_parts import badge, dash, environment_tables, kv_list, test_anchor, test_link, timeline_link
+from .results import SHARED_GPU, outcome
 from .templates import EMPTY, attrs, fill, join
 from .test_row import test_row
 from .timeline import timeline_model, timeline_state, timeline_summary
@@ -37,12 +39,13 @@ def outcome_banner(model: Model) -> Markup:
         return fill("failed_banner", count=plural(len(failed), "test"), items=join(
             fill("link_item", anchor=test_anchor(x), text=x["ctest_name"]) for x in failed))
     if t["tests"] == t["notrun"]:
-        return fill("nothing_ran_banner",
-                    notrun=" (%s not run)" % plural(t["notrun"], "planned test") if t["notrun"] else "")
-    extra = ""
-    if t["skipped"] or t["notrun"]:
-        extra = " (%d of %d skipped%s)" % (t["skipped"], t["tests"], ", %d not run" % t["notrun"] if t["notrun"] else "")
-    return fill("none_failed_banner", kind="warn" if t["passed"] == 0 else "ok", extra=extra)
+        missing = [plural(t["notrun"], "test") + " not run"] if t["notrun"] else []
+        missing += ["%s not in this run" % plural(t["planned"], "planned test")] if t["planned"] else []
+        return fill("nothing_ran_banner", notrun=" (%s)" % ", ".join(missing) if missing else "")
+    rest = [key for key in COUNT_LABEL if key not in ("passed", "failed") and t[key]]
+    extra = " (%d of %d: %s)" % (sum(t[k] for k in rest), t["tests"],
+                                 ", ".join("%d %s" % (t[k], COUNT_LABEL[k]) for k in rest)) if rest else ""
+    return fill("none_failed_banner", kind="warn" if t["passed"] == 0 or t[SHARED_GPU] else "ok", extra=extra)
 
 
 def skip_reasons(tests: Dict[str, Dict[str, Any]]) -> Markup:
@@ -54,14 +57,16 @@ def skip_reasons(tests: Dict[str, Dict[str, Any]]) -> Markup:
 
 
 def totals_section(model: Model) -> Markup:
+    """The run's tests counted by outcome (as the gate and JUnit count them), then apart the tests the plans
+    name that the run never listed, and the skips by reason."""
     t = model["totals"]
     unjudged = sum(1 for x in model["tests"].values() if is_unjudged(x))
     # A count of none is not coloured: a clean run shows no failure or warning colour.
     counters = join(fill("counter", key=key if t[key] else "none", count=t[key], label=label,
                          unjudged=fill("unjudged_count", count=unjudged) if key == "skipped" and unjudged else EMPTY)
-                    for key, label in (("passed", "passed"), ("failed", "failed"), ("skipped", "skipped"),
-                                       ("notrun", "not run")))
-    return fill("totals", banner=totals_banner(model), tests=t["tests"], counters=counters,
+                    for key, label in COUNT_LABEL.items())
+    planned = fill("planned_count", count=plural(t["planned"], "test")) if t["planned"] else EMPTY
+    return fill("totals", banner=totals_banner(model), tests=t["tests"], counters=counters, planned=planned,
                 reasons=skip_reasons(model["tests"]))
 
 
@@ -83,8 +88,8 @@ def planned_tests_cell(row: Dict[str, Any], tests: Dict[str, Dict[str, Any]]) ->
             if t.get("planned_only"):
                 chip = badge("no-result", "no result")
             else:
-                label = "%s: %s" % (t["variant"], TEST_LABEL[t["status"]]) if t["variant"] else TEST_LABEL[t["status"]]
-                chip = badge(t["status"], label, t["ctest_name"])
+                label = "%s: %s" % (t["variant"], TEST_LABEL[outcome(t)]) if t["variant"] else TEST_LABEL[outcome(t)]
+                chip = badge(outcome(t), label, t["ctest_name"])
             chips.append(fill("anchor_link", anchor=test_anchor(t), text=chip))
         lines.append(fill("planned_test", name=breakable(name), results=join(chips, " ")))
     return join(lines, fill("br"))
@@ -177,8 +182,8 @@ def plan_note(plan: Any) -> str:
 def family_table(model: Model, family: str, tests: List[Dict[str, Any]]) -> Markup:
     """A family's tests, failed first, in a table that can be collapsed; its summary counts each outcome."""
     # Failures, tests not run and skips not judged first: what needs a look before what skipped with a reason.
-    tests = sorted(tests, key=lambda t: (TEST_ORDER[t["status"]], not is_unjudged(t), t["gtest_name"], t["variant"]))
-    counts = {s: sum(1 for t in tests if t["status"] == s) for s in TEST_ORDER}
+    tests = sorted(tests, key=lambda t: (TEST_ORDER[outcome(t)], not is_unjudged(t), t["gtest_name"], t["variant"]))
+    counts = {s: sum(1 for t in tests if outcome(t) == s) for s in TEST_ORDER}
     summary = join((badge(s, "%d %s" % (counts[s], TEST_LABEL[s])) for s in TEST_ORDER if counts[s]), " ")
     variants = sorted({t["variant"] for t in tests if t["variant"]})
     variant_note = (" \u00b7 variants: %s" % ", ".join(variants)) if variants else ""
@@ -227,7 +232,7 @@ def timelines_section(model: Model) -> Markup:
     rows = []
     for t in with_items:
         items = models[t["ctest_name"]]["items"]
-        rows.append(fill("timelines_row", link=timeline_link(t), badge=badge(t["status"]),
+        rows.append(fill("timelines_row", link=timeline_link(t), badge=badge(outcome(t)),
                          summary=timeline_summary(models[t["ctest_name"]]),
                          extent=fmt_ns(max(it["e"] for it in items) - min(it["s"] for it in items))))
     return fill("timelines", where=fill("timelines_where") if drawn else EMPTY,

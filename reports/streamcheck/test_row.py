@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .common import (BASELINE_LABEL, MAX_EVIDENCE_LINES, MUTATION_KIND_TITLE, Markup, as_ns, breakable, dig,
-                     fmt_duration, fmt_ns, fmt_value, inline_md, slug)
+from .common import (BASELINE_LABEL, MAX_EVIDENCE_LINES, MUTATION_KIND_TITLE, SHARED_GPU_LABEL, Markup, as_ns,
+                     breakable, dig, fmt_duration, fmt_ns, fmt_value, inline_md, slug)
 from .model import is_unjudged, same_value
 from .page_parts import badge, dash, kv_list, test_anchor
+from .results import SHARED_GPU, outcome, sharing_text
 from .templates import EMPTY, attrs, fill, join
 from .timeline import block_chart_html, timeline_anchor, timeline_html, timeline_note, timeline_state, trace_path
 
@@ -89,7 +90,9 @@ def status_cell(t: Test) -> Markup:
     if is_unjudged(t):
         return badge("unjudged", "not judged", "skipped: its observed values have no baseline, or could not "
                                                "be measured here, so they were not judged")
-    return badge(t["status"])
+    if outcome(t) == SHARED_GPU:
+        return badge(SHARED_GPU, title="it ran beside another context on the GPU, so nothing it showed is judged")
+    return badge(outcome(t))
 
 
 def name_cell(t: Test) -> Markup:
@@ -134,7 +137,10 @@ def result_cell(t: Test) -> Markup:
         result.append(fill("mutation_tag", attrs=attrs(title=title), mutation=t["mutation"],
                            kind=" (%s)" % fmt_value(kind) if kind else ""))
     result.extend(retried_tags(t))
-    if is_unjudged(t) or t["status"] == "skipped":
+    if outcome(t) == SHARED_GPU:
+        result.append(fill("shared_gpu", label=SHARED_GPU_LABEL, reason=sharing_text(t),
+                           failures=fill("shared_gpu_failures") if t["failures"] else EMPTY))
+    elif is_unjudged(t) or t["status"] == "skipped":
         result.append(fill("unjudged", reason=t["skip_reason"]) if is_unjudged(t) else
                       fill("skipped", reason=t["skip_reason"] or "(no reason given)"))
         if t["skip_location"]:
@@ -154,7 +160,7 @@ def test_row(t: Test, known: Optional[Dict[str, Any]] = None) -> Markup:
     claim_ids = sorted({str(c.get("id")) for c in t["claims"]})
     # The row's status for the page's filter: a skip of the baseline rule is a problem to look at, a skip with
     # its reason (or of recorded values) is not.
-    status = t["status"]
+    status = outcome(t)
     if status == "skipped":
         status = "unjudged" if is_unjudged(t) else "recorded" if t["skip_kind"] == "recorded" else "skipped"
     rows = [fill("test_row", anchor=test_anchor(t), status=status,

@@ -3,8 +3,10 @@ GoogleTest XML and observation files shaped like the suite writes them."""
 
 import json
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
@@ -14,6 +16,7 @@ SCRIPT = REPORTS / "streamcheck_report.py"
 if str(REPORTS) not in sys.path:
     sys.path.insert(0, str(REPORTS))
 
+RECORDED_RUN = HERE / "data" / "h100-fast-run.tgz"
 UUID_A = "GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
 UUID_B = "GPU-ffffffff-4f50-6172-8394-a5b6c7d8e9f0"
 SCRIPT_TEXT = "<script>alert('x')</script>"
@@ -221,3 +224,40 @@ def make_heavy_run(root, run_id="20260102T000000Z-9"):
             write(run / "observations" / (ctest + ".json"), json.dumps(doc))
             n += 1
     return run
+
+
+# How a test that ran beside another context ends (observation schema 1.12): skipped, not judged, with the
+# fixture's evidence.
+SHARING = {"shared": True, "reason": "another process had a context on the GPU at the test's end: pid 4242 "
+                                     "(/usr/bin/python3); gate 7 holding s1 stopped for 2500 us between two timer "
+                                     "reads (bound 300 us: its SM served another context)",
+           "process_source": "nvml", "other_processes": [{"pid": 4242, "name": "/usr/bin/python3", "seen": "end"}],
+           "widest_gap_ns": 2500000, "gap_where": "gate 7 holding s1", "gap_bound_ns": 300000}
+
+
+def shared_gpu_fields(sharing=None):
+    """The observation fields of a test not judged for a shared GPU."""
+    sharing = sharing or SHARING
+    return {"outcome": "skipped", "skip_kind": "shared_gpu", "gpu_sharing": sharing, "schema_version": "1.12.0",
+            "skip_reason": "not judged: the GPU was shared with another context: " + sharing["reason"]}
+
+
+def extract_recorded_run(root):
+    """The recorded fast run of every GPU test on one H100 (data/h100-fast-run.tgz), unpacked under root."""
+    with tarfile.open(RECORDED_RUN) as tar:
+        # The "data" filter where this Python has it (3.11.4 and later).
+        tar.extractall(root, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    run, = Path(root).iterdir()
+    return run
+
+
+def git_source(root):
+    """A source tree (make_source) that is a git checkout of one commit: (path, commit), or None without git."""
+    if shutil.which("git") is None:
+        return None
+    source = make_source(Path(root))
+    git = ["git", "-C", str(source), "-c", "user.name=streamcheck", "-c", "user.email=streamcheck@localhost"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "plans"]):
+        subprocess.run(git + args, check=True, capture_output=True, timeout=60)
+    head = subprocess.run(git + ["rev-parse", "HEAD"], check=True, capture_output=True, text=True, timeout=60)
+    return source, head.stdout.strip()

@@ -9,8 +9,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from synthetic import (PLAN, SCRIPT_TEXT, embedded_data, env_doc, gtest_xml, make_run, make_source,
-                       observation, run_cli, write)
+from synthetic import (PLAN, SCRIPT_TEXT, embedded_data, env_doc, git_source, gtest_xml, make_run, make_source,
+                       observation, run_cli, shared_gpu_fields, write)
 from streamcheck import common, model, timeline
 
 
@@ -48,12 +48,17 @@ class TotalsAndSummary(ReportTestCase):
     def test_summary_line_counts_every_outcome(self):
         result, page = self.generate()
         self.assertEqual(result.stdout.strip(),
-                         "report: %s (7 tests: 4 passed, 1 failed, 1 skipped; 1 IDs uncovered)" % self.out)
+                         "report: %s (6 tests: 4 passed, 1 failed, 1 skipped, 0 not judged (shared GPU), 0 not run; "
+                         "1 planned test(s) not in this run; 1 IDs uncovered)" % self.out)
         _, data = embedded_data(page)
-        # The planned test without a result (PriorityFlags.NeverRan) counts as not run.
-        self.assertEqual(data["totals"], {"tests": 7, "passed": 4, "failed": 1, "skipped": 1, "notrun": 1})
+        # The planned test that no entry of the run listed (PriorityFlags.NeverRan) is not "not run": that is a
+        # test an entry was asked to run that has no result, as the gate and JUnit count it.
+        self.assertEqual(data["totals"], {"tests": 6, "passed": 4, "failed": 1, "skipped": 1, "shared_gpu": 0,
+                                          "notrun": 0, "planned": 1})
         never = next(t for t in data["tests"] if t["gtest_name"] == "PriorityFlags.NeverRan")
-        self.assertEqual((never["status"], never["plan_ids"]), ("notrun", ["PRIO-05"]))
+        self.assertEqual((never["planned_only"], never["plan_ids"]), (True, ["PRIO-05"]))
+        self.assertIn('<span class="st st-planned">planned, not in this run</span>', page)
+        self.assertIn("Apart from these: 1 test the plans name that this run never listed", page)
 
     def test_failure_banner_names_the_failed_test(self):
         _, page = self.generate()
@@ -184,7 +189,8 @@ class TestDetails(ReportTestCase):
         family = re.search(r'<details class="family" open id="f-priority_flags">(.*?)</details>', page, re.S)
         self.assertIsNotNone(family)
         statuses = re.findall(r'<tr id="t-[^"]+" data-status="(\w+)"', family.group(1))
-        self.assertEqual(statuses, ["failed", "notrun", "skipped", "passed", "passed", "passed"])
+        # The planned test the run never listed comes last: it is not a result of the run.
+        self.assertEqual(statuses, ["failed", "skipped", "passed", "passed", "passed", "planned"])
         self.assertIn('<span class="tag" title="ctest prefix priority_flags.ptds.">ptds</span>', family.group(1))
         self.assertNotIn('id="f-ptds"', page)
 
@@ -427,6 +433,49 @@ class Evidence(ReportTestCase):
         # An ordinary skip keeps its label.
         self.assertIn("<b>skipped:</b> stream priorities are not supported on this device", page)
 
+    def test_a_test_beside_another_context_is_not_judged_with_its_failures_kept_as_evidence(self):
+        ctest = self.add_test("Shared", shared_gpu_fields(), failures=["x.cpp:40\nmark 3 was absent while gated"],
+                              claims=[("HARN-01", "documented", "RT")])
+        result, page = self.generate()
+        row = self.row(page, ctest)
+        self.assertIn('data-status="shared_gpu"', row)
+        self.assertIn('<span class="st st-shared_gpu" title="it ran beside another context on the GPU, so nothing it '
+                      'showed is judged">not judged (shared GPU)</span>', row)
+        self.assertIn("<b>not judged (shared GPU)</b></div><div class=\"small\">another process had a context", row)
+        self.assertIn("evidence, not a verdict", row)
+        self.assertIn("<pre>x.cpp:40\nmark 3 was absent while gated</pre>", row)
+        totals = page[page.index('<section id="totals">'):page.index('<section id="coverage">')]
+        self.assertIn('<div class="counter shared_gpu"><b>1</b>not judged (shared GPU)</div>', totals)
+        self.assertNotIn(ctest, totals)  # neither a failure nor a skip reason
+        self.assertIn("1 not judged (shared GPU)", result.stdout)
+
+    def test_rows_no_baseline_judged_are_said_and_a_documented_claims_rows_are_not_silent(self):
+        detail = "no file /src/baselines/sm_100.json"
+        path = self.run_dir / "observations" / "priority_flags.PriorityFlags.RangeIsOrdered.json"
+        doc = json.loads(path.read_text())
+        doc["baseline"] = [{"id": "PRIO-01", "key": "least", "observed": 0, "status": "no-baseline", "detail": detail}]
+        write(path, json.dumps(doc))
+        _, page = self.generate()
+        self.assertIn('<div class="banner warn">1 observed row(s) not judged: no baseline for sm_100: this run proves '
+                      'its documented behaviors only.</div>', page)
+        coverage = re.search(r'<tr data-status="([a-z-]+)"[^>]*id="id-PRIO-01">(.*?)</tr>', page, re.S)
+        self.assertEqual("pass", coverage.group(1))  # the documented claim was asserted, and still gates
+        self.assertIn("not judged in PriorityFlags.RangeIsOrdered: PRIO-01/least (%s)" % detail, coverage.group(2))
+
+    def test_a_source_tree_at_another_commit_than_the_run_is_said(self):
+        made = git_source(self.root / "checkout")
+        if made is None:
+            self.skipTest("git is not installed")
+        self.source, head = made
+        _, page = self.generate()
+        self.assertIn('<div class="banner warn">The source tree: the plans and baselines are read from %s at commit '
+                      '%s, but the run was made at commit c9f25ae7e95e' % (self.source, head[:12]), page)
+        doc = json.loads((self.run_dir / "env.json").read_text())
+        doc["streamcheck"]["commit"] = head
+        write(self.run_dir / "env.json", json.dumps(doc))
+        _, page = self.generate()
+        self.assertNotIn("The source tree:", page)
+
     def test_observation_of_schema_1_2_without_the_new_fields_renders(self):
         doc = observation("harness.Harness.Old", "Harness.Old", [("HARN-01", "documented", "RT")],
                           {"waited": 5}, mutation="HARN-01")
@@ -436,7 +485,7 @@ class Evidence(ReportTestCase):
                                           "doc_source": "RT", "mutation": "HARN-01"}))
         write(self.run_dir / "observations" / "harness.Harness.Old.json", json.dumps(doc))
         result, page = self.generate()
-        self.assertIn("8 tests", result.stdout)
+        self.assertIn("7 tests", result.stdout)
         row = self.row(page, "harness.Harness.Old")
         self.assertIn('data-status="passed"', row)
         self.assertIn('<span class="tag mutation">mutation: HARN-01</span>', row)
@@ -783,7 +832,7 @@ class Timelines(ReportTestCase):
         result, page = self.generate()
         self.assertEqual(result.stderr, "")
         self.assertFalse("schema version" in page or "not supported (this generator" in page)
-        self.assertIn("9 tests", result.stdout)
+        self.assertIn("8 tests", result.stdout)
         for name in (ctest, old):
             self.assertIn('<tr id="t-%s" data-status="passed"' % name, page)
             self.assertEqual(self.drawing(page, name).count('<g class="item '), 5)

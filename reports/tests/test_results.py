@@ -6,9 +6,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from synthetic import env_doc, gtest_xml, make_run, observation, write
+from synthetic import env_doc, gtest_xml, make_run, observation, shared_gpu_fields, write
 from streamcheck.common import InputError
-from streamcheck.results import MAX_FILE_BYTES, gpu_facts, load_run, tests_claiming, unexpected_watchdogs
+from streamcheck.results import (MAX_FILE_BYTES, gpu_facts, load_run, outcome, sharing_text, tests_claiming,
+                                 unexpected_watchdogs)
 
 
 class ResultsReader(unittest.TestCase):
@@ -83,6 +84,20 @@ class ResultsReader(unittest.TestCase):
         write(self.run_dir / "observations" / "harness.Harness.Deep.json", "[" * 100000 + "]" * 100000)
         run = load_run(self.run_dir)
         self.assertEqual(len(run["problems"]), 1)
+
+    def test_a_test_beside_another_context_is_its_own_outcome_from_its_observation_alone(self):
+        # Its process ended before GoogleTest wrote an XML; the fixture's evidence has no reason line.
+        sharing = {"shared": True, "process_source": "nvidia-smi", "widest_gap_ns": None, "gap_where": "",
+                   "gap_bound_ns": 300000, "other_processes": [{"pid": 77, "name": "/usr/bin/app", "seen": "start"}]}
+        doc = observation("harness.Harness.Beside", "Harness.Beside", [("HARN-01", "documented", "RT")])
+        doc.update(shared_gpu_fields(dict(sharing, reason="x")), gpu_sharing=sharing, failures=["h.cpp:3: lost"])
+        del doc["skip_reason"]
+        write(self.run_dir / "observations" / "harness.Harness.Beside.json", json.dumps(doc))
+        test = load_run(self.run_dir)["tests"]["harness.Harness.Beside"]
+        self.assertEqual((test["status"], outcome(test), test["failures"]), ("skipped", "shared_gpu", ["h.cpp:3: lost"]))
+        self.assertEqual(sharing_text(test), "pid 77 /usr/bin/app (seen at start)")
+        self.assertEqual(test["skip_reason"], "not judged: the GPU was shared with another context: pid 77 "
+                                              "/usr/bin/app (seen at start)")
 
     def test_watchdog_from_the_xml_alone_counts_as_unexpected(self):
         write(self.run_dir / "gtest" / "harness.Harness.Dog.xml",

@@ -7,7 +7,7 @@ import unittest
 from pathlib import Path
 
 from synthetic import SCRIPT_TEXT
-from streamcheck import page_parts, sections, templates, test_row
+from streamcheck import model as run_model, page_parts, sections, templates, test_row
 from streamcheck.common import InputError, Markup, h
 from streamcheck.results import new_test
 from streamcheck.templates import TemplateError, attrs, fill, join
@@ -128,12 +128,10 @@ def a_test(ctest, status="passed", **fields):
 
 
 def a_model(*tests, **parts):
-    model = {"tests": {t["ctest_name"]: t for t in tests}, "instruments": {}, "plans": {},
-             "totals": {"tests": len(tests), "passed": 0, "failed": 0, "skipped": 0, "notrun": 0},
+    by_name = {t["ctest_name"]: t for t in tests}
+    model = {"tests": by_name, "instruments": {}, "plans": {}, "totals": run_model.totals_of(by_name),
              "baseline": {"path": None, "version": None, "note": None, "entries": {}}, "problems": [],
              "run": {"id": "r1", "dir": "/runs/r1", "env": {}, "notes": []}}
-    for t in tests:
-        model["totals"][t["status"]] += 1
     model.update(parts)
     return model
 
@@ -156,8 +154,8 @@ class Sections(unittest.TestCase):
     def test_totals_of_a_run_without_failures_or_results(self):
         self.assertIn('<div class="banner ok">\u2713 No test failed</div>',
                       sections.totals_section(a_model(a_test("fam.A.Fine"))))
-        nothing = a_model(a_test("fam.A.Planned", "notrun"))
-        self.assertIn("No test produced a result in this run (1 planned test not run).",
+        nothing = a_model(a_test("fam.A.Listed", "notrun"), a_test("fam.A.Planned", "notrun", planned_only=True))
+        self.assertIn("No test produced a result in this run (1 test not run, 1 planned test not in this run).",
                       sections.totals_section(nothing))
 
     def test_instruments_link_their_test_and_list_their_figures(self):
@@ -199,6 +197,16 @@ class TestRow(unittest.TestCase):
         self.assertIn('<span class="tag" title="ctest prefix fam.ptds.">ptds</span>', out)
         self.assertIn('<a href="#id-PRIO-01" class="mono">PRIO-01</a>', out)
         self.assertIn("<pre>%s</pre>" % h(HOSTILE), out)
+        self.assertNotIn("<img", out)
+
+    def test_row_of_a_test_not_judged_for_a_shared_gpu_escapes_its_reason_and_keeps_its_failures(self):
+        test = a_test("fam.A.Beside", "skipped", skip_kind="shared_gpu", failures=["x.cpp:1\nlost"],
+                      gpu_sharing={"shared": True, "reason": HOSTILE})
+        out = test_row.test_row(test)
+        self.assertTrue(out.startswith('<tr id="t-fam.A.Beside" data-status="shared_gpu">'), out)
+        self.assertIn(">not judged (shared GPU)</span>", out)
+        self.assertIn('<div><b>not judged (shared GPU)</b></div><div class="small">%s</div>' % h(HOSTILE), out)
+        self.assertIn("<pre>x.cpp:1\nlost</pre>", out)
         self.assertNotIn("<img", out)
 
     def test_baseline_line_takes_why_and_finding_from_the_baseline_file(self):
