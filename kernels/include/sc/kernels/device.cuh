@@ -40,13 +40,17 @@ __device__ inline void gate_wait(gate_word* gate, std::uint64_t watchdog_ns, boo
   const std::uint64_t since = now_ns();
   sys_u64(gate->start_ns).store(since, cuda::memory_order_relaxed);
   sys_u32(gate->started).store(1u, cuda::memory_order_release);
-  // The widest stop between two timer reads: a wait that lost its SM to another context (sharing.hpp).
-  std::uint64_t last = since;
+  // The widest stop of the wait between the end of one poll of the host's flag and the next poll: a wait that
+  // lost its SM to another context (sharing.hpp). The poll itself (a read over the bus, slower while copies
+  // load it) is left out, so only the SM's own time is measured.
+  std::uint64_t polled = since;
   std::uint64_t widest = 0;
-  while (sys_u32(gate->open).load(cuda::memory_order_acquire) == 0u) {
+  for (;;) {
+    const std::uint64_t before = now_ns();
+    if (before - polled > widest) widest = before - polled;
+    if (sys_u32(gate->open).load(cuda::memory_order_acquire) != 0u) break;
     const std::uint64_t now = now_ns();
-    if (now - last > widest) widest = now - last;
-    last = now;
+    polled = now;
     if (now - since > watchdog_ns) {
       sys_u32(gate->timed_out).store(1u, cuda::memory_order_release);
       if (banner)
@@ -57,7 +61,6 @@ __device__ inline void gate_wait(gate_word* gate, std::uint64_t watchdog_ns, boo
     __nanosleep(kPollNs);
   }
   const std::uint64_t end = now_ns();
-  if (end - last > widest) widest = end - last;
   sys_u32(gate->widest_gap_ns)
       .store(widest > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(widest), cuda::memory_order_relaxed);
   sys_u64(gate->end_ns).store(end, cuda::memory_order_release);
