@@ -540,8 +540,9 @@ class Gate(unittest.TestCase):
 
 class RecordedRun(unittest.TestCase):
     def test_the_report_the_gate_and_junit_count_the_recorded_h100_run_alike(self):
-        # A fast run on one H100, recorded before 31 tests the plans now name existed: the report once called
-        # them "not run" where the gate said 0. Not run is a test an entry was asked to run that has no result.
+        # A fast run on one H100, recorded before tests the plans now name existed: the report once called them
+        # "not run" where the gate said 0. Not run is a test an entry was asked to run that has no result; the
+        # plans' tests the run lacks are "planned", however many the plans name today.
         with tempfile.TemporaryDirectory(prefix="streamcheck-counts-test-") as tmp:
             run = extract_recorded_run(Path(tmp))
             totals = build_model(run, REPORTS.parent)["totals"]
@@ -556,7 +557,7 @@ class RecordedRun(unittest.TestCase):
         self.assertEqual(counts, {"passed": 135, "failed": 1, "skipped": 5, "shared_gpu": 0, "notrun": 0})
         self.assertEqual({k: totals[k] for k in counts}, counts)
         self.assertEqual(totals["tests"], sum(counts.values()))
-        self.assertEqual(totals["planned"], 31)
+        self.assertGreater(totals["planned"], 0)
         self.assertEqual(junit, {"failed": counts["failed"], "notrun": counts["notrun"], "tests": totals["tests"]})
         self.assertEqual(int(suite.get("skipped")), counts["skipped"] + counts["shared_gpu"] + counts["notrun"])
 

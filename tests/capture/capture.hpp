@@ -47,6 +47,20 @@ class StreamCapture : public GpuTest {
     SC_CHECK_CUDA(c.end(g));
     return g;
   }
+  // A graph that holds itself: gate `g` as a kernel node, then mark `id` of `m`, captured in `recording`
+  // (ThreadLocal); throws sc::cuda_error when the capture does not end with a graph. The captured gate is an
+  // sc::gate like any other: held (pending) from the capture on, running once a launch of the graph reaches
+  // it, open once the host opens it. Its word is in the gate ledger, so its watchdog fires, prints the banner
+  // and is audited at the end of the test as a gate held in a stream would be. The node polls that one word at
+  // every launch: launch such a graph once while the gate is closed (a later launch finds it open).
+  graph graph_of_gate_then_mark(const stream& recording, gate& g, marks& m, unsigned id) {
+    graph out;
+    capture c(recording, cudaStreamCaptureModeThreadLocal);
+    hold(g, recording);
+    drop(m, recording, id);
+    SC_CHECK_CUDA(c.end(out));
+    return out;
+  }
   // `call` made on a thread of its own, whose device is `device` and whose capture interaction mode is `mode`
   // (cudaThreadExchangeStreamCaptureMode, set first); its code, or the code of setting the thread up. The thread
   // is joined before this returns.

@@ -1,5 +1,5 @@
 // CAPT-01, CAPT-09: captured work runs only when its graph is launched, and a graph launch keeps its place in
-// its stream's order.
+// its stream's order: behind the work ahead of it, and ahead of the work after it.
 #include "capture.hpp"
 
 #include <gtest/gtest.h>
@@ -42,10 +42,9 @@ TEST_F(StreamCapture, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
 }
 
 // CAPT-09 · RT cudaGraphLaunch ("Each launch is ordered behind both any previous work in stream and any previous
-// launches of graphExec"): a graph launched behind a gate does not run while the gate is closed, and a mark
-// enqueued after the launch does not land before it; once the gate opens the graph's mark lands first (order
-// encoded in the tickets).
-TEST_F(StreamCapture, GraphLaunchKeepsItsPlaceInItsStream) {
+// launches of graphExec"): a graph launched behind a gate does not run while the gate is closed, and runs once it
+// opens.
+TEST_F(StreamCapture, GraphLaunchWaitsForEarlierWorkInItsStream) {
   const sc::claim capt09("CAPT-09", sc::verdict_kind::documented, "RT cudaGraphLaunch (stream order)");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
@@ -61,9 +60,34 @@ TEST_F(StreamCapture, GraphLaunchKeepsItsPlaceInItsStream) {
   {
     sc::held_window w(gate);
     EXPECT_CUDA_EQ(cudaSuccess, launch(e, target, "e")) << "launching the graph behind the gate";
-    drop(m, s, 2);
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the graph ran before the work ahead of it in its stream";
-    EXPECT_TRUE(w.absent(sc::probe::mark(m, 2))) << "the mark after the graph ran while the gate was closed";
+  }
+  drain();
+  EXPECT_NE(0u, m.ticket_of(1)) << "the graph's mark never landed";
+}
+
+// CAPT-09 · RT cudaGraphLaunch (a launch is stream work: later work in the stream is ordered behind it): the graph
+// holds itself, a gate node ahead of its mark 1; launched into s, with mark 2 enqueued in s after it. While the
+// graph's gate runs (so the graph has started) and is closed, neither mark lands; once it opens both do, the
+// graph's first.
+TEST_F(StreamCapture, LaterWorkInTheStreamWaitsForTheGraph) {
+  const sc::claim capt09("CAPT-09", sc::verdict_kind::documented, "RT cudaGraphLaunch (stream order)");
+  SC_REQUIRE(sc::requirement::async_launches);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream recording = make(stream_flags::non_blocking, "recording");
+  const sc::stream free = make(stream_flags::non_blocking, "free");
+  // Mutation (arrangement): the graph is launched into another, free stream, so nothing orders mark 2 after it.
+  const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? free : s;
+  sc::marks m;
+  sc::gate gate;  // held by a node of the graph, so made before it
+  const sc::graph g = graph_of_gate_then_mark(recording, gate, m, 1);
+  const sc::graph_exec e = sc::graph_exec::instantiate(g);
+  EXPECT_CUDA_EQ(cudaSuccess, launch(e, target, "e")) << "launching the graph";
+  drop(m, s, 2);
+  {
+    sc::held_window w(gate);
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 2))) << "work enqueued after the graph ran while the graph was held";
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the graph's mark ran before the gate node ahead of it";
   }
   drain();
   EXPECT_NE(0u, m.ticket_of(1)) << "the graph's mark never landed";

@@ -1,6 +1,13 @@
-// CAPT-05: legacy-stream work beside a capture. Beside a capture in a non-blocking stream it runs at once and is
-// not captured; beside a capture in a blocking stream it is refused and the capture is invalidated. From another
-// thread beside a blocking Global capture, what happens is recorded.
+// CAPT-05: legacy-stream work beside a capture, in each capture mode. Beside a capture of a non-blocking stream it
+// runs at once and is not captured; beside a capture of a blocking stream it is refused and the capture is
+// invalidated. From another thread beside a blocking Global capture, what happens is compared with the baseline.
+//
+// The guide's rule is about the streams, not the capture mode: the legacy stream always takes in the blocking
+// streams, so using it beside a blocking stream's capture would make a dependency on captured work (the header of
+// cudaStreamIsCapturing says the same: the legacy stream is unusable while a blocking stream captures). The modes
+// decide which threads may make potentially unsafe calls (CAPT-02, CAPT-03); a launch is not one of them. So (a)
+// and (b) run under every mode, each mode a test of its own (one helper per scenario; not TEST_P, whose
+// "/<param>" names the observation files cannot carry yet).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -15,6 +22,8 @@ namespace {
 using sc::stream_flags;
 using sc::testing::StreamCapture;
 
+constexpr const char* kSource = "Programming Guide: stream capture (use of the legacy stream beside a capture)";
+
 // Enqueues mark `id` of `m` into the legacy stream and returns the launch's code (a refused launch is the
 // behavior under test here, not a failure of the arrangement).
 cudaError_t legacy_mark(sc::marks& m, unsigned id) {
@@ -26,91 +35,144 @@ cudaError_t legacy_mark(sc::marks& m, unsigned id) {
   return code;
 }
 
-// CAPT-05 · Programming Guide, stream capture ("When any stream in the same context is being captured, and it was
-// not created with cudaStreamNonBlocking, any attempted use of the legacy stream is invalid"),
-// cudaErrorStreamCaptureImplicit: (a) beside a capture in a non-blocking stream, a mark launched into the legacy
-// stream is accepted, lands at once, and is not a node of the captured graph; (b) beside a capture in a blocking
-// stream the same launch is refused with cudaErrorStreamCaptureImplicit, never runs, and the capture ends with an
-// error; (c) the launch made from another thread beside a blocking Global capture: its code, the capture's
-// ending and whether the mark ran, compared with the baseline (row other_thread_beside_a_blocking_global_capture).
-TEST_F(StreamCapture, LegacyStreamWorkBesideACapture) {
-  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented,
-                         "Programming Guide: stream capture (use of the legacy stream beside a capture)");
-  // Mutation (arrangement): in (a) the capturing stream is a blocking one.
-  const stream_flags first_kind =
-      capt05.mutated(sc::mutation_kind::arrangement) ? stream_flags::blocking : stream_flags::non_blocking;
-  const sc::stream s = make(first_kind, "s");
-  const sc::stream b = make(stream_flags::blocking, "b");
-  sc::marks m;
+// The capturing stream's kind: `kind`, or the other kind under CAPT-05's mutation (arrangement).
+stream_flags capturing_kind(const sc::claim& capt05, stream_flags kind) {
+  if (!capt05.mutated(sc::mutation_kind::arrangement)) return kind;
+  return kind == stream_flags::blocking ? stream_flags::non_blocking : stream_flags::blocking;
+}
 
-  // (a) beside a non-blocking capture
+// (a) in capture mode `mode`: while s, a non-blocking stream, captures mark 1, mark 2 is launched into the legacy
+// stream from the capturing thread: the launch is accepted and the mark lands while the capture is still open;
+// the capture ends with the one captured mark as its graph.
+void expect_legacy_work_runs_beside_a_non_blocking_capture(StreamCapture& t, const sc::claim& capt05,
+                                                           cudaStreamCaptureMode mode) {
+  const sc::stream s = t.make(capturing_kind(capt05, stream_flags::non_blocking), "s");
+  sc::marks m;
+  sc::graph g;
+  cudaError_t launched = cudaErrorUnknown;
+  cudaError_t ended = cudaErrorUnknown;
   {
-    sc::graph g;
-    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
+    sc::capture c(s, mode);
     m.drop(s, 1);
-    const cudaError_t launched = legacy_mark(m, 2);
-    sc::observe("non_blocking.legacy_launch", sc::error_name(launched));
-    EXPECT_CUDA_EQ(cudaSuccess, launched) << "legacy-stream work beside a capture in a non-blocking stream";
-    EXPECT_TRUE(lands_within(m, 2, sc::kLandingDeadline)) << "the legacy-stream mark did not run at once";
-    const cudaError_t ended = c.end(g);
-    EXPECT_CUDA_EQ(cudaSuccess, ended) << "ending the non-blocking capture";
-    if (g.engaged()) {
-      EXPECT_EQ(1u, g.node_count()) << "the legacy-stream work was captured";
-    }
+    launched = legacy_mark(m, 2);
+    EXPECT_TRUE(StreamCapture::lands_within(m, 2, sc::kLandingDeadline))
+        << "the legacy-stream mark did not run at once";
+    ended = c.end(g);
   }
   (void)cudaGetLastError();
-
-  // (b) beside a blocking capture, from the capturing thread
-  {
-    sc::graph g;
-    sc::capture c(b, cudaStreamCaptureModeThreadLocal);
-    const cudaError_t launched = legacy_mark(m, 3);
-    const cudaError_t ended = c.end(g);
-    (void)cudaGetLastError();
-    sc::observe("blocking.legacy_launch", sc::error_name(launched));
-    sc::observe("blocking.end_capture", sc::error_name(ended));
-    EXPECT_CUDA_EQ(cudaErrorStreamCaptureImplicit, launched) << "legacy-stream work beside a blocking capture";
-    EXPECT_NE(cudaSuccess, ended) << "the blocking capture ended cleanly after the refused legacy use";
-    EXPECT_FALSE(lands_within(m, 3)) << "the refused legacy-stream work ran";
+  sc::observe("legacy_launch", sc::error_name(launched));
+  sc::observe("end_capture", sc::error_name(ended));
+  EXPECT_CUDA_EQ(cudaSuccess, launched) << "legacy-stream work beside a capture of a non-blocking stream";
+  EXPECT_CUDA_EQ(cudaSuccess, ended) << "ending the capture of the non-blocking stream";
+  if (g.engaged()) {
+    EXPECT_EQ(1u, g.node_count()) << "the legacy-stream work was captured";
   }
+}
 
-  // (c) beside a blocking Global capture, from another thread: recorded
+// (b) in capture mode `mode`: while b, a blocking stream, captures, a mark launched into the legacy stream from the
+// capturing thread is refused with cudaErrorStreamCaptureImplicit, never runs, and the capture then ends with an
+// error.
+void expect_legacy_work_refused_beside_a_blocking_capture(StreamCapture& t, const sc::claim& capt05,
+                                                          cudaStreamCaptureMode mode) {
+  const sc::stream b = t.make(capturing_kind(capt05, stream_flags::blocking), "b");
+  sc::marks m;
+  sc::graph g;
+  cudaError_t launched = cudaErrorUnknown;
+  cudaError_t ended = cudaErrorUnknown;
   {
-    const int dev = device();
-    int step = 0;
-    cudaError_t launched = cudaErrorUnknown;
-    sc::thread_team team;
-    team.start(1, [&](unsigned) {
-      const cudaError_t set = cudaSetDevice(dev);
-      team.update([&] { step = 1; });
-      if (!team.wait_until([&] { return step == 2; }, sc::kWorkDeadline)) return;
-      const cudaError_t code = set == cudaSuccess ? legacy_mark(m, 4) : set;
-      (void)cudaGetLastError();
-      team.update([&] {
-        launched = code;
-        step = 3;
-      });
+    sc::capture c(b, mode);
+    launched = legacy_mark(m, 1);
+    ended = c.end(g);
+  }
+  (void)cudaGetLastError();
+  sc::observe("legacy_launch", sc::error_name(launched));
+  sc::observe("end_capture", sc::error_name(ended));
+  EXPECT_CUDA_EQ(cudaErrorStreamCaptureImplicit, launched) << "legacy-stream work beside a blocking capture";
+  EXPECT_NE(cudaSuccess, ended) << "the blocking capture ended cleanly after the refused legacy use";
+  EXPECT_FALSE(StreamCapture::lands_within(m, 1)) << "the refused legacy-stream work ran";
+}
+
+// CAPT-05 (a) · Programming Guide, stream capture (the rule names streams "not created with cudaStreamNonBlocking"
+// only): beside a Global capture of a non-blocking stream, legacy-stream work runs at once and is not captured.
+TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingGlobalCapture) {
+  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeGlobal);
+}
+
+// CAPT-05 (a) · the same beside a ThreadLocal capture.
+TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingThreadLocalCapture) {
+  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeThreadLocal);
+}
+
+// CAPT-05 (a) · the same beside a Relaxed capture.
+TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingRelaxedCapture) {
+  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeRelaxed);
+}
+
+// CAPT-05 (b) · Programming Guide, stream capture ("When any stream in the same context is being captured, and it
+// was not created with cudaStreamNonBlocking, any attempted use of the legacy stream is invalid"),
+// cudaErrorStreamCaptureImplicit: beside a Global capture of a blocking stream, a legacy-stream launch is refused,
+// never runs, and the capture ends with an error.
+TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingGlobalCapture) {
+  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeGlobal);
+}
+
+// CAPT-05 (b) · the same beside a ThreadLocal capture.
+TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingThreadLocalCapture) {
+  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeThreadLocal);
+}
+
+// CAPT-05 (b) · the same beside a Relaxed capture: Relaxed frees the thread from the unsafe-call rules, not the
+// legacy stream from its implicit dependency on the blocking stream.
+TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingRelaxedCapture) {
+  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeRelaxed);
+}
+
+// CAPT-05 (c) · the guide's rule names no thread: a mark launched into the legacy stream from another thread while
+// this thread captures b (blocking) in Global mode. Its code, the capture's ending and whether the mark ran are
+// compared with the baseline (row other_thread_beside_a_blocking_global_capture, gating).
+TEST_F(StreamCapture, LegacyStreamWorkFromAnotherThreadBesideABlockingGlobalCapture) {
+  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  const sc::stream b = make(capturing_kind(capt05, stream_flags::blocking), "b");
+  const int dev = device();
+  sc::marks m;
+  int step = 0;  // under the team's lock: 1 the other thread is ready, 2 the capture is open, 3 it has launched
+  cudaError_t launched = cudaErrorUnknown;
+  sc::thread_team team;
+  team.start(1, [&](unsigned) {
+    const cudaError_t set = cudaSetDevice(dev);
+    team.update([&] { step = 1; });
+    if (!team.wait_until([&] { return step == 2; }, sc::kWorkDeadline)) return;
+    const cudaError_t code = set == cudaSuccess ? legacy_mark(m, 1) : set;
+    (void)cudaGetLastError();
+    team.update([&] {
+      launched = code;
+      step = 3;
     });
-    ASSERT_TRUE(team.wait_until([&] { return step == 1; }, sc::kWorkDeadline)) << "the other thread did not start";
-    sc::graph g;
-    cudaError_t ended = cudaSuccess;
-    {
-      sc::capture c(b, cudaStreamCaptureModeGlobal);
-      team.update([&] { step = 2; });
-      EXPECT_TRUE(team.wait_until([&] { return step == 3; }, sc::kWorkDeadline)) << "the other thread's launch";
-      ended = c.end(g);
-    }
-    team.end();
-    (void)cudaGetLastError();
-    sc::observe("other_thread.legacy_launch", sc::error_name(launched));
-    sc::observe("other_thread.end_capture", sc::error_name(ended));
-    const bool landed = lands_within(m, 4, sc::kLandingDeadline);
-    sc::observe("other_thread.mark_landed", landed);
-    EXPECT_TRUE(capt05.matches_baseline(
-        "other_thread_beside_a_blocking_global_capture",
-        sc::error_name(launched) + "; " + sc::error_name(ended) + "; " + (landed ? "ran" : "did not run")));
+  });
+  ASSERT_TRUE(team.wait_until([&] { return step == 1; }, sc::kWorkDeadline)) << "the other thread did not start";
+  sc::graph g;
+  cudaError_t ended = cudaErrorUnknown;
+  {
+    sc::capture c(b, cudaStreamCaptureModeGlobal);
+    team.update([&] { step = 2; });
+    EXPECT_TRUE(team.wait_until([&] { return step == 3; }, sc::kWorkDeadline)) << "the other thread's launch";
+    ended = c.end(g);
   }
-  drain();
+  team.end();
+  (void)cudaGetLastError();
+  const bool landed = lands_within(m, 1, sc::kLandingDeadline);
+  sc::observe("other_thread.legacy_launch", sc::error_name(launched));
+  sc::observe("other_thread.end_capture", sc::error_name(ended));
+  sc::observe("other_thread.mark_landed", landed);
+  EXPECT_TRUE(capt05.matches_baseline(
+      "other_thread_beside_a_blocking_global_capture",
+      sc::error_name(launched) + "; " + sc::error_name(ended) + "; " + (landed ? "ran" : "did not run")));
 }
 
 }  // namespace

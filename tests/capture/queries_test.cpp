@@ -1,12 +1,11 @@
 // CAPT-07: synchronizing or querying a capturing stream, or an event recorded in a capture, is refused (CUDA
 // Programming Guide, stream capture, "Prohibited and Unhandled Operations": invalid, and an invalid operation
 // invalidates the capture); an event recorded with cudaEventRecordExternal becomes a node that signals the
-// event when the graph runs.
+// event when the graph runs, once the work captured ahead of it ran.
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <string>
-#include <vector>
 
 #include "capture.hpp"
 #include "sc/fixtures/check.hpp"
@@ -17,16 +16,35 @@ namespace {
 using sc::stream_flags;
 using sc::testing::StreamCapture;
 
+// What a call made during a capture returned, and what ending that capture then returned.
+struct call_in_capture {
+  cudaError_t code = cudaErrorUnknown;
+  cudaError_t ended = cudaErrorUnknown;
+};
+
+// `call` made in a ThreadLocal capture of `s` begun for it alone; the capture is ended (and its graph, if any,
+// discarded) before this returns.
+call_in_capture in_a_capture_of(const sc::stream& s, const std::function<cudaError_t()>& call) {
+  call_in_capture out;
+  sc::graph g;
+  {
+    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
+    out.code = call();
+    out.ended = c.end(g);
+  }
+  (void)cudaGetLastError();
+  return out;
+}
+
 // CAPT-07 · CUDA Programming Guide, stream capture ("It is invalid to synchronize or query the execution status of
 // a stream which is being captured or a captured event"; "When an invalid operation is attempted during stream
-// capture, any associated capture graphs are invalidated"), cudaErrorCapturedEvent; RT cudaEventRecordWithFlags
-// (cudaEventRecordExternal): each refused call gets a capture of its own, which must then end with an error; the
-// external record becomes an event-record node, and the event completes once the launched graph ran.
-TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefusedAndExternalEventsSignal) {
+// capture, any associated capture graphs are invalidated"), cudaErrorCapturedEvent: cudaStreamQuery and
+// cudaStreamSynchronize of the capturing stream, and cudaEventQuery of an event recorded in the capture, are
+// refused, each in a capture of its own, which must then end with an error.
+TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
   const sc::claim capt07("CAPT-07", sc::verdict_kind::documented,
                          "Programming Guide: stream capture, prohibited operations; RT cudaEventRecordWithFlags");
-  // Mutation (arrangement): the stream and the event asked about are another stream's, which is not capturing,
-  // and the external record is a plain one (no node).
+  // Mutation (arrangement): the stream and the event asked about are another stream's, which is not capturing.
   const bool elsewhere = capt07.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
@@ -37,7 +55,7 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefusedAndExternalEventsSignal) {
     std::function<cudaError_t()> call;
     cudaError_t expected;  // cudaErrorUnknown: any error
   };
-  const std::vector<refused> calls = {
+  const refused calls[] = {
       {"cudaStreamQuery", [&] { return cudaStreamQuery(asked.get()); }, cudaErrorUnknown},
       {"cudaStreamSynchronize", [&] { return cudaStreamSynchronize(asked.get()); }, cudaErrorUnknown},
       {"cudaEventQuery",
@@ -49,45 +67,63 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefusedAndExternalEventsSignal) {
   };
   for (const refused& r : calls) {
     SCOPED_TRACE(r.name);
-    sc::graph g;
-    cudaError_t code = cudaSuccess;
-    cudaError_t ended = cudaSuccess;
-    {
-      sc::capture c(s, cudaStreamCaptureModeThreadLocal);
-      code = r.call();
-      ended = c.end(g);
-    }
-    (void)cudaGetLastError();
-    sc::observe(std::string(r.name) + ".code", sc::error_name(code));
-    sc::observe(std::string(r.name) + ".end_capture", sc::error_name(ended));
+    const call_in_capture got = in_a_capture_of(s, r.call);
+    sc::observe(std::string(r.name) + ".code", sc::error_name(got.code));
+    sc::observe(std::string(r.name) + ".end_capture", sc::error_name(got.ended));
     if (r.expected == cudaErrorUnknown) {
-      EXPECT_NE(cudaSuccess, code) << r.name << " on a capturing stream was not refused";
+      EXPECT_NE(cudaSuccess, got.code) << r.name << " on a capturing stream was not refused";
     } else {
-      EXPECT_CUDA_EQ(r.expected, code) << r.name << " on an event recorded in the capture";
+      EXPECT_CUDA_EQ(r.expected, got.code) << r.name << " on an event recorded in the capture";
     }
-    EXPECT_NE(cudaSuccess, ended) << "the capture ended cleanly after " << r.name << " was refused";
-    cudaStreamCaptureStatus status{};
-    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamIsCapturing(s.get(), &status));
-    EXPECT_EQ(cudaStreamCaptureStatusNone, status) << "the stream still captures after its capture ended";
+    EXPECT_NE(cudaSuccess, got.ended) << "the capture ended cleanly after " << r.name << " was refused";
+    EXPECT_EQ("none", capture_status(s)) << "the stream still captures after its capture ended";
   }
+}
 
-  // The external record: a mark, then the record, captured; the graph launched into a stream of its own.
-  sc::marks m;
+// CAPT-07 · RT cudaEventRecordWithFlags (cudaEventRecordExternal: captured as an external event-record node),
+// cudaGraphAddEventRecordNode ("Each launch of the graph will record event to capture execution of the node's
+// dependencies"): a graph captured as a gate node, mark 1 and an external record of e has one event-record node;
+// launched, e does not complete while the gate ahead of the record is closed (nor does the mark land), and
+// completes once the gate opened and the graph ran.
+TEST_F(StreamCapture, ExternalEventRecordCompletesAfterTheWorkAheadOfIt) {
+  const sc::claim capt07("CAPT-07", sc::verdict_kind::documented,
+                         "Programming Guide: stream capture, prohibited operations; RT cudaEventRecordWithFlags");
+  SC_REQUIRE(sc::requirement::async_launches);
+  // Mutation (arrangement): the external record is captured ahead of the gate, so no held work is ahead of it.
+  const bool first = capt07.mutated(sc::mutation_kind::arrangement);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream idle = make(stream_flags::non_blocking, "idle");
   const sc::event external = sc::event::create(sc::event_flags::disable_timing);
+  const auto record = [&] { return cudaEventRecordWithFlags(external.get(), s.get(), cudaEventRecordExternal); };
+  sc::marks m;
+  sc::gate gate;  // held by a node of the graph, so made before it
   sc::graph g;
   {
     sc::capture c(s, cudaStreamCaptureModeThreadLocal);
-    m.drop(s, 1);
-    ASSERT_CUDA_EQ(cudaSuccess,
-                   cudaEventRecordWithFlags(external.get(), s.get(), elsewhere ? 0u : cudaEventRecordExternal));
+    if (first) {
+      ASSERT_CUDA_EQ(cudaSuccess, record());
+    }
+    hold(gate, s);
+    drop(m, s, 1);
+    if (!first) {
+      ASSERT_CUDA_EQ(cudaSuccess, record());
+    }
     ASSERT_CUDA_EQ(cudaSuccess, c.end(g)) << "a capture with an external event record";
   }
   EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeEventRecord)) << "the external record is not an event-record node";
   const sc::graph_exec x = sc::graph_exec::instantiate(g);
   EXPECT_CUDA_EQ(cudaSuccess, launch(x, idle, "external"));
-  EXPECT_CUDA_EQ(cudaSuccess, cudaEventSynchronize(external.get())) << "waiting for the external event";
-  EXPECT_NE(0u, m.ticket_of(1)) << "the event completed before the work recorded ahead of it ran";
+  const sc::probe completed("the external event completed",
+                            [&] { return cudaEventQuery(external.get()) == cudaSuccess; });
+  {
+    sc::held_window w(gate);
+    EXPECT_TRUE(w.absent(completed)) << "the event completed while work captured ahead of its record was held";
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the graph's mark ran before the gate node ahead of it";
+  }
+  (void)cudaGetLastError();
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(idle, sc::kWorkDeadline));
+  EXPECT_CUDA_EQ(cudaSuccess, cudaEventQuery(external.get())) << "the external event once the graph ran";
+  EXPECT_NE(0u, m.ticket_of(1)) << "the graph's mark never landed";
 }
 
 }  // namespace

@@ -23,6 +23,22 @@ unfreed_guard::~unfreed_guard() {
   if (freed) note_teardown(cudaStreamSynchronize(s_), "cudaStreamSynchronize (after freeing what the test left)");
 }
 
+// Zeroed and finished here, so the reader's stream (of any kind) needs no order with the zeroing.
+ones_reader::ones_reader() : seen_(1) {
+  SC_CHECK_CUDA(cudaMemsetAsync(seen_.data(), 0, sizeof(std::uint32_t), cudaStreamLegacy));
+  SC_CHECK_CUDA(synchronize_within(stream::legacy(), kWorkDeadline));
+}
+
+void ones_reader::read(const stream& s, const std::uint32_t* block, std::uint32_t words) {
+  SC_CHECK_CUDA(kernels::launch_count_mismatches(s.get(), block, words, 1, seen_.data()));
+}
+
+std::uint32_t ones_reader::count() const {
+  std::uint32_t host = 0;
+  SC_CHECK_CUDA(cudaMemcpy(&host, seen_.data(), sizeof host, cudaMemcpyDeviceToHost));
+  return host;
+}
+
 void MemoryPools::SetUp() {
   GpuTest::SetUp();
   if (IsSkipped() || HasFatalFailure()) return;
@@ -48,6 +64,15 @@ mem_pool MemoryPools::one_block_pool(bool follow_event_dependencies, bool allow_
   pool.set_reuse(follow_event_dependencies, allow_opportunistic, allow_internal_dependencies);
   pool.set_bytes(cudaMemPoolAttrReleaseThreshold, UINT64_MAX);
   return pool;
+}
+
+std::uint32_t* MemoryPools::filled_block(const mem_pool& pool, const stream& s) const {
+  void* p = nullptr;
+  SC_CHECK_CUDA(cudaMallocFromPoolAsync(&p, block_bytes_, pool.get(), s.get()));
+  auto* words = static_cast<std::uint32_t*>(p);
+  SC_CHECK_CUDA(kernels::launch_fill(s.get(), words, block_words(), 1));
+  SC_CHECK_CUDA(synchronize_within(s, kWorkDeadline));
+  return words;
 }
 
 std::uint32_t MemoryPools::mismatches_after(const std::uint32_t* data, std::uint32_t n, std::uint32_t expected,

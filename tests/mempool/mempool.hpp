@@ -11,6 +11,7 @@
 
 #include "sc/fixtures/gate.hpp"
 #include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/pool.hpp"
 #include "sc/fixtures/predicates.hpp"
 
@@ -32,6 +33,21 @@ class unfreed_guard {
  private:
   cudaStream_t s_;
   std::vector<void**> blocks_;
+};
+
+// A reader of a block that filled_block filled with 1s: enqueued in a stream, it counts the words that are not 1,
+// so a later writer of the same memory that overtook it shows in count().
+class ones_reader {
+ public:
+  // Zeroes the count through the legacy stream and waits for it: make the reader before any gate closes.
+  ones_reader();
+  // Enqueues the reader of `words` words at `block` in `s`.
+  void read(const stream& s, const std::uint32_t* block, std::uint32_t words);
+  // The words the reader saw that were not 1; ask once the reader ran (the device drained).
+  std::uint32_t count() const;
+
+ private:
+  device_buffer<std::uint32_t> seen_;
 };
 
 class MemoryPools : public GpuTest {
@@ -56,6 +72,8 @@ class MemoryPools : public GpuTest {
   // one block is what a later allocation must reuse or fail for).
   mem_pool one_block_pool(bool follow_event_dependencies, bool allow_opportunistic,
                           bool allow_internal_dependencies) const;
+  // The one block (block_bytes()) of `pool` allocated in `s` and filled with 1s, finished.
+  std::uint32_t* filled_block(const mem_pool& pool, const stream& s) const;
   // How many words of data[0..n) differ from `expected`, counted in `s` and read after `s` finished.
   std::uint32_t mismatches_after(const std::uint32_t* data, std::uint32_t n, std::uint32_t expected, const stream& s);
 

@@ -1,6 +1,7 @@
 // MPOOL-01…03: an allocation takes its place in its stream's order; a block freed and allocated again in one
-// stream is not written before the earlier readers of the freed block ran; another stream uses a block after an
-// event recorded after its allocation.
+// stream is not written before the earlier readers of the freed block ran; another stream that waits on an event
+// recorded after an allocation uses the block only once the allocation completed, after the earlier readers of the
+// block it reused.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -100,43 +101,49 @@ TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
 }
 
 // MPOOL-03 · RT cudaMallocFromPoolAsync ("Stream query, stream synchronize, and CUDA events can be used to
-// guarantee that the allocation operation completes before work submitted in a separate stream runs"): a gate
-// holds s ahead of the allocation and of an event recorded after it; stream t waits on the event, writes the
-// block and drops a mark. While the gate is closed the mark is absent; once it opens the block reads back as t
-// wrote it.
-TEST_F(MemoryPools, AnotherStreamUsesTheBlockAfterAnEvent) {
+// guarantee that the allocation operation completes before work submitted in a separate stream runs"): the
+// allocation is made to wait in its stream. In a pool bounded to one block, p (filled with 1s) has a reader in s
+// behind a gate, then its free, then the allocation q, which must be p's block again (same-stream reuse, checked:
+// the arrangement), then an event e. Stream t waits on e, writes 2s into q and drops a mark. While the gate is
+// closed the mark is absent; once it opens, the reader of p saw only 1s (t's use of q did not come before the
+// allocation completed, which is after the reader), and q reads back as t wrote it.
+TEST_F(MemoryPools, AnotherStreamUsesTheReusedBlockAfterAnEvent) {
   const sc::claim mpool03("MPOOL-03", sc::verdict_kind::documented,
                           "RT cudaMallocFromPoolAsync (events order the allocation for other streams)");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (expectation): the mark is expected to land while the gate is closed. No change of the arrangement
-  // is defined behavior: without the wait, t would write the block before its allocation completed.
-  const bool expect_landed = mpool03.mutated(sc::mutation_kind::expectation);
-  const sc::mem_pool pool = sc::mem_pool::create(device());
+  // Mutation (arrangement): t does not wait on e. Its write then goes to q before q's allocation completed: to p's
+  // memory while p is still allocated (its free waits behind the gate), so it is mapped and the reader sees it.
+  const bool no_wait = mpool03.mutated(sc::mutation_kind::arrangement);
+  const sc::mem_pool pool = sc::mem_pool::create(device(), block_bytes());
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream t = make(stream_flags::non_blocking, "t");
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
+  void* p = filled_block(pool, s);  // null once its free is enqueued
+  const void* const block = p;
+  void* q = nullptr;
+  const sc::testing::unfreed_guard left(s, {&p, &q});
+  sc::testing::ones_reader reader;
   sc::marks m;
-  void* p = nullptr;
   {
     sc::gate g;
     hold(g, s);
     sc::held_window w(g);
-    ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&p, kBlockBytes, pool.get(), s.get()));
-    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(e.get(), s.get()));
-    ASSERT_CUDA_EQ(cudaSuccess, cudaStreamWaitEvent(t.get(), e.get(), 0));
-    SC_CHECK_CUDA(sc::kernels::launch_fill(t.get(), static_cast<std::uint32_t*>(p), kBlockWords, 5));
-    m.drop(t, 1);
-    const sc::gated_result held = w.absent(sc::probe::mark(m, 1));
-    if (expect_landed) {
-      EXPECT_TRUE(sc::does_not_hold(held)) << "(mutation) the mark after the wait was expected to land while gated";
-    } else {
-      EXPECT_TRUE(held) << "the other stream used the block before the event after its allocation completed";
-    }
+    reader.read(s, static_cast<const std::uint32_t*>(block), block_words());
+    SC_CHECK_CUDA(sc::testing::free_in(p, s));
+    ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), s.get()));
+    ASSERT_EQ(block, q) << "the pool bounded to one block gave the new allocation other memory: no reuse to test";
+    SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));
+    if (!no_wait) SC_CHECK_CUDA(cudaStreamWaitEvent(t.get(), e.get(), 0));
+    SC_CHECK_CUDA(sc::kernels::launch_fill(t.get(), static_cast<std::uint32_t*>(q), block_words(), 2));
+    drop(m, t, 1);
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "t used the block before the event after its allocation";
   }
   drain();
-  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(p), kBlockWords, 5, t))
-      << "the block written in the other stream does not read back";
-  EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(p, t.get()));
+  sc::observe("reader_mismatches", static_cast<long long>(reader.count()));
+  EXPECT_EQ(0u, reader.count()) << "t wrote the reused block before its allocation completed (the freed block's "
+                                   "reader, ahead of the allocation in s, saw t's values)";
+  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), block_words(), 2, t)) << "q does not read back";
+  EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, t));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(t, sc::kWorkDeadline));
 }
 

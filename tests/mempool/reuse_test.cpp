@@ -1,7 +1,8 @@
 // MPOOL-04…07: which reuse policy lets an allocation in stream b take the block freed in stream a. Every test
 // uses a pool bounded to one block (MemoryPools::one_block_pool), so the allocation either reuses the freed
 // block or fails: which one it did is the verdict, and the freed block's reader in a (counting the words that
-// are not 1) shows whether b's writer overtook it.
+// are not 1) shows whether b's writer overtook it. MPOOL-06 runs its arrangement twice: between two ordinary
+// streams (documented), and between the per-thread default streams of two host threads (observed).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,6 +13,8 @@
 #include "sc/fixtures/event.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/probe.hpp"
+#include "sc/fixtures/process.hpp"
+#include "sc/fixtures/thread_team.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -19,28 +22,16 @@ namespace {
 using sc::stream_flags;
 using sc::testing::MemoryPools;
 
-// The block (`bytes`) of `pool` allocated in `a` and filled with 1s, finished.
-std::uint32_t* filled_block(const sc::mem_pool& pool, std::size_t bytes, const sc::stream& a) {
-  void* p = nullptr;
-  SC_CHECK_CUDA(cudaMallocFromPoolAsync(&p, bytes, pool.get(), a.get()));
-  auto* words = static_cast<std::uint32_t*>(p);
-  SC_CHECK_CUDA(sc::kernels::launch_fill(a.get(), words, static_cast<std::uint32_t>(bytes / sizeof *words), 1));
-  SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
-  return words;
-}
-
-// After the gate and drain: b's allocation (`allocated`) reused block p as q; a's reader of p, counting into `seen`
-// the words that were not 1, saw only 1s (b's writer did not overtake it); q reads back the 2s b wrote. q is freed.
-// `not_reused` says what a failed allocation means.
+// After the gate and drain: b's allocation (`allocated`) reused block p as q; a's reader of p saw only 1s (b's
+// writer did not overtake it); q reads back the 2s b wrote. q is freed. `not_reused` says what a failed allocation
+// means.
 void expect_reused_in_order(MemoryPools& t, cudaError_t allocated, const std::uint32_t* p, void*& q,
-                            const sc::device_buffer<std::uint32_t>& seen, const sc::stream& b, const char* not_reused) {
+                            const sc::testing::ones_reader& reader, const sc::stream& b, const char* not_reused) {
   sc::observe("allocation", sc::error_name(allocated));
   sc::observe("same_block", q == p);
   ASSERT_CUDA_EQ(cudaSuccess, allocated) << not_reused;
   EXPECT_EQ(static_cast<const void*>(p), q) << "a pool of one block gave b other memory";
-  std::uint32_t mismatches = 0;
-  SC_CHECK_CUDA(cudaMemcpy(&mismatches, seen.data(), sizeof mismatches, cudaMemcpyDeviceToHost));
-  EXPECT_EQ(0u, mismatches) << "b wrote the reused block before a's reader of the freed block ran";
+  EXPECT_EQ(0u, reader.count()) << "b wrote the reused block before a's reader of the freed block ran";
   EXPECT_EQ(0u, t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, b));
   EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, b));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
@@ -61,9 +52,8 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
-  std::uint32_t* p = filled_block(pool, block_bytes(), a);
-  sc::device_buffer<std::uint32_t> seen(1);
-  SC_CHECK_CUDA(cudaMemsetAsync(seen.data(), 0, sizeof(std::uint32_t), a.get()));
+  std::uint32_t* p = filled_block(pool, a);
+  sc::testing::ones_reader reader;
   void* held = p;  // until its free is enqueued
   void* q = nullptr;
   const sc::testing::unfreed_guard left_in_a(a, {&held});
@@ -73,7 +63,7 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
     sc::gate g;
     hold(g, a);
     sc::held_window w(g);
-    SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(a.get(), p, block_words(), 1, seen.data()));
+    reader.read(a, p, block_words());
     SC_CHECK_CUDA(sc::testing::free_in(held, a));
     SC_CHECK_CUDA(cudaEventRecord(e.get(), a.get()));
     if (!no_edge) SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), e.get(), 0));
@@ -90,7 +80,7 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
     EXPECT_TRUE(r.returned) << "the allocation across the event edge waited for the gated stream";
   }
   drain();
-  expect_reused_in_order(*this, allocated, p, q, seen, b,
+  expect_reused_in_order(*this, allocated, p, q, reader, b,
                          "the only block, freed in a before the event b waits on, was not reused");
 }
 
@@ -112,7 +102,7 @@ TEST_F(MemoryPools, CompletedFreeIsReusedWithoutAnEdge) {
   };
   const auto reuse_after_completion = [&](bool opportunistic) {
     const sc::mem_pool pool = one_block_pool(false, opportunistic, false);
-    std::uint32_t* p = filled_block(pool, block_bytes(), a);
+    std::uint32_t* p = filled_block(pool, a);
     SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
     // Complete, as cudaStreamQuery sees it; never synchronized (after a synchronize of a, its free is reused in
     // b with every policy off: H100, driver 580).
@@ -135,6 +125,61 @@ TEST_F(MemoryPools, CompletedFreeIsReusedWithoutAnEdge) {
   EXPECT_TRUE(mpool05.matches_baseline("completed_free_reused", with.same_block));
 }
 
+// What MPOOL-06's arrangement showed (reuse_behind_a_gate).
+struct reuse_seen {
+  cudaError_t allocated = cudaErrorUnknown;                               // b's allocation
+  bool same_block = false;                                                // it returned the freed block p
+  sc::gated_result returned{sc::gated_outcome::invalid, "not measured"};  // the allocation returned while a was gated
+  // b's mark, dropped after the allocation (and after its write when it succeeded), absent while a was gated.
+  sc::gated_result later_work_held{sc::gated_outcome::invalid, "not asked: the allocation did not return while gated"};
+  std::uint32_t reader_mismatches = 0;   // words of p that a's reader, ahead of the free, saw not 1
+  std::uint32_t written_mismatches = 0;  // words of q that do not read back as the 2s b wrote
+};
+
+// MPOOL-06's arrangement in `pool` (one block; the test sets its policies): p, filled with 1s in a; a gate holds a
+// ahead of a reader of p and the free of p; then, on a helper thread (call_while_gated), b allocates q, writes 2s
+// into it and drops mark 1, the mark whether or not the allocation succeeded. Whether the mark lands is asked once
+// the call returned, the gate still closed. Once the device drained, q is read back and freed in a.
+reuse_seen reuse_behind_a_gate(MemoryPools& t, const sc::mem_pool& pool, const sc::stream& a, const sc::stream& b) {
+  reuse_seen seen;
+  std::uint32_t* p = t.filled_block(pool, a);
+  sc::testing::ones_reader reader;
+  sc::marks m;
+  void* held = p;  // until its free is enqueued
+  void* q = nullptr;
+  const sc::testing::unfreed_guard left(a, {&held, &q});
+  {
+    sc::gate g;
+    t.hold(g, a);
+    sc::held_window w(g);
+    reader.read(a, p, t.block_words());
+    SC_CHECK_CUDA(sc::testing::free_in(held, a));
+    sc::while_gated_steps steps;
+    steps.after_return = [&] { seen.later_work_held = w.absent(sc::probe::mark(m, 1)); };
+    const sc::return_observation r = sc::call_while_gated(
+        [&] {
+          seen.allocated = cudaMallocFromPoolAsync(&q, t.block_bytes(), pool.get(), b.get());
+          (void)cudaGetLastError();  // on this (the helper) thread, where a failed call left it
+          cudaError_t code = seen.allocated;
+          if (code == cudaSuccess)
+            code = sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), t.block_words(), 2);
+          m.drop(b, 1);
+          return code;
+        },
+        g, sc::kReturnWindow, steps);
+    seen.returned = r.returned;
+  }
+  t.drain();
+  seen.same_block = seen.allocated == cudaSuccess && q == p;
+  seen.reader_mismatches = reader.count();
+  if (q != nullptr) {
+    seen.written_mismatches = t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, a);
+    SC_CHECK_CUDA(sc::testing::free_in(q, a));
+    SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
+  }
+  return seen;
+}
+
 // MPOOL-06 · RT cudaMemPoolSetAttribute (cudaMemPoolReuseAllowInternalDependencies: "Allow cuMemAllocAsync to
 // insert new stream dependencies in order to establish the stream ordering required to reuse a piece of memory
 // released by cuFreeAsync"): with only this policy on, a gate holds a ahead of a reader of p and the free of p;
@@ -150,47 +195,123 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
   const sc::mem_pool pool = one_block_pool(false, false, !off);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  std::uint32_t* p = filled_block(pool, block_bytes(), a);
-  sc::device_buffer<std::uint32_t> seen(1);
-  SC_CHECK_CUDA(cudaMemsetAsync(seen.data(), 0, sizeof(std::uint32_t), a.get()));
+  const reuse_seen seen = reuse_behind_a_gate(*this, pool, a, b);
+  sc::observe("allocation", sc::error_name(seen.allocated));
+  sc::observe("same_block", seen.same_block);
+  EXPECT_TRUE(seen.returned) << "the allocation waited for the gated stream on the host";
+  ASSERT_CUDA_EQ(cudaSuccess, seen.allocated)
+      << "the only block, freed behind a gate, was not reused with a dependency";
+  EXPECT_TRUE(seen.same_block) << "a pool of one block gave b other memory";
+  EXPECT_TRUE(seen.later_work_held) << "b's work after the reusing allocation ran while a was gated";
+  EXPECT_EQ(0u, seen.reader_mismatches) << "b wrote the reused block before a's reader of the freed block ran";
+  EXPECT_EQ(0u, seen.written_mismatches) << "the reused block does not read back as b wrote it";
+}
+
+// MPOOL-06's arrangement between the per-thread default streams of two host threads: a is this thread's, b that of
+// a thread of its own (sc::thread_team), which allocates q in b, writes 2s into it and drops mark 1 while the gate
+// holds a (after the reader of p and the free of p, as in reuse_behind_a_gate). That thread stays until its stream
+// has finished, and every wait has a deadline: work that never finishes (a dependency nobody satisfies) fails the
+// test and ends its process instead of hanging it (a first version, whose thread ended with its work queued,
+// hung on an H100 and an H200). `dev`: the test's device.
+reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& pool, int dev) {
+  reuse_seen seen;
+  const sc::stream a = sc::stream::per_thread();
+  std::uint32_t* p = t.filled_block(pool, a);
+  sc::testing::ones_reader reader;
   sc::marks m;
   void* held = p;  // until its free is enqueued
   void* q = nullptr;
-  const sc::testing::unfreed_guard left_in_a(a, {&held});
-  const sc::testing::unfreed_guard left_in_b(b, {&q});
-  cudaError_t allocated = cudaErrorUnknown;
+  const sc::testing::unfreed_guard left(a, {&held, &q});
+  // Under the team's lock: 1 the free is enqueued, 2 the other thread allocated and enqueued its work, 3 the gate
+  // is open, 4 the other thread's stream finished or its deadline passed (`theirs` says which).
+  int step = 0;
+  cudaError_t theirs = cudaErrorUnknown;
+  sc::thread_team team;
+  team.start(1, [&](unsigned) {
+    const cudaError_t set = cudaSetDevice(dev);
+    if (!team.wait_until([&] { return step == 1; }, sc::kWorkDeadline)) return;
+    void* got = nullptr;
+    const cudaError_t allocated =
+        set != cudaSuccess ? set : cudaMallocFromPoolAsync(&got, t.block_bytes(), pool.get(), cudaStreamPerThread);
+    (void)cudaGetLastError();
+    if (allocated == cudaSuccess)
+      (void)sc::kernels::launch_fill(cudaStreamPerThread, static_cast<std::uint32_t*>(got), t.block_words(), 2);
+    m.drop_by(1, [](std::uint32_t* counter, sc::kernels::mark_board* board, unsigned slot) {
+      (void)sc::kernels::launch_mark(cudaStreamPerThread, counter, board, slot);  // a failed launch: no mark
+      return cudaSuccess;
+    });
+    team.update([&] {
+      seen.allocated = allocated;
+      q = got;
+      step = 2;
+    });
+    if (!team.wait_until([&] { return step == 3; }, sc::kWorkDeadline)) return;
+    const cudaError_t finished = sc::synchronize_within(sc::stream::per_thread(), sc::kWorkDeadline);
+    team.update([&] {
+      theirs = finished;
+      step = 4;
+    });
+  });
   {
     sc::gate g;
-    hold(g, a);
+    t.hold(g, a);
     sc::held_window w(g);
-    SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(a.get(), p, block_words(), 1, seen.data()));
+    reader.read(a, p, t.block_words());
     SC_CHECK_CUDA(sc::testing::free_in(held, a));
-    // The mark goes in with the allocation; whether it lands is asked once the call returned, the gate still
-    // closed (call_while_gated opens the gate when it is done).
-    sc::gated_result mark_held(sc::gated_outcome::invalid, "not asked: the allocation did not return while gated");
-    sc::while_gated_steps steps;
-    steps.after_return = [&] { mark_held = w.absent(sc::probe::mark(m, 1)); };
-    const sc::return_observation r = sc::call_while_gated(
-        [&] {
-          allocated = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
-          if (allocated != cudaSuccess) {
-            (void)cudaGetLastError();  // on this (the helper) thread, where the failed call left it
-            return allocated;
-          }
-          const cudaError_t filled =
-              sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), block_words(), 2);
-          if (filled == cudaSuccess) m.drop(b, 1);
-          return filled;
-        },
-        g, sc::kReturnWindow, steps);
-    EXPECT_TRUE(r.returned) << "the allocation waited for the gated stream on the host";
-    if (allocated == cudaSuccess) {
-      EXPECT_TRUE(mark_held) << "b's work after the reusing allocation ran while a was gated";
-    }
+    team.update([&] { step = 1; });
+    const bool returned = team.wait_until([&] { return step == 2; }, sc::kReturnWindow);
+    seen.returned = sc::gated_result(returned ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold,
+                                     returned ? "the other thread's allocation returned while a was gated"
+                                              : "the other thread's allocation had not returned while a was gated");
+    if (returned) seen.later_work_held = w.absent(sc::probe::mark(m, 1));
   }
-  drain();
-  expect_reused_in_order(*this, allocated, p, q, seen, b,
-                         "the only block, freed behind a gate, was not reused with a dependency");
+  const bool called = team.wait_until([&] { return step == 2; }, sc::kWorkDeadline);
+  team.update([&] { step = called ? 3 : step; });
+  const bool finished = called && team.wait_until([&] { return step == 4; }, 2 * sc::kWorkDeadline);
+  const cudaError_t mine = sc::synchronize_within(a, sc::kWorkDeadline);
+  if (!finished || theirs != cudaSuccess || mine != cudaSuccess) {
+    ADD_FAILURE() << "the work never finished once the gate opened: the other thread's allocation "
+                  << (called ? "returned" : "never returned") << ", its per-thread stream "
+                  << (finished ? sc::error_name(theirs) : std::string("did not report")) << ", this thread's "
+                  << sc::error_name(mine) << " (a dependency the allocator added that nothing satisfies?)";
+    sc::end_test_process("the per-thread streams' work did not finish after the gate opened");
+  }
+  team.end();
+  t.drain();
+  seen.same_block = seen.allocated == cudaSuccess && q == p;
+  seen.reader_mismatches = reader.count();
+  if (q != nullptr) {
+    seen.written_mismatches = t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, a);
+    SC_CHECK_CUDA(sc::testing::free_in(q, a));
+    SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
+  }
+  return seen;
+}
+
+// MPOOL-06 (observed) · the same arrangement between the per-thread default streams of two host threads: a is this
+// thread's per-thread stream, b another thread's. Nothing documents how the allocator treats per-thread streams
+// here (MPOOL-08: for reuse they are two streams), so what it does is compared with the baseline: row
+// `per_thread_streams.allocation` ("the freed block", "other memory", or the allocation's error) and row
+// `per_thread_streams.later_work_held` (the other thread's mark absent while this thread's stream was gated: the
+// dependency the allocator added). A reuse that let the writer overtake the freed block's reader fails at once.
+TEST_F(MemoryPools, ReuseAddsAHiddenDependencyBetweenPerThreadStreams) {
+  const sc::claim mpool06("MPOOL-06", sc::verdict_kind::observed,
+                          "RT cudaMemPoolSetAttribute (cudaMemPoolReuseAllowInternalDependencies); per-thread streams");
+  SC_REQUIRE(sc::requirement::async_launches);
+  // Mutation (arrangement): the policy is off, so nothing lets the other thread reuse a pending free.
+  const bool off = mpool06.mutated(sc::mutation_kind::arrangement);
+  const sc::mem_pool pool = one_block_pool(false, false, !off);
+  const reuse_seen seen = reuse_across_per_thread_streams(*this, pool, device());
+  const std::string allocation = seen.allocated != cudaSuccess ? sc::error_name(seen.allocated)
+                                 : seen.same_block             ? "the freed block"
+                                                               : "other memory";
+  sc::observe("per_thread_streams.returned_while_gated", seen.returned.outcome() == sc::gated_outcome::holds);
+  sc::observe("per_thread_streams.reader_mismatches", static_cast<long long>(seen.reader_mismatches));
+  EXPECT_TRUE(mpool06.matches_baseline("per_thread_streams.allocation", allocation));
+  EXPECT_TRUE(mpool06.observed_row("per_thread_streams.later_work_held", seen.later_work_held));
+  EXPECT_EQ(0u, seen.reader_mismatches) << "the other thread wrote the reused block before this thread's reader of "
+                                           "the freed block ran";
+  EXPECT_EQ(0u, seen.written_mismatches) << "the reused block does not read back as the other thread wrote it";
 }
 
 // MPOOL-07 · RT cudaMemPoolSetAttribute (the three reuse policies), cudaMemPoolProps::maxSize: with every reuse
@@ -209,7 +330,7 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   pool.set_reuse(false, false, allow);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  void* held = filled_block(pool, block_bytes(), a);  // until its free is enqueued
+  void* held = filled_block(pool, a);  // until its free is enqueued
   void* q = nullptr;
   const sc::testing::unfreed_guard left_in_a(a, {&held});
   const sc::testing::unfreed_guard left_in_b(b, {&q});
