@@ -7,8 +7,8 @@ default 0) alone and beside each neighbour, a second process (sc_probe busy) wit
     full     2 ms kernels filling every SM, for the whole run
     window   2 ms kernels filling every SM, started after the run began and ended before it finished
 
-Beside a neighbour the gate must exit 2, and every GPU test whose time (the observation's started_unix_ms
-and duration_ms) overlapped the neighbour's life must end "not judged" (skip kind shared_gpu), never passed
+Beside a neighbour the gate must exit 2, and every GPU test that held the GPU while the neighbour lived (from
+the observation's started_unix_ms, its set-up steps up to the GPU lock, and duration_ms) must end "not judged" (skip kind shared_gpu), never passed
 or failed. It prints a line per case, with the widest stop of the tests' own kernels (the evidence of
 sharing.hpp's bound), and exits 0 when every case held.
 
@@ -62,6 +62,11 @@ def tests_of(run):
         if not isinstance(start, int) or "gpu_sharing" not in doc:
             continue  # skipped before it had a GPU
         end = start + int(doc.get("duration_ms") or 0)
+        # The test has the GPU once its lock is taken: before that it waited for another test of the run.
+        steps = doc.get("setup_steps_ms") or []
+        names = [step[0] for step in steps]
+        if "gpu_lock" in names:
+            start += int(sum(step[1] for step in steps[:names.index("gpu_lock") + 1]))
         found.append((doc.get("ctest_name"), start / 1000.0, end / 1000.0, doc.get("outcome"),
                       doc.get("skip_kind"), doc["gpu_sharing"]))
     return found
