@@ -104,9 +104,12 @@ function(_sc_failing name text labels)
 endfunction()
 
 # sc_entries(EXE <exe> PREFIX <prefix> FILTER <gtest filter> [ENTRY <name> SETS <VAR=value>] FAMILY <label>
-#            KIND gpu|nogpu TIMEOUT <s> RESULTS <run folder> ISOLATED <patterns>)
+#            KIND gpu|nogpu TIMEOUT <s> RESULTS <run folder> ISOLATED <patterns> [TWO_GPUS <patterns>])
+# The tests TWO_GPUS selects also get the label two_gpus (ci/run_suite.sh runs them on pairs of GPUs); each must
+# be ISOLATED too, so that no fast entry mixes them with one-GPU tests.
 function(sc_entries)
-  cmake_parse_arguments(arg "" "EXE;PREFIX;FILTER;ENTRY;SETS;FAMILY;KIND;TIMEOUT;RESULTS;ISOLATED" "" ${ARGN})
+  cmake_parse_arguments(arg "" "EXE;PREFIX;FILTER;ENTRY;SETS;FAMILY;KIND;TIMEOUT;RESULTS;ISOLATED;TWO_GPUS" ""
+                        ${ARGN})
   set(labels "${arg_FAMILY};${arg_KIND}")
   set(mode "$ENV{STREAMCHECK_MODE}")
   if(NOT mode MATCHES "^(|isolated|fast)$")
@@ -119,6 +122,22 @@ function(sc_entries)
     return()
   endif()
   _sc_select(tests "${all}" "${arg_FILTER}")
+  set(two "")
+  if(arg_TWO_GPUS)
+    _sc_select(two "${tests}" "${arg_TWO_GPUS}")
+    set(own "")
+    if(arg_ISOLATED)
+      _sc_select(own "${two}" "${arg_ISOLATED}")
+    endif()
+    if(own)
+      list(REMOVE_ITEM two ${own})
+    endif()
+    if(two)
+      _sc_failing("${arg_PREFIX}TwoGpuTestsAreIsolated" "${two} need two GPUs but are not ISOLATED" "${labels}")
+      return()
+    endif()
+    _sc_select(two "${tests}" "${arg_TWO_GPUS}")
+  endif()
   set(args "--streamcheck-results=${arg_RESULTS}")
   if(arg_ENTRY)
     string(REGEX REPLACE "=.*" "" variable "${arg_SETS}")
@@ -152,7 +171,12 @@ function(sc_entries)
     # The process writes into its run's folder under ARG_RESULTS (fixtures/include/sc/fixtures/run_context.hpp).
     add_test("${name}" "${arg_EXE}" "--gtest_filter=${filter}" "--gtest_output=xml:${name}.xml" ${args})
     # 77: no test of the process failed and none passed (fixtures/include/sc/fixtures/process.hpp).
-    set_tests_properties("${name}" PROPERTIES LABELS "${labels}" TIMEOUT "${timeout}" SKIP_RETURN_CODE 77
+    set(entry_labels "${labels}")
+    list(FIND two "${filter}" at)  # read by ctest, where if(IN_LIST) is not known
+    if(NOT at EQUAL -1)
+      list(APPEND entry_labels two_gpus)
+    endif()
+    set_tests_properties("${name}" PROPERTIES LABELS "${entry_labels}" TIMEOUT "${timeout}" SKIP_RETURN_CODE 77
                          FIXTURES_REQUIRED streamcheck_run)
     if(arg_KIND STREQUAL "gpu")
       set_tests_properties("${name}" PROPERTIES RESOURCE_GROUPS "gpus:1" FAIL_REGULAR_EXPRESSION "STREAMCHECK-WATCHDOG")

@@ -2,7 +2,8 @@
 #
 # sc_behavior_family(FAMILY <label> SOURCES <file>... [NOGPU] [TIMEOUT <seconds>]
 #                    [PER_THREAD_SOURCES <file>...] [NVCC_PER_THREAD_SOURCES <file.cu>...]
-#                    [ENV_VARIANT <name> <gtest-filter> <VAR=value>]... [ISOLATED <gtest-pattern>...])
+#                    [ENV_VARIANT <name> <gtest-filter> <VAR=value>]... [ISOLATED <gtest-pattern>...]
+#                    [TWO_GPUS <gtest-pattern>...])
 #
 # - Builds: the main executable (legacy default stream) from every source; PER_THREAD_SOURCES also as
 #   <exe>_ptds with -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 (tests named <family>.ptds.*), and
@@ -14,7 +15,8 @@
 # - The ctest entries are made when ctest reads the folder (StreamcheckEntries.cmake), from the tests each
 #   executable lists, in the mode STREAMCHECK_MODE names at that moment: one entry per test (isolated, the
 #   default), or one process per executable and environment entry (fast), where the tests ISOLATED names
-#   keep an entry of their own. Labels: the family, and `gpu` or `nogpu` (NOGPU: host tests, no CUDA).
+#   keep an entry of their own. Labels: the family, and `gpu` or `nogpu` (NOGPU: host tests, no CUDA), and
+#   `two_gpus` for the tests TWO_GPUS names (tests that need two GPUs; each is ISOLATED as well).
 # - TIMEOUT (default 60 s) bounds one test's entry; a fast entry may take 900 s (StreamcheckEntries.cmake).
 set(SC_RUN_FIXTURE streamcheck_run)
 
@@ -36,7 +38,7 @@ endfunction()
 
 function(sc_behavior_family)
   cmake_parse_arguments(PARSE_ARGV 0 arg "NOGPU" "FAMILY;TIMEOUT"
-                        "SOURCES;PER_THREAD_SOURCES;NVCC_PER_THREAD_SOURCES;ENV_VARIANT;ISOLATED")
+                        "SOURCES;PER_THREAD_SOURCES;NVCC_PER_THREAD_SOURCES;ENV_VARIANT;ISOLATED;TWO_GPUS")
   if(arg_UNPARSED_ARGUMENTS OR NOT arg_FAMILY OR NOT arg_SOURCES OR NOT arg_FAMILY MATCHES "^[a-z][a-z0-9_]*$")
     message(FATAL_ERROR "sc_behavior_family: FAMILY (lower_snake_case) and SOURCES are required; unknown: "
                         "'${arg_UNPARSED_ARGUMENTS}'")
@@ -72,8 +74,9 @@ function(sc_behavior_family)
 
   # One call per executable and entry, read when ctest reads this folder (StreamcheckEntries.cmake).
   list(JOIN arg_ISOLATED ":" isolated)
+  list(JOIN arg_TWO_GPUS ":" two_gpus)
   string(CONCAT common "FAMILY ${arg_FAMILY} KIND ${kind} TIMEOUT ${arg_TIMEOUT} "
-                "RESULTS [==[${SC_RESULTS}]==] ISOLATED [==[${isolated}]==]")
+                "RESULTS [==[${SC_RESULTS}]==] ISOLATED [==[${isolated}]==] TWO_GPUS [==[${two_gpus}]==]")
   set(calls "set(_sc_cmake [==[${CMAKE_COMMAND}]==])\ninclude([==[${PROJECT_SOURCE_DIR}/cmake/StreamcheckEntries.cmake]==])\n")
   set(all_exes "")
   foreach(target prefix IN ZIP_LISTS targets prefixes)

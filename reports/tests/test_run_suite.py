@@ -75,9 +75,9 @@ class EveryGpu(unittest.TestCase):
         self.assertIn("CVD=0 ORDER=PCI_BUS_ID", calls[0])
         self.assertIn("CVD=0,1 ORDER=PCI_BUS_ID", calls[1])
         self.assertIn("CVD=1 ORDER=PCI_BUS_ID", calls[2])
-        self.assertIn("-R AcrossDevices\\.", calls[1])
-        self.assertIn("-E AcrossDevices\\.", calls[0])
-        self.assertIn("-E AcrossDevices\\.", calls[2])
+        self.assertIn("-L ^two_gpus$", calls[1])
+        self.assertIn("-LE ^two_gpus$", calls[0])
+        self.assertIn("-LE ^two_gpus$", calls[2])
         self.assertIn("run_suite: GPUs 0,1 (tests that need two GPUs): ctest status 0", done.stdout)
         self.assertIn("100% tests passed, 0 tests failed out of 1 (GPUs 0_1)", done.stdout)
 

@@ -61,6 +61,23 @@ if(at EQUAL -1)
   list(APPEND problems "a GPU entry asks CTest for no GPU: ${props}")
 endif()
 
+# A test TWO_GPUS names gets the label two_gpus; one that is not ISOLATED too is a failing entry.
+sc_entries(EXE "${exe}" PREFIX fam. FILTER "Other.*" ${common} TWO_GPUS "Other.First*")
+get_property(props GLOBAL PROPERTY sc_props)
+string(FIND "${props}" "fam.Other.FirstLaunch|PROPERTIES;LABELS;fam;gpu;two_gpus;" at)
+if(at EQUAL -1)
+  list(APPEND problems "a two-GPU test lacks the label two_gpus: ${props}")
+endif()
+string(FIND "${props}" "fam.Other.Axb|PROPERTIES;LABELS;fam;gpu;TIMEOUT" at)
+if(at EQUAL -1)
+  list(APPEND problems "a one-GPU test has another label than its family's and gpu: ${props}")
+endif()
+take(got)
+sc_entries(EXE "${exe}" PREFIX fam. FILTER "Other.*" FAMILY fam KIND gpu TIMEOUT 60 RESULTS /r ISOLATED ""
+           TWO_GPUS "Other.Axb")
+take(got)
+expect("a two-GPU test that is not ISOLATED" "${got}" "fam.TwoGpuTestsAreIsolated ")
+
 # Fast mode: one process for the rest, an entry of its own for each ISOLATED test.
 set(ENV{STREAMCHECK_MODE} fast)
 sc_entries(EXE "${exe}" PREFIX fam. FILTER "*-Fam.One*" ${common})
