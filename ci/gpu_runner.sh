@@ -50,4 +50,4 @@ elif [ "${SKIP_MUTATION:-0}" != 1 ]; then
   done
 fi
 echo "gpu_runner: suite rc=$suite_rc gate rc=$gate_rc mutation rc=$mutation_rc; $(cat "$out/gpu.txt")"
-[ $suite_rc -eq 0 ] && [ $gate_rc -eq 0 ] && [ $mutation_rc -eq 0 ]
+[ "$suite_rc" -eq 0 ] && [ "$gate_rc" -eq 0 ] && [ "$mutation_rc" -eq 0 ]

@@ -136,11 +136,11 @@ if [ $every_gpu -eq 1 ]; then
     # ctest's summary and what failed; the whole log goes into the run's folder.
     sed -n '/tests passed\|tests failed\|The following tests FAILED\|^\s*[0-9]* - .*(\(Failed\|Timeout\|Not Run\|Exception\))/p' \
       "$work/log-${j/,/-}" | sed "s/^/  /"
-    [ "$rc" -gt $worst ] && worst=$rc
+    [ "$rc" -gt "$worst" ] && worst=$rc
     if [ -z "$run" ]; then
       echo "run_suite: $label: ctest made no results folder (status $rc)" >&2
       cat "$work/log-${j/,/-}" >&2
-      [ $worst -eq 0 ] && worst=1
+      [ "$worst" -eq 0 ] && worst=1
       continue
     fi
     cp "$work/log-${j/,/-}" "$run/ctest.log"
@@ -167,7 +167,7 @@ if [ $every_gpu -eq 1 ]; then
       nothing_on_gpu=$(grep "^report: nothing was tested on a GPU" "$work/report-$k" | sed 's/^report: //' | head -n 1)
   done
   [ -f "$work/machine" ] && cat "$work/machine"
-  finish $worst
+  finish "$worst"
 fi
 
 set +e

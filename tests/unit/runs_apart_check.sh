@@ -25,8 +25,8 @@ for i in "${!suites[@]}"; do
   seen[$run]=${suites[$i]}
   grep -q '"finished_utc": "' "$run/env.json" || { echo "FAIL: $run did not finish"; status=1; }
   grep -q '"inside_run": "' "$run/env.json" || { echo "FAIL: $run does not name the run it was begun in"; status=1; }
-  others=$(ls "$run/gtest" | grep -v "^unit\\.${suites[$i]}\\." || true)
-  mine=$(ls "$run/gtest" | grep -c "^unit\\.${suites[$i]}\\." || true)
+  others=$(find "$run/gtest" -mindepth 1 -maxdepth 1 ! -name "unit.${suites[$i]}.*" -printf '%f\n')
+  mine=$(find "$run/gtest" -mindepth 1 -maxdepth 1 -name "unit.${suites[$i]}.*" | wc -l)
   [ -z "$others" ] || { echo "FAIL: $run holds results of other runs: $others"; status=1; }
   [ "$mine" -gt 0 ] || { echo "FAIL: $run holds no result of ${suites[$i]}"; status=1; }
 done
