@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Do the tests say what their plans say? Reads every family's plan (tests/<family>/README.md, its table as
+the report reads it) and every test source of tests/, and lists each disagreement:
+
+  - a claim (`sc::claim x("ID", verdict_kind::K, ...)`) of an ID no plan has a row for;
+  - a claim whose kind is not among its row's kinds (a cell such as "documented / observed" allows both);
+  - a test that claims an ID but is not named in the Tests cell of that ID's row (names may be patterns:
+    `Suite.*`, `Suite.Prefix*Suffix`);
+  - a name in a Tests cell that matches no test.
+
+The host tests of the suite's own code (tests/unit) are left out: they make claims to test the machinery.
+
+    ci/plan_check.py [SOURCE_DIR]
+
+Exits 0 when there is none, 1 with one line per disagreement.
+"""
+import fnmatch
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
+from streamcheck.model import parse_plan  # noqa: E402  (the one reader of plan tables)
+
+CLAIM = re.compile(r'\bclaim\s+\w+\s*\(\s*"([A-Z][A-Z0-9]*-\d+)"\s*,\s*(?:sc::)?verdict_kind::(\w+)')
+TEST = re.compile(r"\bTEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{")
+KINDS = ("documented", "observed", "recorded")
+LEFT_OUT = ("unit",)
+
+
+def plan_rows(source):
+    """ID -> its rows (kinds allowed, name patterns of its Tests cell, the plan's path) over every plan."""
+    rows = {}
+    for plan in sorted(source.glob("tests/*/README.md")):
+        if plan.parent.name in LEFT_OUT:
+            continue
+        table, _ = parse_plan(plan.read_text(encoding="utf-8"))
+        for row in table:
+            if row["retired"]:
+                continue
+            kinds = {k for k in KINDS if k in row["kind"]}
+            rows.setdefault(row["id"], []).append({"kinds": kinds, "names": row["tests"], "plan": plan})
+    return rows
+
+
+def test_bodies(text):
+    """(Suite.Test, first character, last character) of each test body in a source file."""
+    bodies = []
+    for match in TEST.finditer(text):
+        depth, at = 1, match.end()
+        while depth and at < len(text):
+            depth += {"{": 1, "}": -1}.get(text[at], 0)
+            at += 1
+        bodies.append(("%s.%s" % match.groups(), match.end(), at))
+    return bodies
+
+
+def sources(source):
+    for path in sorted(source.glob("tests/*/*")):
+        if path.suffix in (".cpp", ".cu", ".hpp") and path.parent.name not in LEFT_OUT:
+            yield path
+
+
+def disagreements(source):
+    rows = plan_rows(source)
+    found, tests, claims = [], set(), 0
+    for path in sources(source):
+        text = path.read_text(encoding="utf-8")
+        bodies = test_bodies(text)
+        tests.update(name for name, _, _ in bodies)
+        where = path.relative_to(source)
+        for claim in CLAIM.finditer(text):
+            ident, kind = claim.groups()
+            claims += 1
+            owner = next((name for name, first, last in bodies if first <= claim.start() < last), None)
+            line = text.count("\n", 0, claim.start()) + 1
+            if ident not in rows:
+                found.append("%s:%d: %s is claimed, but no plan has a row for it" % (where, line, ident))
+                continue
+            if not any(kind in row["kinds"] for row in rows[ident]):
+                found.append("%s:%d: %s is claimed %s, its plan says %s" % (
+                    where, line, ident, kind, " or ".join(sorted(set().union(*(r["kinds"] for r in rows[ident]))))))
+            names = [n for row in rows[ident] for n in row["names"]]
+            if owner and not any(fnmatch.fnmatchcase(owner, n) for n in names):
+                found.append("%s:%d: %s claims %s, but that row's Tests cell does not name it" % (
+                    where, line, owner, ident))
+    for ident, id_rows in sorted(rows.items()):
+        for row in id_rows:
+            for name in row["names"]:
+                if not any(fnmatch.fnmatchcase(t, name) for t in tests):
+                    found.append("%s: %s's Tests cell names %s, which matches no test" % (
+                        row["plan"].relative_to(source), ident, name))
+    return found, claims, len(tests)
+
+
+def main(argv):
+    if "-h" in argv or "--help" in argv:
+        print(__doc__.strip())
+        return 0
+    source = Path(argv[0]).resolve() if argv else Path(__file__).resolve().parents[1]
+    found, claims, tests = disagreements(source)
+    for line in found:
+        print("plan_check: %s" % line)
+    print("plan_check: %d claim(s) in %d test(s) read; %d disagreement(s) with the plans" % (claims, tests, len(found)))
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
