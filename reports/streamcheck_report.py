@@ -66,7 +66,7 @@ def write_output(path: Path, text: str) -> None:
 def report(run_dir: Path, source: Path, output: Path) -> int:
     from streamcheck.model import build_model
     from streamcheck.page import render_report
-    from streamcheck.timeline import timeline_state, trace_path
+    from streamcheck.timeline_model import timeline_state, trace_path
     from streamcheck.trace_events import chrome_trace
     model = build_model(run_dir, source)
     drawings: Dict[str, str] = {}

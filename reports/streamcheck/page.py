@@ -19,7 +19,9 @@ from .page_parts import environment_facts, facts_markup, run_fact
 from .sections import (api_section, coverage_section, environment_section, families_section, instruments_section,
                        timelines_section, totals_section)
 from .templates import EMPTY, fill, fill_page, join, template_text
-from .timeline import chart_digest, drawings_into, legend_css, timeline_without_blocks
+from .block_chart import chart_digest
+from .timeline import drawings_into, legend_css
+from .timeline_model import timeline_without_blocks
 
 # The page's size budget (docs/running.md): on average at most PAGE_BUDGET_PER_TEST bytes for each
 # test with a result, plus PAGE_BUDGET_FIXED for the page itself. What keeps it: a kernel's many blocks drawn as one

@@ -12,7 +12,7 @@ from .common import (COVERAGE_LABEL, Markup, TEST_LABEL, breakable, cuda_version
                      fmt_value, plural, slug)
 from .results import outcome, run_mode as results_run_mode
 from .templates import EMPTY, attrs, fill, join
-from .timeline import timeline_anchor
+from .timeline_model import timeline_anchor
 
 
 def dash() -> Markup:

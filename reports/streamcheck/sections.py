@@ -16,7 +16,8 @@ from .page_parts import badge, dash, environment_tables, kv_list, test_anchor, t
 from .results import SHARED_GPU, outcome
 from .templates import EMPTY, attrs, fill, join
 from .test_row import test_row
-from .timeline import timeline_model, timeline_state, timeline_summary
+from .timeline import timeline_summary
+from .timeline_model import timeline_model, timeline_state
 
 Model = Dict[str, Any]
 

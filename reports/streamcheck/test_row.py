@@ -14,7 +14,9 @@ from .model import is_unjudged, same_value
 from .page_parts import badge, dash, kv_list, test_anchor
 from .results import SHARED_GPU, outcome, sharing_text
 from .templates import EMPTY, attrs, fill, join
-from .timeline import block_chart_html, timeline_anchor, timeline_html, timeline_note, timeline_state, trace_path
+from .block_chart import block_chart_html
+from .timeline import timeline_html
+from .timeline_model import timeline_anchor, timeline_note, timeline_state, trace_path
 
 # Failure text shown per failure at most (the XML file has all of it).
 MAX_FAILURE_CHARS = 8000

@@ -1,6 +1,6 @@
-"""Timeline drawing: one inline SVG per test from the observation's "timeline" (schema 1.1+): a lane per
-stream for its kernels (with per-block bars under them), lanes for copies and memsets, an NVTX lane and a host
-lane; and the block chart of the scheduling tests (schema 1.5 "block_chart"), every block by SM and time.
+"""Timeline drawing: one inline SVG per test from the timeline's model (timeline_model.py): a lane per stream
+for its kernels (with per-block bars under them), lanes for copies and memsets, an NVTX lane and a host lane.
+The block chart of the scheduling tests is block_chart.py.
 The geometry is computed here so that the page needs no script to show it; the elements' markup is in
 reports/templates/timeline.svg.html, filled through templates.fill, which escapes every name and tooltip.
 Python 3.9+ standard library only.
@@ -8,16 +8,13 @@ Python 3.9+ standard library only.
 
 from __future__ import annotations
 
-import base64
-import bisect
 import math
 import re
-import struct
-import zlib
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .common import Markup, as_ns, dig, fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_value, plural, slug
+from .common import Markup, as_ns, fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_value, plural, slug
 from .templates import EMPTY, attrs, fill, join
+from .timeline_model import TL_COPY_KINDS, TL_LANE_SEP, TL_MAX_ITEMS, TL_MAX_LANES, timeline_model
 
 TL_WIDTH = 900             # the drawing's width in px, labels included
 TL_LABEL_W = 112           # lane labels on the left
@@ -27,8 +24,6 @@ TL_AXIS_H = 22
 TL_ROW_H = 16              # one row of items or NVTX ranges
 TL_BLOCK_H = 3             # one row of per-block bars (plus 1 px gap)
 TL_HOST_H = 20
-TL_MAX_ITEMS = 200         # items drawn per test
-TL_MAX_LANES = 48          # stream lanes drawn per test
 TL_MAX_BLOCK_ROWS = 32     # block rows under the kernels of one lane
 TL_MAX_BLOCKS = 20000      # block records drawn per test
 TL_BLOCK_TIPS = 64         # a kernel with more blocks has them drawn as one shape with one tooltip
@@ -37,7 +32,6 @@ TL_MAX_DRAWING_BYTES = 128 * 1024   # a test's timeline drawings: no zoom when t
 TL_MAX_RANGES = 200
 TL_MAX_RANGE_ROWS = 10
 TL_MAX_HOST = 200
-TL_DATA_ITEMS = 3          # timeline items, ranges and host events per test in the page's data block
 TL_ZOOM_BELOW = 0.25       # a second, zoomed drawing when the items fill less than this share of the span
 TL_CHAR_W = 6.1            # width of one character at the drawing's 10 px monospace font
 
@@ -51,195 +45,6 @@ TL_BLOCK_FILL = "#0b3d91"
 TL_RANGE_STYLE = ("#e4d8fb", "#6639ba")
 TL_HOST_COLOR = "#cf222e"
 TL_LANE_CHARS = 17         # characters of a lane's title shown left of the plot (the tooltip has all of it)
-
-# Copies and memsets are drawn on lanes of their own, after every kernel lane: one per (stream, direction).
-TL_COPY_KINDS = ("memcpy", "memset")
-TL_LANE_SEP = " \u00b7 "
-TL_DIRECTION_ORDER = {"HtoD": 0, "DtoH": 1, "DtoD": 2}   # then any other copy kind, then memset
-
-
-def timeline_state(test: Dict[str, Any]) -> str:
-    """'none' (no timeline object), 'off' (tracing off), 'empty' (on, nothing recorded) or 'drawn'."""
-    tl = test.get("timeline")
-    if not isinstance(tl, dict):
-        return "none"
-    if dig(tl, "tracing", "enabled") is not True:
-        return "off"
-    model = timeline_model(tl)
-    return "drawn" if model["items"] or model["ranges"] else "empty"
-
-
-def entries_of(tl: Dict[str, Any], key: str) -> Tuple[List[Dict[str, Any]], int]:
-    """The well-formed entries of tl[key] (objects with a numeric start_ns), and how many were not."""
-    raw = tl.get(key)
-    if not isinstance(raw, list):
-        return [], 0 if raw is None else 1
-    good, bad = [], 0
-    for entry in raw:
-        if isinstance(entry, dict) and as_ns(entry.get("start_ns")) is not None:
-            good.append(entry)
-        else:
-            bad += 1
-    return good, bad
-
-
-def copy_direction(item: Dict[str, Any]) -> str:
-    """The copy lane's word for a memcpy or memset item: its copy kind (HtoD, DtoH, DtoD, ...), "memset",
-    or "memcpy" where the file names no copy kind."""
-    if item["kind"] == "memset":
-        return "memset"
-    kind = item["raw"].get("copy_kind")
-    if kind is None or kind == "":
-        return "memcpy"
-    return kind if isinstance(kind, str) else fmt_value(kind)
-
-
-def merge_intervals(spans: Iterable[Tuple[int, int]]) -> List[Tuple[int, int]]:
-    """The union of [start, end) intervals as sorted, disjoint intervals; empty intervals are dropped."""
-    merged: List[Tuple[int, int]] = []
-    for start, end in sorted(s for s in spans if s[1] > s[0]):
-        if merged and start <= merged[-1][1]:
-            if end > merged[-1][1]:
-                merged[-1] = (merged[-1][0], end)
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def covered_ns(start: int, end: int, union: Sequence[Tuple[int, int]], union_starts: Sequence[int]) -> int:
-    """How much of [start, end) the disjoint, sorted intervals of union cover."""
-    total = 0
-    index = max(bisect.bisect_right(union_starts, start) - 1, 0)
-    while index < len(union) and union[index][0] < end:
-        a, b = union[index]
-        total += max(0, min(b, end) - max(a, start))
-        index += 1
-    return total
-
-
-def model_items(entries: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """The items with integer times (an end before the start counts as the start), their kind, stream, label and
-    lane: (stream, "") for kernels and items of any other kind, (stream, copy direction) for copies and memsets."""
-    items = []
-    for entry in entries:
-        start = as_ns(entry["start_ns"])
-        end = as_ns(entry.get("end_ns"))
-        item = {"raw": entry, "s": start, "e": end if end is not None and end >= start else start,
-                "kind": str(entry.get("kind") or "?"), "stream": fmt_value(entry.get("stream"))
-                if entry.get("stream") not in (None, "") else "(no stream)",
-                "label": entry.get("label") if isinstance(entry.get("label"), str) else ""}
-        item["lane"] = (item["stream"], copy_direction(item) if item["kind"] in TL_COPY_KINDS else "")
-        items.append(item)
-    return items
-
-
-def model_ranges(entries: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """The NVTX ranges with integer times; a range without an end (end_ns missing or 0) is open."""
-    ranges = []
-    for entry in entries:
-        start = as_ns(entry["start_ns"])
-        end = as_ns(entry.get("end_ns"))
-        is_open = end is None or end == 0
-        ranges.append({"raw": entry, "s": start, "e": None if is_open else max(end, start), "open": is_open,
-                       "name": fmt_value(entry.get("name")) if entry.get("name") is not None else ""})
-    return ranges
-
-
-def model_host(entries: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """The host events with integer times and a text label."""
-    host = []
-    for e in entries:
-        start = as_ns(e["start_ns"])
-        end = as_ns(e.get("end_ns"))
-        host.append({"raw": e, "s": start,
-                     # An interval (a host function, a latch's wait) when it has a later end; a moment otherwise.
-                     "e": end if end is not None and end > start else None,
-                     "label": e.get("label") if isinstance(e.get("label"), str)
-                     else "" if e.get("label") is None else fmt_value(e.get("label"))})
-    return host
-
-
-def copy_overlap(items: Sequence[Dict[str, Any]]) -> Dict[str, int]:
-    """Sets each copy's and memset's overlap_ns, the part of its interval that any kernel of the test overlapped,
-    and returns their count, summed time and summed overlap."""
-    kernels = merge_intervals((it["s"], it["e"]) for it in items if it["kind"] == "kernel")
-    kernel_starts = [a for a, _ in kernels]
-    copies = {"count": 0, "time_ns": 0, "overlap_ns": 0}
-    for item in items:
-        if item["kind"] in TL_COPY_KINDS:
-            item["overlap_ns"] = covered_ns(item["s"], item["e"], kernels, kernel_starts)
-            copies["count"] += 1
-            copies["time_ns"] += item["e"] - item["s"]
-            copies["overlap_ns"] += item["overlap_ns"]
-    return copies
-
-
-def first_items(items: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[Tuple[str, str]], set]:
-    """What is drawn of items sorted by start time: the first TL_MAX_ITEMS, in at most TL_MAX_LANES lanes;
-    the lanes in the order they were opened, and the lanes refused."""
-    opened: List[Tuple[str, str]] = []
-    opened_set: set = set()
-    refused: set = set()
-    drawn = []
-    for item in items:
-        if len(drawn) >= TL_MAX_ITEMS:
-            break
-        if item["lane"] not in opened_set:
-            if len(opened) >= TL_MAX_LANES:
-                refused.add(item["lane"])
-                continue
-            opened.append(item["lane"])
-            opened_set.add(item["lane"])
-        drawn.append(item)
-    return drawn, opened, refused
-
-
-def ordered_lanes(opened: Sequence[Tuple[str, str]]) -> List[Dict[str, Any]]:
-    """The lanes in drawing order: the kernel lanes by their stream's first item, then the copy lanes, by stream
-    in the same order and, within a stream, HtoD, DtoH, DtoD, any other copy kind, memset."""
-    stream_rank: Dict[str, int] = {}
-    for stream, _ in opened:
-        stream_rank.setdefault(stream, len(stream_rank))
-
-    def lane_order(key: Tuple[str, str]) -> Tuple[int, int, int, str, int]:
-        stream, direction = key
-        if not direction:
-            return 0, stream_rank[stream], 0, "", 0
-        rank = TL_DIRECTION_ORDER.get(direction, 4 if direction == "memset" else 3)
-        return 1, stream_rank[stream], rank, direction, opened.index(key)
-
-    return [{"key": (stream, direction), "stream": stream, "direction": direction,
-             "name": stream + TL_LANE_SEP + direction if direction else stream}
-            for stream, direction in sorted(opened, key=lane_order)]
-
-
-def timeline_model(tl: Dict[str, Any]) -> Dict[str, Any]:
-    """Items, ranges and host events with integer times, the span, and what is drawn of them.
-    Times stay integers (CUPTI's are ~1.8e18 ns, beyond a double's exact range) until t0 is subtracted.
-    Lanes: one per stream for its kernels (and items of any other kind), then one per (stream, copy direction)
-    for its memcpy and memset items (observation schema 1.4 adds their channel), so that a copy is drawn under
-    the kernels it overlaps. Each copy and memset also gets the time a kernel of the test overlapped it."""
-    raw_items, bad_items = entries_of(tl, "items")
-    raw_ranges, bad_ranges = entries_of(tl, "ranges")
-    raw_host, bad_host = entries_of(tl, "host_events")
-    items, ranges, host = model_items(raw_items), model_ranges(raw_ranges), model_host(raw_host)
-
-    starts = [x["s"] for x in items] + [x["s"] for x in ranges] + [x["s"] for x in host]
-    t0 = min(starts) if starts else 0
-    ends = [x["e"] for x in items] + [x["e"] for x in ranges if not x["open"]] + \
-        [x["e"] for x in host if x["e"] is not None] + starts
-    t1 = max(ends) if ends else 0
-
-    copies = copy_overlap(items)
-    items.sort(key=lambda x: (x["s"], x["e"]))
-    drawn, opened, refused = first_items(items)
-    drawn_streams = {stream for stream, _ in opened}
-    ranges.sort(key=lambda x: (x["s"], -(x["e"] if x["e"] is not None else t1)))
-    host.sort(key=lambda x: x["s"])
-    return {"t0": t0, "t1": t1, "items": items, "drawn": drawn, "lanes": ordered_lanes(opened),
-            "lanes_refused": len(refused), "streams_refused": len({s for s, _ in refused} - drawn_streams),
-            "copies": copies, "ranges": ranges, "host": host, "bad": bad_items + bad_ranges + bad_host}
-
 
 def pack_rows(spans: Sequence[Tuple[float, float]], max_rows: int) -> List[Optional[int]]:
     """A row for each (start, end), in the given order, so that spans in one row do not overlap; None
@@ -766,14 +571,22 @@ def standalone_svg(svg: str) -> str:
         "</style>", 1) + "\n"
 
 
-def drawing(caption: str, svg: Markup, name: str) -> Markup:
-    """A drawing with its caption: in the page, or in the file `name` (from the page) shown in a frame."""
+def drawing_file(svg: Markup, name: str) -> Optional[Dict[str, str]]:
+    """Where drawings go beside the page (drawings_into): the drawing written as the file `name`, and its width
+    and height for the frame that shows it; None when drawings stay in the page."""
     if _drawing_files is None:
-        return fill("drawing", caption=caption, svg=svg)
+        return None
     _drawing_files[name] = standalone_svg(svg)
     size = dict(re.findall(r'\b(width|height)="(\d+)"', svg[:svg.find(">")]))
-    return fill("drawing_file", caption=caption, src=name, width=size.get("width", "900"),
-                height=size.get("height", "200"))
+    return {"width": size.get("width", "900"), "height": size.get("height", "200")}
+
+
+def drawing(caption: str, svg: Markup, name: str) -> Markup:
+    """A drawing with its caption: in the page, or in the file `name` (from the page) shown in a frame."""
+    size = drawing_file(svg, name)
+    if size is None:
+        return fill("drawing", caption=caption, svg=svg)
+    return fill("drawing_file", caption=caption, src=name, width=size["width"], height=size["height"])
 
 
 def timeline_html(tl: Dict[str, Any], anchor: str, trace: str) -> Markup:
@@ -841,218 +654,3 @@ def left_out_notes(model: Dict[str, Any], stats: Dict[str, int]) -> List[str]:
     if model["bad"]:
         notes.append("%s without a numeric start_ns ignored" % plural(model["bad"], "entry", "entries"))
     return notes
-
-
-BC_WIDTH = 960          # drawing width in px
-BC_MAX_HEIGHT = 560     # the SM axis is squeezed to this height
-BC_VECTOR_MAX = 1500    # a chart with more blocks is drawn as an image (the page's size budget, README)
-BC_HIGH = (192, 57, 43)   # colour of the highest priority
-BC_LOW = (46, 134, 193)   # colour of the lowest priority
-
-
-def png_data_uri(width: int, height: int, colours: Sequence[str],
-                 boxes: Iterable[Tuple[int, float, float, float, float]]) -> str:
-    """A palette PNG (white background, colours[i - 1] for index i) with each (index, x0, y0, x1, y1) box
-    filled, as a data: URI. Written with zlib and struct only."""
-    pixels = [bytearray(width) for _ in range(height)]
-    for index, x0, y0, x1, y1 in boxes:
-        a, b = max(int(x0), 0), min(max(int(math.ceil(x1)), int(x0) + 1), width)
-        top, bottom = max(int(y0), 0), min(max(int(math.ceil(y1)), int(y0) + 1), height)
-        if a >= b:
-            continue
-        run = bytes([index]) * (b - a)
-        for y in range(top, bottom):
-            pixels[y][a:b] = run
-    palette = bytearray(b"\xff\xff\xff")
-    for colour in colours:
-        palette += bytes.fromhex(colour.lstrip("#")[:6].ljust(6, "8"))
-    raw = b"".join(b"\x00" + bytes(row) for row in pixels)
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)) +
-           chunk(b"PLTE", bytes(palette)) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
-def bc_colour(priority: Any, least: Any, greatest: Any) -> str:
-    """High priority red, low priority blue, levels between interpolated; grey when unknown."""
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (priority, least, greatest)):
-        return "#888888"
-    f = 0.0 if least == greatest else min(max((least - priority) / float(least - greatest), 0.0), 1.0)
-    rgb = [int(round(lo + (hi - lo) * f)) for lo, hi in zip(BC_LOW, BC_HIGH)]
-    return "#%02x%02x%02x" % tuple(rgb)
-
-
-def timeline_without_blocks(tl: Any) -> Any:
-    """The timeline as the embedded data keeps it (the page's size budget): the first TL_DATA_ITEMS items,
-    ranges and host events, each kernel's per-block records as their count, and how many of each the
-    observation file holds (<key>_in_file); the drawing shows up to TL_MAX_ITEMS items."""
-    if not isinstance(tl, dict) or not isinstance(tl.get("items"), list):
-        return tl
-    items = []
-    for it in tl["items"][:TL_DATA_ITEMS]:
-        if isinstance(it, dict) and isinstance(it.get("blocks"), list):
-            it = dict(it, blocks=len(it["blocks"]))
-        items.append(it)
-    kept = dict(tl, items=items, items_in_file=len(tl["items"]))
-    for key in ("ranges", "host_events"):
-        if isinstance(tl.get(key), list):
-            kept[key] = tl[key][:TL_DATA_ITEMS]
-            kept[key + "_in_file"] = len(tl[key])
-    return kept
-
-
-def chart_digest(chart: Any) -> Any:
-    """What the embedded data keeps of a block chart: how many grids and records (null without a chart)."""
-    if not isinstance(chart, dict):
-        return None
-    grids = chart.get("grids") if isinstance(chart.get("grids"), list) else []
-    return {"grids": len(grids), "records": sum(len(g["records"]) for g in grids
-                                                if isinstance(g, dict) and isinstance(g.get("records"), list)),
-            "records_in": "the observation file"}
-
-
-def chart_records(grids: Sequence[Dict[str, Any]]) -> Tuple[List[Tuple[int, float, float, int, Any]], int]:
-    """The usable block records of the grids as (grid index, t0, t1, sm, max_gap), and how many were malformed
-    (not a list of at least three finite numbers with t1 >= t0 >= 0)."""
-    rows = []
-    bad = 0
-    for gi, g in enumerate(grids):
-        for r in g.get("records", []) if isinstance(g.get("records"), list) else []:
-            ok = (isinstance(r, list) and len(r) >= 3 and
-                  all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in r[:3]) and
-                  r[1] >= r[0] >= 0)
-            if not ok:
-                bad += 1
-                continue
-            gap = r[4] if len(r) >= 5 and isinstance(r[4], (int, float)) and not isinstance(r[4], bool) else 0
-            rows.append((gi, float(r[0]), float(r[1]), int(r[2]), gap))
-    return rows, bad
-
-
-def place_blocks(rows: Sequence[Tuple[int, float, float, int, Any]]) -> Tuple[list, List[int], int]:
-    """Each block's slot: within its SM, the lowest slot free at its start. Returns the blocks as
-    (grid index, t0, t1, sm, slot, max_gap), the SMs in order, and the most slots any SM needed."""
-    slots_of_sm: Dict[int, List[float]] = {}
-    placed = []
-    for gi, t0, t1, sm, gap in sorted(rows, key=lambda x: (x[3], x[1])):
-        ends = slots_of_sm.setdefault(sm, [])
-        slot = next((i for i, end in enumerate(ends) if end <= t0), len(ends))
-        if slot == len(ends):
-            ends.append(t1)
-        else:
-            ends[slot] = t1
-        placed.append((gi, t0, t1, sm, slot, gap))
-    return placed, sorted(slots_of_sm), max(len(v) for v in slots_of_sm.values())
-
-
-def grid_tooltip(g: Dict[str, Any], n_blocks: int) -> str:
-    return "%s, priority %s, %s" % (fmt_value(g.get("label")), fmt_value(g.get("priority")), plural(n_blocks, "block"))
-
-
-def block_chart_plot(grids: Sequence[Dict[str, Any]], paths: Dict[int, List[Tuple[float, float, float]]],
-                     colours: Sequence[str], raster: bool, left: int, top: int, plot_h: int, bar_h: float) -> Markup:
-    """The chart's bars: one path per grid; or, for a chart of many blocks (raster), one palette image of the plot
-    (a pixel per time step and slot row), a few kB where the shapes would take a hundred; the legend names the
-    colours, the observation file has every record."""
-    if not raster:
-        return join(fill("bc_grid", fill=colours[gi], d=bar_path(bars, bar_h),
-                         tooltip=grid_tooltip(grids[gi], len(bars))) for gi, bars in paths.items())
-    plot_w = BC_WIDTH - left - 8
-    image = png_data_uri(plot_w, plot_h, colours, (
-        (gi + 1, x0 - left, y - top, x1 - left, y - top + max(bar_h, 1.0))
-        for gi, bars in paths.items() for y, x0, x1 in bars))
-    return fill("bc_image", x=left, y=top, width=plot_w, height=plot_h, href=image,
-                tooltip="; ".join(grid_tooltip(grids[gi], len(bars)) for gi, bars in paths.items()))
-
-
-def block_chart_legend(grids: Sequence[Dict[str, Any]], placed: Sequence[tuple], colours: Sequence[str]) -> Markup:
-    """A key per grid: its colour, label, priority, process (when the chart names one) and block count."""
-    keys = []
-    for gi, g in enumerate(grids):
-        keys.append(legend_key("%s (priority %s%s, %s)" % (
-            fmt_value(g.get("label")), fmt_value(g.get("priority")),
-            ", " + fmt_value(g["process"]) if g.get("process") else "",
-            plural(sum(1 for p in placed if p[0] == gi), "block")), colours[gi], colours[gi]))
-    return join(keys)
-
-
-def block_chart_svg(grids: Sequence[Dict[str, Any]], placed: Sequence[tuple], sm_ids: Sequence[int], per_sm: int,
-                    colours: Sequence[str]) -> Markup:
-    """Every placed block as a bar: time across (from the first block), SM and slot down, the SM axis squeezed
-    to BC_MAX_HEIGHT; a time axis of five ticks under it and the first and last SM named on the left."""
-    sm_row = {sm: i for i, sm in enumerate(sm_ids)}
-    n_rows = len(sm_ids) * per_sm
-    row_h = max(min(4.0, BC_MAX_HEIGHT / float(n_rows)), 0.25)
-    left, top = 46, 6
-    height = int(top + n_rows * row_h + 22)
-    t_end = max(t1 for _, _, t1, _, _, _ in placed) or 1.0
-    xs = (BC_WIDTH - left - 8) / t_end
-    # One shape per grid; a slot's blocks that follow each other within half a pixel are drawn joined, which
-    # at this resolution looks the same and keeps a chart of thousands of blocks small.
-    paths: Dict[int, List[Tuple[float, float, float]]] = {}
-    for gi, t0, t1, sm, slot, gap in placed:
-        y = round(top + (sm_row[sm] * per_sm + slot) * row_h, 2)
-        x0 = left + t0 * xs
-        paths.setdefault(gi, []).append((y, x0, x0 + max((t1 - t0) * xs, 0.5)))
-    plot = block_chart_plot(grids, paths, colours, len(placed) > BC_VECTOR_MAX, left, top,
-                            max(int(math.ceil(n_rows * row_h)), 1), row_h * 0.9)
-    axis_y = top + n_rows * row_h + 2
-    ticks = join(fill("bc_tick", x="%.1f" % (left + t * xs), y="%.1f" % (axis_y + 14), text=fmt_ns(t))
-                 for t in (t_end * k / 4.0 for k in range(5)))
-    return fill("bc_svg", width=BC_WIDTH, height=height, plot=plot, left=left, right=BC_WIDTH - 8,
-                axis_y="%.1f" % axis_y, ticks=ticks, first_y=top + 10, first_sm=sm_ids[0],
-                last_y="%.1f" % (axis_y - 2), last_sm=sm_ids[-1])
-
-
-def block_chart_html(chart: Dict[str, Any], name: Optional[str] = None) -> Markup:
-    """Every block of the test's grids as a bar: time across, SM (and slot within it) down, coloured by
-    stream priority. Malformed rows are counted and left out. Where the page's drawings go beside it
-    (drawings_into), the chart goes into the file `name` (from the page) and the page shows it in a frame."""
-    grids = [g for g in chart.get("grids", []) if isinstance(g, dict)] if isinstance(chart.get("grids"), list) else []
-    rows, bad = chart_records(grids)
-    if not rows:
-        return fill("muted_small_div", text="block chart: no usable block records%s" % (
-            " (%s malformed)" % plural(bad, "row") if bad else ""))
-    placed, sm_ids, per_sm = place_blocks(rows)
-    least, greatest = chart.get("priority_least"), chart.get("priority_greatest")
-    colours = [bc_colour(g.get("priority"), least, greatest) for g in grids]
-    summary = "%s of %s, %s SMs, at most %d blocks at once on one SM (limit %s)" % (
-        plural(len(placed), "block"), plural(len(grids), "grid"), len(sm_ids), per_sm,
-        fmt_value(chart.get("max_blocks_per_sm", "\u2014")))
-    notes = fill("tl_note", text="%s left out" % plural(bad, "malformed row")) if bad else EMPTY
-    svg = block_chart_svg(grids, placed, sm_ids, per_sm, colours)
-    if name is not None and _drawing_files is not None:
-        _drawing_files[name] = standalone_svg(svg)
-        size = dict(re.findall(r'\b(width|height)="(\d+)"', svg[:svg.find(">")]))
-        svg = fill("drawing_frame", src=name, width=size.get("width", "900"), height=size.get("height", "200"),
-                   title="blocks")
-    return fill("block_chart", summary=summary, legend=block_chart_legend(grids, placed, colours), svg=svg,
-                notes=notes)
-
-
-def timeline_note(test: Dict[str, Any]) -> Optional[str]:
-    """One line for the Result cell when a timeline object exists but nothing is drawn."""
-    tl = test.get("timeline")
-    state = timeline_state(test)
-    if state == "off":
-        reason = dig(tl, "tracing", "reason")
-        return "no timeline: tracing off (%s)" % (reason if isinstance(reason, str) and reason else "no reason given")
-    if state == "empty":
-        return "timeline: tracing on, nothing recorded (%s unlabelled)" % fmt_value(tl.get("unlabelled_records", 0))
-    return None
-
-
-def timeline_anchor(test: Dict[str, Any]) -> str:
-    return "tl-" + slug(test["ctest_name"])
-
-
-def trace_path(test: Dict[str, Any]) -> str:
-    """Where the report writes the test's Chrome trace (trace_events.py), from the report's folder."""
-    return "traces/%s.json" % slug(test["ctest_name"])
-
-
-# ------------------------------------------------------------------------------------------------
-# HTML

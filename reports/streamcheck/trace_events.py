@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from .common import as_ns, fmt_value
-from .timeline import TL_LANE_SEP, timeline_model
+from .timeline_model import TL_LANE_SEP, timeline_model
 
 GPU_PID, SM_PID, HOST_PID = 1, 2, 3
 NVTX_TID, HOST_TID = 1, 2

@@ -7,7 +7,7 @@ import unittest
 from pathlib import Path
 
 import synthetic  # noqa: F401  (puts reports/ on the path)
-from streamcheck import templates, timeline
+from streamcheck import block_chart, templates, timeline
 from streamcheck.common import InputError
 
 PACKAGE = Path(timeline.__file__).resolve().parent
@@ -66,7 +66,7 @@ class Drawing(unittest.TestCase):
         records = [[i * 1000, i * 1000 + 1000, sm, sm, 40] for sm in range(4) for i in range(300)]
         chart = {"grids": [{"label": "low", "priority": 0, "records": records}], "priority_least": 0,
                  "priority_greatest": -5, "max_blocks_per_sm": 32}
-        html = timeline.block_chart_html(chart)
+        html = block_chart.block_chart_html(chart)
         path = re.search(r' d="([^"]*)"', html).group(1)
         self.assertEqual(path.count("M"), 4)  # one bar per SM slot
         self.assertIn("1200 blocks of 1 grid, 4 SMs", html)
@@ -75,7 +75,7 @@ class Drawing(unittest.TestCase):
         records = [[(b // 132) * 20000 + g * 1000, (b // 132) * 20000 + 19000, b % 132, b % 132, 64]
                    for g in range(2) for b in range(132 * 16)]
         grids = [{"label": "g%d" % g, "priority": -5 * g, "records": records[g::2]} for g in range(2)]
-        html = timeline.block_chart_html({"grids": grids, "priority_least": 0, "priority_greatest": -5})
+        html = block_chart.block_chart_html({"grids": grids, "priority_least": 0, "priority_greatest": -5})
         uri = re.search(r'<image [^>]*href="data:image/png;base64,([^"]+)"', html)
         self.assertIsNotNone(uri)
         png = base64.b64decode(uri.group(1))

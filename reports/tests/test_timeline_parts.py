@@ -6,7 +6,7 @@ import re
 import unittest
 
 from synthetic import SCRIPT_TEXT
-from streamcheck import templates, timeline
+from streamcheck import block_chart, templates, timeline
 from streamcheck.common import h
 from streamcheck.timeline import Lanes, Window
 
@@ -198,19 +198,19 @@ class Axis(unittest.TestCase):
 
 class BlockChart(unittest.TestCase):
     def test_records_are_checked_and_blocks_take_the_lowest_free_slot_of_their_sm(self):
-        rows, bad = timeline.chart_records([{"records": [[0, 10, 1], [5, 20, 1, 1, 64], [12, 30, 1], [1, 0, 2],
+        rows, bad = block_chart.chart_records([{"records": [[0, 10, 1], [5, 20, 1, 1, 64], [12, 30, 1], [1, 0, 2],
                                                          ["a", 1, 2], [0, float("nan"), 1], None]}])
         self.assertEqual(bad, 4)
-        placed, sm_ids, per_sm = timeline.place_blocks(rows)
+        placed, sm_ids, per_sm = block_chart.place_blocks(rows)
         self.assertEqual([p[4] for p in placed], [0, 1, 0])   # (12, 30) reuses slot 0, free since 10
         self.assertEqual((sm_ids, per_sm), ([1], 2))
 
     def test_grid_labels_are_escaped_in_the_shapes_and_the_legend(self):
         grids = [{"label": HOSTILE, "priority": 0, "process": HOSTILE, "records": [[0, 10, 0], [10, 20, 1]]}]
-        rows, _ = timeline.chart_records(grids)
-        placed, sm_ids, per_sm = timeline.place_blocks(rows)
-        svg = timeline.block_chart_svg(grids, placed, sm_ids, per_sm, ["#2e86c1"])
-        legend = timeline.block_chart_legend(grids, placed, ["#2e86c1"])
+        rows, _ = block_chart.chart_records(grids)
+        placed, sm_ids, per_sm = block_chart.place_blocks(rows)
+        svg = block_chart.block_chart_svg(grids, placed, sm_ids, per_sm, ["#2e86c1"])
+        legend = block_chart.block_chart_legend(grids, placed, ["#2e86c1"])
         for out in (svg, legend):
             inert(self, out)
         self.assertEqual(svg.count('<path fill="#2e86c1" fill-opacity="0.85"'), 1)
@@ -221,7 +221,7 @@ class BlockChart(unittest.TestCase):
     def test_a_raster_plot_is_one_image_with_every_grid_in_its_tooltip(self):
         grids = [{"label": "a", "priority": 0}, {"label": HOSTILE, "priority": -1}]
         paths = {0: [(6.0, 46.0, 50.0)], 1: [(10.0, 46.0, 60.0)]}
-        out = timeline.block_chart_plot(grids, paths, ["#2e86c1", "#c0392b"], True, 46, 6, 8, 3.6)
+        out = block_chart.block_chart_plot(grids, paths, ["#2e86c1", "#c0392b"], True, 46, 6, 8, 3.6)
         inert(self, out)
         self.assertTrue(out.startswith('<image x="46" y="6" width="906" height="8" preserveAspectRatio="none" '
                                        'href="data:image/png;base64,'), out)
