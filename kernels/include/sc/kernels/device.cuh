@@ -43,7 +43,7 @@ __device__ inline void gate_wait(gate_word* gate, std::uint64_t watchdog_ns, boo
   // The widest stop of the wait between the end of one poll of the host's flag and the next poll: a wait that
   // lost its SM to another context (sharing.hpp). The poll itself (a read over the bus, slower while copies
   // load it) is left out, so only the SM's own time is measured.
-  std::uint64_t polled = since;
+  std::uint64_t polled = now_ns();  // after the two stores above
   std::uint64_t widest = 0;
   for (;;) {
     const std::uint64_t before = now_ns();
