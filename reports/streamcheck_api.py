@@ -13,7 +13,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from streamcheck.api import coverage, cuda_include_dir, markdown  # noqa: E402
 

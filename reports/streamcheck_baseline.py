@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from streamcheck.baselines import (baseline_diff, check_arch, load_baseline_file, run_arch, to_json,  # noqa: E402
                                    write_baseline)

@@ -28,7 +28,6 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from streamcheck.common import InputError  # noqa: E402
 from streamcheck.fleet import fleet_view, load_fleet  # noqa: E402

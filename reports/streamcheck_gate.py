@@ -33,7 +33,6 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from streamcheck.gate import (UNTRUSTWORTHY, VERDICT, artifact_path, gate, junit_document,  # noqa: E402
                               machine_markdown, markdown, summary_lines)

@@ -33,7 +33,6 @@ import tempfile
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from streamcheck.common import COUNT_LABEL, GENERATOR, InputError  # noqa: E402  (after the path is set)
 
