@@ -6,8 +6,7 @@
 #
 #   ci/fleet_node.sh BUILD_DIR OUT_DIR [-- extra ctest arguments]
 #
-# Exit status: the gate's (0 as expected, 1 regressed, 2 not trustworthy). STREAMCHECK_GATE: the gate script
-# (default ci/gate.sh; the host tests put a stand-in there).
+# Exit status: the gate's (0 as expected, 1 regressed, 2 not trustworthy).
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -uo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,7 +20,7 @@ shift 2
 mkdir -p "$out" || exit 2
 # The gate's output is kept with its results (gate.log): its last line names its run folders.
 said=$out/gate.log
-bash "${STREAMCHECK_GATE:-$src/ci/gate.sh}" "$build" "$@" 2>&1 | tee "$said"
+bash "$src/ci/gate.sh" "$build" "$@" 2>&1 | tee "$said"
 rc=${PIPESTATUS[0]}
 # The gate's last line names its own run folders: "gate: results in RUN... (exit N)".
 read -r -a runs < <(sed -n 's/^gate: results in \(.*\) (exit [0-9]*)$/\1/p' "$said" | tail -n 1)

@@ -90,8 +90,11 @@ done
 sinfo -h -o %t | grep -q idle || fail "the node never became idle: $(sinfo -h -o '%t %E')"
 
 # The fleet gate as a user submits it, the build already made (a node builds nothing here).
-said=$(STREAMCHECK_GRES=gpu:1 STREAMCHECK_BUILD=$build STREAMCHECK_SBATCH_ARGS="--output=$work/fleet/%x-%j.out" \
-  bash "$src/ci/slurm/submit.sh" 1 "$work/fleet") ||
+# The node builds in $TMPDIR/streamcheck-build-<host> (fleet-gate.sbatch): there, the build already made.
+mkdir -p "$work/tmp"
+ln -s "$build" "$work/tmp/streamcheck-build-$host"
+said=$(TMPDIR=$work/tmp bash "$src/ci/slurm/submit.sh" 1 "$work/fleet" -- --gres=gpu:1 \
+  "--output=$work/fleet/%x-%j.out") ||
   fail "submit.sh: $said"
 echo "one_node_check: $said"
 for _ in $(seq 1 600); do
@@ -100,6 +103,7 @@ for _ in $(seq 1 600); do
 done
 [ -z "$(squeue -h -o %i)" ] && echo "one_node_check: both jobs ended" || fail "jobs still queued after 600 s"
 [ -f "$work/fleet/$host/gate.exit" ] || fail "the node left no $host/gate.exit"
+compgen -G "$work/fleet/$host/*/env.json" >/dev/null || fail "the node's gate left no run folder in $host/"
 echo "one_node_check: the gate on $host exited $(cat "$work/fleet/$host/gate.exit")"
 for file in fleet.html fleet-summary.md fleet-junit.xml; do
   [ -s "$work/fleet/$file" ] || fail "the verdict job wrote no $file"

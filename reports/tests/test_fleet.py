@@ -399,10 +399,15 @@ class Slurm(unittest.TestCase):
         self.addCleanup(self._tmp.cleanup)
         self.root = Path(self._tmp.name)
         self.bin = self.root / "bin"
-        for name, text in (("srun", FAKE_SRUN), ("sbatch", FAKE_SBATCH), ("hostname", FAKE_HOSTNAME),
-                           ("gate.sh", FAKE_GATE)):
+        for name, text in (("srun", FAKE_SRUN), ("sbatch", FAKE_SBATCH), ("hostname", FAKE_HOSTNAME)):
             write(self.bin / name, text)
             (self.bin / name).chmod(0o755)
+        # A source tree of the scripts under test, the report beside them, and a stand-in for its ci/gate.sh.
+        self.src = self.root / "src"
+        shutil.copytree(ROOT / "ci" / "slurm", self.src / "ci" / "slurm")
+        shutil.copy(ROOT / "ci" / "fleet_node.sh", self.src / "ci" / "fleet_node.sh")
+        write(self.src / "ci" / "gate.sh", FAKE_GATE)
+        (self.src / "reports").symlink_to(ROOT / "reports")
         (self.root / "node-local").mkdir()
         small_run(self.root / "templates" / "rc0")
         small_run(self.root / "templates" / "rc1", failing=True)
@@ -411,28 +416,29 @@ class Slurm(unittest.TestCase):
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "CUDA_", "GITHUB_"))}
         self.env.update(PATH="%s:%s" % (self.bin, os.environ.get("PATH", "")), FAKE_LOG=str(self.log),
                         FAKE_TEMPLATES=str(self.root / "templates"), FAKE_NODES="n1 n2 n3",
-                        STREAMCHECK_GATE=str(self.bin / "gate.sh"), SLURM_SUBMIT_DIR=str(ROOT),
+                        SLURM_SUBMIT_DIR=str(self.src),
                         TMPDIR=str(self.root / "node-local"))
         bash4 = subprocess.run(["bash", "-c", "mapfile -t x < /dev/null"], capture_output=True, timeout=30)
         if bash4.returncode != 0:
             self.skipTest("bash 4 (mapfile) is missing")
 
     def bash(self, script, *args, **extra):
-        return subprocess.run(["bash", str(ROOT / "ci" / "slurm" / script)] + [str(a) for a in args],
+        return subprocess.run(["bash", str(self.src / "ci" / "slurm" / script)] + [str(a) for a in args],
                               capture_output=True, text=True, timeout=120, env=dict(self.env, **extra))
 
     def test_submit_makes_the_verdict_depend_on_the_gate_job(self):
-        done = self.bash("submit.sh", 3, self.fleet, self.root, STREAMCHECK_GRES="gpu:8",
-                         STREAMCHECK_SBATCH_ARGS="--partition=gpu")
+        done = self.bash("submit.sh", 3, self.fleet, self.root, "--", "--gres=gpu:8", "--partition=gpu")
         self.assertEqual(0, done.returncode, done.stderr)
         gate_call, verdict_call = self.log.read_text().splitlines()
-        for part in ("--nodes=3", "--gres=gpu:8", "--partition=gpu", "--export=ALL,STREAMCHECK_SRC=%s" % ROOT,
+        for part in ("--nodes=3", "--gres=gpu:8", "--partition=gpu", "--chdir=%s" % self.src,
                      "ci/slurm/fleet-gate.sbatch %s" % self.fleet):
             self.assertIn(part, gate_call)
         self.assertIn("--dependency=afterany:1001 ", verdict_call)
+        self.assertIn("--partition=gpu", verdict_call)
+        self.assertNotIn("--gres", verdict_call)  # the verdict needs no GPU
         self.assertIn("ci/slurm/fleet-verdict.sbatch %s %s" % (self.fleet, self.root), verdict_call)
         self.assertIn("gate job 1001 on 3 node(s), verdict job 1002", done.stdout)
-        self.assertNotEqual(0, self.bash("submit.sh", 3, self.fleet).returncode)  # no STREAMCHECK_GRES
+        self.assertNotEqual(0, self.bash("submit.sh", 3, self.fleet).returncode)  # no --gres
 
     def test_each_node_gates_into_its_folder_and_the_verdict_is_the_worst(self):
         done = self.bash("fleet-gate.sbatch", self.fleet, FAKE_RC_n2="1")
