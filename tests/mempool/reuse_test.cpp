@@ -136,6 +136,19 @@ struct reuse_seen {
   std::uint32_t written_mismatches = 0;  // words of q that do not read back as the 2s b wrote
 };
 
+// Once the device drained: whether the allocation q got the freed block p, what a's reader of p saw, and whether q
+// reads back as the 2s written into it; then q is freed in a.
+void read_back(MemoryPools& t, reuse_seen& seen, const void* p, void*& q, sc::testing::ones_reader& reader,
+               const sc::stream& a) {
+  seen.same_block = seen.allocated == cudaSuccess && q == p;
+  seen.reader_mismatches = reader.count();
+  if (q != nullptr) {
+    seen.written_mismatches = t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, a);
+    SC_CHECK_CUDA(sc::testing::free_in(q, a));
+    SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
+  }
+}
+
 // MPOOL-06's arrangement in `pool` (one block; the test sets its policies): p, filled with 1s in a; a gate holds a
 // ahead of a reader of p and the free of p; then, on a helper thread (call_while_gated), b allocates q, writes 2s
 // into it and drops mark 1, the mark whether or not the allocation succeeded. Whether the mark lands is asked once
@@ -170,13 +183,7 @@ reuse_seen reuse_behind_a_gate(MemoryPools& t, const sc::mem_pool& pool, const s
     seen.returned = r.returned;
   }
   t.drain();
-  seen.same_block = seen.allocated == cudaSuccess && q == p;
-  seen.reader_mismatches = reader.count();
-  if (q != nullptr) {
-    seen.written_mismatches = t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, a);
-    SC_CHECK_CUDA(sc::testing::free_in(q, a));
-    SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
-  }
+  read_back(t, seen, p, q, reader, a);
   return seen;
 }
 
@@ -278,13 +285,7 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
   }
   team.end();
   t.drain();
-  seen.same_block = seen.allocated == cudaSuccess && q == p;
-  seen.reader_mismatches = reader.count();
-  if (q != nullptr) {
-    seen.written_mismatches = t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, a);
-    SC_CHECK_CUDA(sc::testing::free_in(q, a));
-    SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
-  }
+  read_back(t, seen, p, q, reader, a);
   return seen;
 }
 
