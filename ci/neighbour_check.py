@@ -6,10 +6,11 @@ default 0) alone and beside each neighbour, a second process (sc_probe busy) wit
     short    200 us kernels of one block, one after another, for the whole run
     full     2 ms kernels filling every SM, for the whole run
     window   2 ms kernels filling every SM, started after the run began and ended before it finished
+    blip     the same for 0.3 s only: a neighbour that can come and go within one test
 
 Beside a neighbour the gate must exit 2, and every GPU test that held the GPU while the neighbour lived (from
-the observation's started_unix_ms, its set-up steps up to the GPU lock, and duration_ms) must end "not judged" (skip kind shared_gpu), never passed
-or failed. It prints a line per case, with the widest stop of the tests' own kernels (the evidence of
+the observation's started_unix_ms, its set-up steps up to the GPU lock, and duration_ms) must end "not judged"
+(skip kind shared_gpu), never passed or failed. It prints a line per case, with the widest stop of the tests' own kernels (the evidence of
 sharing.hpp's bound), and exits 0 when every case held.
 
     ci/neighbour_check.py BUILD_DIR [CASE ...]
@@ -29,6 +30,7 @@ CASES = {  # sc_probe busy arguments, and (start after, life) in seconds for a n
     "short": (["--spin-us", "200", "--blocks", "1"], None),
     "full": (["--spin-us", "2000"], None),
     "window": (["--spin-us", "2000"], (4.0, 4.0)),
+    "blip": (["--spin-us", "2000"], (5.0, 0.3)),
 }
 
 
@@ -45,12 +47,17 @@ def start_neighbour(build, device, args, life_s=None):
     return probe, time.time()
 
 
-def stop_neighbour(probe):
-    """Ends the neighbour (closes its input) and returns when it ended."""
-    if probe.poll() is None:
+def stop_neighbour(probe, ends_by_itself=False):
+    """Ends the neighbour (closes its input, unless it ends by itself) and returns when its context ended: it says
+    "done" once it destroyed it (its process takes a while longer to exit)."""
+    if not ends_by_itself and probe.poll() is None:
         probe.stdin.close()
-    probe.wait(timeout=60)
-    return time.time()
+    said = probe.stdout.readline()
+    ended = time.time()
+    probe.wait(timeout=120)
+    if not said.startswith("done"):
+        raise RuntimeError("the neighbour ended without saying so: %r" % said)
+    return ended
 
 
 def tests_of(run):
@@ -83,12 +90,18 @@ def run_gate(build, device, case):
     with log.open("w") as out:
         gate = subprocess.Popen(["bash", str(SRC / "ci" / "gate.sh"), str(build)], env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
+        life = None
         if spec is not None and spec[1] is not None:
             time.sleep(spec[1][0])  # a neighbour that comes while the run goes on (no ordering rests on it)
             probe, born = start_neighbour(build, device, spec[0], spec[1][1])
-            probe.wait(timeout=120)
+            life = (born, stop_neighbour(probe, ends_by_itself=True))  # before the run ends
+            if gate.poll() is not None:
+                print("neighbour_check: %s: the run ended before its neighbour did (lengthen the run or shorten "
+                      "the window)" % case)
+                life = (born, float("inf"))  # not the case it should be: it does not hold
         gate.wait(timeout=900)
-    life = (born, stop_neighbour(probe)) if probe is not None else None
+    if probe is not None and life is None:
+        life = (born, stop_neighbour(probe))
     said = log.read_text()
     runs = re.findall(r"^gate: results in (\S+)", said, re.M)
     return gate.returncode, (runs[0] if runs else None), life
@@ -107,10 +120,19 @@ def judge(case, rc, run, life):
     else:
         beside = [t for t in tests if t[1] < life[1] and t[2] > life[0]]
         judged = [t for t in beside if t[3] in ("passed", "failed")]
-        ok = rc == 2 and bool(beside) and not judged
-        what = "gate exit %d, %d GPU tests, %d beside the neighbour, %d of them not judged, %d judged%s" % (
-            rc, len(tests), len(beside), sum(1 for t in beside if t[4] == "shared_gpu"), len(judged),
-            "".join("\n    judged beside it: %s (%s)" % (t[0], t[3]) for t in judged[:10]))
+        ok = rc == 2 and bool(beside) and not judged and life[1] != float("inf")
+        told = {}  # how the tests beside it saw it: listed at their start, while they ran, at their end
+        for t in beside:
+            for when in {p.get("seen") for p in t[5].get("other_processes") or []} or {"by no listing"}:
+                told[when] = told.get(when, 0) + 1
+        what = "gate exit %d, %d GPU tests, %d beside the neighbour, %d of them not judged (seen: %s), %d judged%s" % (
+            rc, len(tests), len(beside), sum(1 for t in beside if t[4] == "shared_gpu"),
+            ", ".join("%s %d" % kv for kv in sorted(told.items())), len(judged),
+            "".join("\n    judged beside it: %s (%s; held the GPU from %+.1f ms to %+.1f ms of the neighbour's "
+                    "%.1f ms; widest stop of its kernels %s)"
+                    % (t[0], t[3], (t[1] - life[0]) * 1e3, (t[2] - life[0]) * 1e3, (life[1] - life[0]) * 1e3,
+                       "none recorded" if t[5].get("widest_gap_ns") is None
+                       else "%.3f ms" % (t[5]["widest_gap_ns"] / 1e6)) for t in judged[:40]))
     print("neighbour_check: %-6s %s: %s; widest stop of a test's own kernel %.3f ms (%s, %s); process source %s"
           % (case, "held" if ok else "FAILED", what, widest[0] / 1e6, widest[1], widest[2], ",".join(sources)))
     return ok

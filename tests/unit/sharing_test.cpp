@@ -29,20 +29,26 @@ TEST(Sharing, OwnProcessesHoldTheLockOrDescendFromItsHolder) {
   EXPECT_EQ(static_cast<long>(getppid()), sc::parent_of(static_cast<long>(getpid())));
 }
 
-// Alone: not shared, the evidence says so. A process at the start or the end, or a stop beyond the bound, is a
-// neighbour, each named in the reason.
+// Alone: not shared, the evidence says so. A process at the start, one that came and went while the test ran,
+// one at the end, or a stop beyond the bound, is a neighbour, each named in the reason.
 TEST(Sharing, EvidenceNamesEveryNeighbourAndTheStopBeyondTheBound) {
   std::string reason;
-  const nlohmann::json alone = sc::detail::sharing_evidence("nvml", {}, {}, 40'000, "gate 3 (holding s)", reason);
+  const nlohmann::json alone = sc::detail::sharing_evidence("nvml", {}, 40'000, "gate 3 (holding s)", reason);
   EXPECT_FALSE(alone["shared"].get<bool>());
   EXPECT_TRUE(reason.empty()) << reason;
   EXPECT_EQ(sc::kSharedGapNs, alone["gap_bound_ns"].get<std::uint64_t>());
-  const nlohmann::json late = sc::detail::sharing_evidence("nvml", {}, {{4242, "/usr/bin/python3"}}, 0, "", reason);
+  EXPECT_EQ(sc::kListingPeriod.count(), alone["listing_period_ms"].get<long>());
+  const nlohmann::json late =
+      sc::detail::sharing_evidence("nvml", {{}, {}, {{4242, "/usr/bin/python3"}}}, 0, "", reason);
   EXPECT_TRUE(late["shared"].get<bool>());
   EXPECT_NE(std::string::npos, reason.find("at the test's end: pid 4242 (/usr/bin/python3)")) << reason;
   EXPECT_EQ("end", late["other_processes"][0]["seen"].get<std::string>());
+  const nlohmann::json window = sc::detail::sharing_evidence("nvml", {{}, {{4343, ""}}, {}}, 0, "", reason);
+  EXPECT_TRUE(window["shared"].get<bool>());
+  EXPECT_NE(std::string::npos, reason.find("while the test ran: pid 4343")) << reason;
+  EXPECT_EQ("during", window["other_processes"][0]["seen"].get<std::string>());
   const nlohmann::json stopped =
-      sc::detail::sharing_evidence("none: no NVML", {}, {}, sc::kSharedGapNs + 1000, "a block of fill", reason);
+      sc::detail::sharing_evidence("none: no NVML", {}, sc::kSharedGapNs + 1000, "a block of fill", reason);
   EXPECT_TRUE(stopped["shared"].get<bool>());
   EXPECT_NE(std::string::npos, reason.find("a block of fill stopped for")) << reason;
   EXPECT_EQ("none: no NVML", stopped["process_source"].get<std::string>());
