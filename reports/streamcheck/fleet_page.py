@@ -197,7 +197,10 @@ def md_changes(changes: Dict[str, Any], limit: int) -> List[str]:
     values = ["%s %s: %s" % (md_cell(v["test"]), md_cell(v["key"]), md_message(names([change_text(v, c)
                                                                                      for c in v["changes"]], 3)))
               for v in changes["values"]]
+    gone = ["%s: in the previous fleet run, absent from this one" % md_cell(n) for n in changes["verdicts"]["removed"]]
+    new = ["%s: absent from the previous fleet run" % md_cell(n) for n in changes["verdicts"]["added"]]
     return (["### Since the previous fleet run (exit %d before)" % changes["previous_code"], ""] +
+            md_list("Hosts", gone + new, limit) +
             md_list("Driver and toolkit", env, limit) + md_list("Host verdicts", hosts, limit) +
             md_list("Test outcomes", tests, limit) +
             md_list("Values changed beyond their noise", values, limit) +
@@ -271,8 +274,10 @@ def fleet_lines(view: Dict[str, Any]) -> List[str]:
         plural(apart, "value"), plural(len(view["tests"]), "test")))
     if view["changes"]:
         c = view["changes"]
-        out.append("fleet: since %s: %s, %s, %s, %s beyond noise" % (
-            c["previous"], plural(len(c["environment"]), "driver or toolkit change"),
+        gone = c["verdicts"]["removed"]
+        out.append("fleet: since %s: %s%s, %s, %s, %s beyond noise" % (
+            c["previous"], "%s gone (%s), " % (plural(len(gone), "host"), ", ".join(gone)) if gone else "",
+            plural(len(c["environment"]), "driver or toolkit change"),
             plural(len(c["verdicts"]["hosts"]), "verdict change"), plural(len(c["verdicts"]["tests"]), "test change"),
             plural(len(c["values"]), "value")))
     out.append("fleet: %s" % verdict_line(fleet))

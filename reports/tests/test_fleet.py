@@ -218,7 +218,10 @@ class RecordedFleet(unittest.TestCase):
         page = (self.root / "fleet.html").read_text()
         self.assertLess(page.index("Driver and toolkit"), page.index("Verdicts"))
         self.assertLess(page.index("Verdicts"), page.index("Observed values beyond their noise"))
-        self.assertIn("580.200.01", (self.root / "fleet.md").read_text())
+        summary = (self.root / "fleet.md").read_text()
+        self.assertIn("580.200.01", summary)
+        self.assertIn("h200: in the previous fleet run, absent from this one", summary)
+        self.assertIn("1 host gone (h200)", done.stdout)
 
 
 # The synthetic fleet: GPU models and drivers of its groups, and its families (11 x 25 = 275 tests a host).
