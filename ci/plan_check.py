@@ -2,8 +2,12 @@
 """Do the tests say what their plans say? Reads every family's plan (tests/<family>/README.md, its table as
 the report reads it) and every test source of tests/, and lists each disagreement:
 
-  - a claim (`sc::claim x("ID", verdict_kind::K, ...)`) of an ID no plan has a row for;
-  - a claim whose kind is not among its row's kinds (a cell such as "documented / observed" allows both);
+  - a claim (`sc::claim x("ID")`) of an ID no plan has a row for;
+  - a claim that writes a fact its plan row holds: a source (the row's Source is the claim's), or a kind where
+    the row names one kind only;
+  - a claim without a kind where its row names several (a cell such as "documented / observed"), or with a
+    kind the row does not name;
+  - a test that claims an ID but does not open with its claims (they say what it proves);
   - a test that claims an ID but is not named in the Tests cell of that ID's row (names may be patterns:
     `Suite.*`, `Suite.Prefix*Suffix`);
   - a name in a Tests cell that matches no test.
@@ -22,7 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
 from streamcheck.model import parse_plan  # noqa: E402  (the one reader of plan tables)
 
-CLAIM = re.compile(r'\bclaim\s+\w+\s*\(\s*"([A-Z][A-Z0-9]*-\d+)"\s*,\s*(?:sc::)?verdict_kind::(\w+)')
+CLAIM = re.compile(r'\bclaim\s+\w+\s*\(\s*"([A-Z][A-Z0-9]*-\d+)"\s*(?:,\s*(?:sc::)?verdict_kind::(\w+)\s*)?([,)])')
+# A statement a test body may open with before its claims: none (its claims come first).
+OPENING = re.compile(r'\s*(?:const\s+)?(?:sc::)?claim\s')
 TEST = re.compile(r"\bTEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{")
 KINDS = ("documented", "observed", "recorded")
 LEFT_OUT = ("unit",)
@@ -69,17 +75,33 @@ def disagreements(source):
         bodies = test_bodies(text)
         tests.update(name for name, _, _ in bodies)
         where = path.relative_to(source)
+        opened = set()
+        for name, first, _ in bodies:
+            if OPENING.match(text, first):
+                opened.add(name)
         for claim in CLAIM.finditer(text):
-            ident, kind = claim.groups()
+            ident, kind, after = claim.groups()
             claims += 1
             owner = next((name for name, first, last in bodies if first <= claim.start() < last), None)
             line = text.count("\n", 0, claim.start()) + 1
+            if owner and owner not in opened:
+                found.append("%s:%d: %s claims %s, but does not open with its claims" % (where, line, owner, ident))
             if ident not in rows:
                 found.append("%s:%d: %s is claimed, but no plan has a row for it" % (where, line, ident))
                 continue
-            if not any(kind in row["kinds"] for row in rows[ident]):
+            allowed = set().union(*(r["kinds"] for r in rows[ident]))
+            if after == ",":
+                found.append("%s:%d: %s's claim gives a source: its plan row's Source is the claim's" % (
+                    where, line, ident))
+            if kind is None and len(allowed) > 1:
+                found.append("%s:%d: %s's plan row names %s: the claim must say which it proves" % (
+                    where, line, ident, " and ".join(sorted(allowed))))
+            elif kind is not None and len(allowed) == 1 and kind in allowed:
+                found.append("%s:%d: %s's claim names its kind, which its plan row says already" % (
+                    where, line, ident))
+            elif kind is not None and kind not in allowed:
                 found.append("%s:%d: %s is claimed %s, its plan says %s" % (
-                    where, line, ident, kind, " or ".join(sorted(set().union(*(r["kinds"] for r in rows[ident]))))))
+                    where, line, ident, kind, " or ".join(sorted(allowed))))
             names = [n for row in rows[ident] for n in row["names"]]
             if owner and not any(fnmatch.fnmatchcase(owner, n) for n in names):
                 found.append("%s:%d: %s claims %s, but that row's Tests cell does not name it" % (

@@ -15,7 +15,7 @@ using sc::testing::StreamCapture;
 // instead be captured into a graph"), cudaGraphLaunch: a mark enqueued in a capturing stream does not land while the
 // capture is open, nor after it ended; it lands once the captured graph is launched.
 TEST_F(StreamCapture, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
-  const sc::claim capt01("CAPT-01", sc::verdict_kind::documented, "RT cudaStreamBeginCapture, cudaGraphLaunch");
+  const sc::claim capt01("CAPT-01");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
   // Mutation (arrangement): the mark goes into another stream, which is not capturing.
@@ -45,7 +45,7 @@ TEST_F(StreamCapture, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
 // launches of graphExec"): a graph launched behind a gate does not run while the gate is closed, and runs once it
 // opens.
 TEST_F(StreamCapture, GraphLaunchWaitsForEarlierWorkInItsStream) {
-  const sc::claim capt09("CAPT-09", sc::verdict_kind::documented, "RT cudaGraphLaunch (stream order)");
+  const sc::claim capt09("CAPT-09");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream recording = make(stream_flags::non_blocking, "recording");
@@ -71,7 +71,7 @@ TEST_F(StreamCapture, GraphLaunchWaitsForEarlierWorkInItsStream) {
 // graph's gate runs (so the graph has started) and is closed, neither mark lands; once it opens both do, the
 // graph's first.
 TEST_F(StreamCapture, LaterWorkInTheStreamWaitsForTheGraph) {
-  const sc::claim capt09("CAPT-09", sc::verdict_kind::documented, "RT cudaGraphLaunch (stream order)");
+  const sc::claim capt09("CAPT-09");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream recording = make(stream_flags::non_blocking, "recording");

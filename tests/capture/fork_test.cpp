@@ -25,8 +25,7 @@ using sc::testing::StreamCapture;
 // sequence of its own that waits on an event of another capture gets cudaErrorStreamCaptureMerge. Whether the
 // forked stream still captures after (b), and the statuses and endings after (d) and (e), are recorded.
 TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
-  const sc::claim capt08("CAPT-08", sc::verdict_kind::documented,
-                         "Programming Guide: cross-stream dependencies in capture; cudaErrorStreamCapture*");
+  const sc::claim capt08("CAPT-08");
   // Mutation (arrangement): in (a), t is not joined back; in (d) the event waited on is recorded in the capture
   // first; in (e) the waiting stream is not capturing (its wait forks into the other capture).
   const bool no_join = capt08.mutated(sc::mutation_kind::arrangement);

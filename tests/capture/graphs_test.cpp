@@ -22,7 +22,7 @@ using sc::testing::StreamCapture;
 // needs s2 to run while s1 waits: with CUDA_DEVICE_MAX_CONNECTIONS set the streams may share one hardware queue
 // (with 1, s2's launch waits behind s1's; H100 and H200), so the test skips at once there.
 TEST_F(StreamCapture, OneExecutableGraphIsSerializedAcrossStreams) {
-  const sc::claim capt10("CAPT-10", sc::verdict_kind::documented, "RT cudaGraphLaunch (serialized launches)");
+  const sc::claim capt10("CAPT-10");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
   // Mutation (arrangement): the second launch uses another instantiation of the graph.
@@ -69,7 +69,7 @@ TEST_F(StreamCapture, OneExecutableGraphIsSerializedAcrossStreams) {
 // mark 1 is launched behind a gate; its node is then changed to mark 2 and the graph launched again. Once the
 // gate opens, mark 1 lands (the enqueued launch kept its parameters), then mark 2.
 TEST_F(StreamCapture, ParameterUpdatesReachLaterLaunchesOnly) {
-  const sc::claim capt11("CAPT-11", sc::verdict_kind::documented, "RT cudaGraphExecKernelNodeSetParams");
+  const sc::claim capt11("CAPT-11");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the node is changed before the first launch.
   const bool early = capt11.mutated(sc::mutation_kind::arrangement);

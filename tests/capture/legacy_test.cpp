@@ -22,8 +22,6 @@ namespace {
 using sc::stream_flags;
 using sc::testing::StreamCapture;
 
-constexpr const char* kSource = "Programming Guide: stream capture (use of the legacy stream beside a capture)";
-
 // Enqueues mark `id` of `m` into the legacy stream and returns the launch's code (a refused launch is the
 // behavior under test here, not a failure of the arrangement).
 cudaError_t legacy_mark(sc::marks& m, unsigned id) {
@@ -95,19 +93,19 @@ void expect_legacy_work_refused_beside_a_blocking_capture(StreamCapture& t, cons
 // CAPT-05 (a) · Programming Guide, stream capture (the rule names streams "not created with cudaStreamNonBlocking"
 // only): beside a Global capture of a non-blocking stream, legacy-stream work runs at once and is not captured.
 TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingGlobalCapture) {
-  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  const sc::claim capt05("CAPT-05");
   expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeGlobal);
 }
 
 // CAPT-05 (a) · the same beside a ThreadLocal capture.
 TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingThreadLocalCapture) {
-  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  const sc::claim capt05("CAPT-05");
   expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeThreadLocal);
 }
 
 // CAPT-05 (a) · the same beside a Relaxed capture.
 TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingRelaxedCapture) {
-  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  const sc::claim capt05("CAPT-05");
   expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeRelaxed);
 }
 
@@ -116,20 +114,20 @@ TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingRelaxedCapture) {
 // cudaErrorStreamCaptureImplicit: beside a Global capture of a blocking stream, a legacy-stream launch is refused,
 // never runs, and the capture ends with an error.
 TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingGlobalCapture) {
-  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  const sc::claim capt05("CAPT-05");
   expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeGlobal);
 }
 
 // CAPT-05 (b) · the same beside a ThreadLocal capture.
 TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingThreadLocalCapture) {
-  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  const sc::claim capt05("CAPT-05");
   expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeThreadLocal);
 }
 
 // CAPT-05 (b) · the same beside a Relaxed capture: Relaxed frees the thread from the unsafe-call rules, not the
 // legacy stream from its implicit dependency on the blocking stream.
 TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingRelaxedCapture) {
-  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  const sc::claim capt05("CAPT-05");
   expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeRelaxed);
 }
 
@@ -137,7 +135,7 @@ TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingRelaxedCapture) {
 // this thread captures b (blocking) in Global mode. Its code, the capture's ending and whether the mark ran are
 // compared with the baseline (row other_thread_beside_a_blocking_global_capture, gating).
 TEST_F(StreamCapture, LegacyStreamWorkFromAnotherThreadBesideABlockingGlobalCapture) {
-  const sc::claim capt05("CAPT-05", sc::verdict_kind::documented, kSource);
+  const sc::claim capt05("CAPT-05");
   const sc::stream b = make(capturing_kind(capt05, stream_flags::blocking), "b");
   const int dev = device();
   sc::marks m;

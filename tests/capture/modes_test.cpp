@@ -23,8 +23,7 @@ constexpr std::size_t kBytes = 256;
 // ThreadLocal capture, and that capture then cannot end cleanly; under a Relaxed capture it succeeds and the
 // capture ends with its graph.
 TEST_F(StreamCapture, UnsafeCallOnTheCapturingThreadPerMode) {
-  const sc::claim capt02("CAPT-02", sc::verdict_kind::documented,
-                         "RT cudaThreadExchangeStreamCaptureMode, cudaStreamBeginCapture (unsafe calls)");
+  const sc::claim capt02("CAPT-02");
   // Mutation (arrangement): a call that is not potentially unsafe (cudaGetDevice) instead of cudaMalloc.
   const bool safe_call = capt02.mutated(sc::mutation_kind::arrangement);
   // The rules are the thread's: this thread is in Global mode (the default) for the test, whatever it was before.
@@ -65,8 +64,7 @@ TEST_F(StreamCapture, UnsafeCallOnTheCapturingThreadPerMode) {
 // thread captures in each mode, another thread in each mode calls cudaMalloc. It is refused only when the
 // capture is Global and the other thread's mode is Global. What ending the capture returns is recorded.
 TEST_F(StreamCapture, UnsafeCallFromAnotherThreadPerMode) {
-  const sc::claim capt03("CAPT-03", sc::verdict_kind::documented,
-                         "RT cudaThreadExchangeStreamCaptureMode (unsafe calls from other threads)");
+  const sc::claim capt03("CAPT-03");
   // Mutation (arrangement): in the Global/Global cell the other thread sets its mode to Relaxed.
   const bool relax = capt03.mutated(sc::mutation_kind::arrangement);
   const int dev = device();

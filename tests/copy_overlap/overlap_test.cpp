@@ -33,7 +33,7 @@ constexpr double kMutualOverlap = 0.5;
 // stream B completes while a gate kernel in stream A is still resident, and CUPTI puts the copy inside the
 // kernel.
 TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
-  const sc::claim copy03("COPY-03", sc::verdict_kind::observed, "PG 2.3 (copy/compute overlap)");
+  const sc::claim copy03("COPY-03");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   sc::pinned_buffer<std::uint32_t> src(n);
   sc::device_buffer<std::uint32_t> dst(n);
@@ -61,8 +61,7 @@ TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
 // COPY-04 · PG 2.3; deviceQuery ("copy engines"): with asyncEngineCount >= 2, an H2D copy and a D2H copy
 // in two more streams both complete while a kernel is resident, and overlap each other.
 TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
-  const sc::claim copy04("COPY-04", sc::verdict_kind::observed,
-                         "PG 2.3 (asyncEngineCount: concurrent copies in both directions)");
+  const sc::claim copy04("COPY-04");
   if (async_engines() < 2)
     GTEST_SKIP() << "asyncEngineCount is " << async_engines() << ": this device cannot copy in both directions at once";
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
@@ -113,8 +112,7 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
 // COPY-06 · old guide ("will not overlap"); PG 2.3.2.3 (observed): does an async copy from pageable
 // memory in stream B complete while a kernel in stream A is resident?
 TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
-  const sc::claim copy06("COPY-06", sc::verdict_kind::observed,
-                         "old guide (pageable copies do not overlap); PG 2.3.2.3");
+  const sc::claim copy06("COPY-06");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   sc::testing::pageable src(kCopyBytes, 7u);
   sc::device_buffer<std::uint32_t> dst(n);
@@ -209,8 +207,7 @@ sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned b
 }
 
 TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
-  const sc::claim copy12("COPY-12", sc::verdict_kind::observed,
-                         "vlasiator PR #1125 review (memsets on SMs?); catalog Q5");
+  const sc::claim copy12("COPY-12");
   const unsigned threads = static_cast<unsigned>(std::min(1024, properties().maxThreadsPerBlock));
   int per_sm = 0;
   SC_CHECK_CUDA(sc::kernels::gate_grid_occupancy(threads, &per_sm));
@@ -263,7 +260,7 @@ TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
 // lowest-priority stream issued first, one in the highest-priority stream issued second, both held behind
 // one gate (an event wait): which starts first once the gate opens, and how much they overlap.
 TEST_F(CopyOverlap, StreamPriorityAndCopies) {
-  const sc::claim copy13("COPY-13", sc::verdict_kind::recorded, "RT cudaStreamCreateWithPriority note; PG 2.3.9.1");
+  const sc::claim copy13("COPY-13");
   SC_REQUIRE_TRACING();
   int least = 0;
   int greatest = 0;

@@ -21,8 +21,7 @@ using sc::testing::pageable;
 // return while a gate holds its stream? Figures beside it (never judged): H2D and D2H bandwidth, pinned
 // and pageable, from CUPTI.
 TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
-  const sc::claim copy05("COPY-05", sc::verdict_kind::observed,
-                         "SYNC (cudaMemcpyAsync from pageable memory might be synchronous)");
+  const sc::claim copy05("COPY-05");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   pageable plain(kCopyBytes, 3u);
   sc::pinned_buffer<std::uint32_t> pinned(n);
@@ -69,8 +68,7 @@ TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
 // COPY-07 · SYNC 11.x ("returns only once the copy has completed"); current: "might be synchronous"
 // (observed): does a D2H cudaMemcpyAsync into pageable memory return while a gate holds its stream?
 TEST_F(CopyOverlap, PageableDeviceToHostCopyAgainstAGatedStream) {
-  const sc::claim copy07("COPY-07", sc::verdict_kind::observed,
-                         "SYNC (pageable D2H cudaMemcpyAsync returns after completion)");
+  const sc::claim copy07("COPY-07");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   pageable plain(kCopyBytes);
   sc::pinned_buffer<std::uint32_t> pinned(n);
@@ -90,8 +88,7 @@ TEST_F(CopyOverlap, PageableDeviceToHostCopyAgainstAGatedStream) {
 // asynchronous) vs SYNC ("might be synchronous") (observed, contested): small pageable H2D
 // cudaMemcpyAsync against a gate in the same stream at 4 KB, 64 KB, 64 KB + 1 and 1 MiB.
 TEST_F(CopyOverlap, SmallPageableCopiesAgainstAGatedStream) {
-  const sc::claim copy08("COPY-08", sc::verdict_kind::observed,
-                         "old guide (<= 64 KB asynchronous) vs SYNC (might be synchronous)");
+  const sc::claim copy08("COPY-08");
   const std::vector<std::size_t> sizes = {4096, 65536, 65537, 1u << 20};
   pageable plain(1u << 20, 5u);
   sc::device_buffer<std::uint32_t> dev((1u << 20) / sizeof(std::uint32_t));
@@ -118,8 +115,7 @@ TEST_F(CopyOverlap, SmallPageableCopiesAgainstAGatedStream) {
 // host-side synchronization. With a gate in the legacy stream (where cudaMemcpy is issued): the first two
 // must not return while it is closed, the third must.
 TEST_F(CopyOverlap, SynchronousCopyRules) {
-  const sc::claim copy09("COPY-09", sc::verdict_kind::documented,
-                         "SYNC (cudaMemcpy: pageable H2D syncs first, D2H completes, D2D does not sync)");
+  const sc::claim copy09("COPY-09");
   const std::size_t bytes = std::size_t{1} << 20;
   const std::size_t n = bytes / sizeof(std::uint32_t);
   pageable plain(bytes, 9u);
@@ -162,8 +158,7 @@ TEST_F(CopyOverlap, SynchronousCopyRules) {
 // synchronous D2H cudaMemcpy waits for earlier work in blocking streams (documented), and (observed) not
 // for work in non-blocking streams.
 TEST_F(CopyOverlap, SynchronousDeviceToHostCopyAgainstBusyStreams) {
-  const sc::claim copy10("COPY-10", sc::verdict_kind::documented,
-                         "SYNC (issued to the default stream) + SSB (legacy waits for blocking streams)");
+  const sc::claim copy10("COPY-10", sc::verdict_kind::documented);
   const std::size_t bytes = std::size_t{1} << 20;
   sc::pinned_buffer<std::uint32_t> host(bytes / sizeof(std::uint32_t));
   sc::device_buffer<std::uint32_t> dev(bytes / sizeof(std::uint32_t));

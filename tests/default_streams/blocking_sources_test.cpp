@@ -233,8 +233,8 @@ void measure_blocking_sources(DefaultStreams& t, const sc::claim& dflt18, const 
 // DFLT-18, DFLT-19 · PG 2.3.8 and the old guide's "Implicit Synchronization" list; ECRTS18 Table 3
 // (observed): with a blocking stream gated, which calls return, and does blocking s2 then run?
 TEST_F(DefaultStreams, BlockingSourcesWithABlockingStreamBusy) {
-  const sc::claim dflt18("DFLT-18", sc::verdict_kind::observed, "PG 2.3.8; old guide Implicit Synchronization");
-  const sc::claim dflt19("DFLT-19", sc::verdict_kind::observed, "ECRTS18 Table 3; EXAM test_blocking_sources.py");
+  const sc::claim dflt18("DFLT-18", sc::verdict_kind::observed);
+  const sc::claim dflt19("DFLT-19");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s1 = make(stream_flags::blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
@@ -244,8 +244,8 @@ TEST_F(DefaultStreams, BlockingSourcesWithABlockingStreamBusy) {
 
 // DFLT-18, DFLT-19 · ECRTS18 Table 3 (observed): the same with a non-blocking stream gated.
 TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
-  const sc::claim dflt18("DFLT-18", sc::verdict_kind::observed, "PG 2.3.8; old guide Implicit Synchronization");
-  const sc::claim dflt19("DFLT-19", sc::verdict_kind::observed, "ECRTS18 Table 3; EXAM test_blocking_sources.py");
+  const sc::claim dflt18("DFLT-18", sc::verdict_kind::observed);
+  const sc::claim dflt19("DFLT-19");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
@@ -260,8 +260,7 @@ TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
 // gated: the call returns while gated, and a mark in blocking s2 issued after it stays absent. With a
 // non-blocking s1 gated: the call returns, and the mark runs (DFLT-04).
 TEST_F(DefaultStreams, SynchronousMemsetAndDeviceCopyAreLegacyStreamWork) {
-  const sc::claim dflt18("DFLT-18", sc::verdict_kind::documented,
-                         "SYNC (Memset; Memcpy device to device: no host-side synchronization); SSB legacy stream");
+  const sc::claim dflt18("DFLT-18", sc::verdict_kind::documented);
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the mark meant for s2 goes into the gated s1.
   const bool into_gated = dflt18.mutated(sc::mutation_kind::arrangement);

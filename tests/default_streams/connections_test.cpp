@@ -85,7 +85,7 @@ std::string connections() {
 // and the driver hands connections out to new streams in turn, so the 8 busy streams cover all 8 default
 // connections, and with 32 the 24 streams get 24 different ones, wherever the turn stood.
 TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
-  const sc::claim dflt16("DFLT-16", sc::verdict_kind::observed, "RTAS24 R2, Fig. 5, Corollaries 1-2");
+  const sc::claim dflt16("DFLT-16");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
   constexpr unsigned kBusy = 8;
@@ -145,8 +145,7 @@ TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
 // oversubscription (32 streams; 1, 8 or 32 connections) every event dependency is honored: 16
 // producer/consumer pairs ping-pong 50 times; producers write late, consumers read early in reverse order.
 TEST_F(DefaultStreams, OversubscribedStreamsKeepEveryEventDependency) {
-  const sc::claim dflt17("DFLT-17", sc::verdict_kind::documented,
-                         "RT cudaStreamWaitEvent, cudaEventRecord (stream semantics)");
+  const sc::claim dflt17("DFLT-17");
   constexpr unsigned kPairs = 16;
   constexpr unsigned kReps = 50;
   constexpr std::uint32_t kElements = 4096;
@@ -194,7 +193,7 @@ TEST_F(DefaultStreams, OversubscribedStreamsKeepEveryEventDependency) {
 // share one hardware queue in host enqueue order, so a kernel pending behind a gate in A holds back a
 // later, independent kernel in B (a false dependency).
 TEST_F(DefaultStreams, WithOneConnectionAPendingKernelHoldsBackAnotherStream) {
-  const sc::claim dflt15("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2; Megatron-LM #533, #5105; ColossalAI #5891");
+  const sc::claim dflt15("DFLT-15");
   SC_REQUIRE(sc::requirement::async_launches);
   if (!variable_is("CUDA_DEVICE_MAX_CONNECTIONS", "1"))
     GTEST_SKIP() << "needs CUDA_DEVICE_MAX_CONNECTIONS=1 before CUDA starts (ctest entry default_streams.conn1.*)";
@@ -206,7 +205,7 @@ TEST_F(DefaultStreams, WithOneConnectionAPendingKernelHoldsBackAnotherStream) {
 
 // DFLT-15 negative control (default connections): the same arrangement does not hold B back.
 TEST_F(DefaultStreams, WithDefaultConnectionsAPendingKernelDoesNotHoldBackAnotherStream) {
-  const sc::claim dflt15("DFLT-15", sc::verdict_kind::observed, "RTAS24 R2 (negative control: default connections)");
+  const sc::claim dflt15("DFLT-15");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
   held_back_arrangement how;
@@ -218,8 +217,7 @@ TEST_F(DefaultStreams, WithDefaultConnectionsAPendingKernelDoesNotHoldBackAnothe
 // DFLT-22 · PG (environment variables) negative control: without CUDA_LAUNCH_BLOCKING a launch returns
 // while its kernel still runs.
 TEST_F(DefaultStreams, LaunchReturnsBeforeTheKernelEnds) {
-  const sc::claim dflt22("DFLT-22", sc::verdict_kind::documented,
-                         "PG environment variables (CUDA_LAUNCH_BLOCKING unset)");
+  const sc::claim dflt22("DFLT-22");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the call also synchronizes the gate's stream.
   const bool then_sync = dflt22.mutated(sc::mutation_kind::arrangement);
@@ -229,7 +227,7 @@ TEST_F(DefaultStreams, LaunchReturnsBeforeTheKernelEnds) {
 // DFLT-22 · PG (environment variables): with CUDA_LAUNCH_BLOCKING=1 a kernel launch returns only after
 // the kernel has completed: the launch of a gate cannot return while the gate is closed.
 TEST_F(DefaultStreams, LaunchReturnsOnlyAfterTheKernelWithLaunchBlocking) {
-  const sc::claim dflt22("DFLT-22", sc::verdict_kind::documented, "PG environment variables (CUDA_LAUNCH_BLOCKING=1)");
+  const sc::claim dflt22("DFLT-22");
   if (!variable_is("CUDA_LAUNCH_BLOCKING", "1"))
     GTEST_SKIP() << "needs CUDA_LAUNCH_BLOCKING=1 before CUDA starts (ctest entry default_streams.launch_blocking.*)";
   // The one test that holds a stream under synchronous launches on purpose: the gate's own launch is the

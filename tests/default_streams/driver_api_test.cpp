@@ -61,15 +61,14 @@ class DriverDefaultStreams : public DefaultStreams {
 // DFLT-02 · DRV cuLaunchKernel (hStream 0 is the NULL stream); SSB: a kernel launched into the NULL
 // stream waits for earlier work in a blocking stream made with cuStreamCreate(CU_STREAM_DEFAULT).
 TEST_F(DriverDefaultStreams, NullStreamLaunchWaitsForEarlierBlockingStreamWork) {
-  const sc::claim dflt02("DFLT-02", sc::verdict_kind::documented, "DRV cuLaunchKernel on the NULL stream; SSB");
+  const sc::claim dflt02("DFLT-02");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::legacy_waits_for_earlier_blocking_work(*this, dflt02, driver_path());
 }
 
 // DFLT-03 · DRV cuLaunchKernel; SSB example k1(s); k2(0); k3(s), the marks launched with the driver API.
 TEST_F(DriverDefaultStreams, BlockingStreamLaunchWaitsForEarlierNullStreamWork) {
-  const sc::claim dflt03("DFLT-03", sc::verdict_kind::documented,
-                         "DRV cuLaunchKernel; SSB example k1<<<s>>>, k2<<<0>>>, k3<<<s>>>");
+  const sc::claim dflt03("DFLT-03");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::blocking_waits_for_earlier_legacy_work(*this, dflt03, driver_path());
 }
@@ -78,7 +77,7 @@ TEST_F(DriverDefaultStreams, BlockingStreamLaunchWaitsForEarlierNullStreamWork) 
 // concurrently with work in stream 0 ... performs no implicit synchronization with stream 0"): in both
 // directions.
 TEST_F(DriverDefaultStreams, NonBlockingStreamAndNullStreamDoNotWaitForEachOther) {
-  const sc::claim dflt04("DFLT-04", sc::verdict_kind::documented, "DRV cuStreamCreate (CU_STREAM_NON_BLOCKING)");
+  const sc::claim dflt04("DFLT-04");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::testing::enqueue_path path = driver_path();
   sc::testing::non_blocking_does_not_wait_for_legacy_work(*this, dflt04, path);
@@ -88,7 +87,7 @@ TEST_F(DriverDefaultStreams, NonBlockingStreamAndNullStreamDoNotWaitForEachOther
 // DFLT-05 · DRV cuStreamWaitEvent on the NULL stream; SSB ("such as a kernel launch or
 // cudaStreamWaitEvent()"): the wait is a NULL-stream action, so later blocking work waits for it.
 TEST_F(DriverDefaultStreams, NullStreamWaitEventHoldsLaterBlockingWorkOnly) {
-  const sc::claim dflt05("DFLT-05", sc::verdict_kind::documented, "DRV cuStreamWaitEvent on the NULL stream; SSB");
+  const sc::claim dflt05("DFLT-05");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
   sc::testing::wait_on_legacy_holds_later_blocking_work_only(*this, dflt05, driver_path());

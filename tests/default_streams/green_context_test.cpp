@@ -51,8 +51,7 @@ class green_context {
 // no blocking stream can be made in a green context, its streams read back non-blocking and belong to
 // it, and it has no per-thread default stream.
 TEST_F(DefaultStreams, GreenContextStreamsAreNonBlockingAndHaveNoPerThreadStream) {
-  const sc::claim dflt21("DFLT-21", sc::verdict_kind::documented,
-                         "DRV cuGreenCtxStreamCreate, cuStreamGetCtx_v2 (green contexts)");
+  const sc::claim dflt21("DFLT-21");
   std::string missing;
   const sc::green_context_api* g = sc::green_contexts(missing);
   if (g == nullptr) GTEST_SKIP() << "the driver has no green contexts (" << missing << " not found)";

@@ -20,7 +20,7 @@ __global__ void first_launched_while_gated(unsigned* flag) {
 // kernel "might require context synchronization", so it may wait for a kernel spinning in another stream.
 // Measured in the default entry (lazy) and in default_streams.eager.* (CUDA_MODULE_LOADING=EAGER).
 TEST_F(DefaultStreams, FirstLaunchOfAnUnloadedKernelWhileAGateRuns) {
-  const sc::claim dflt20("DFLT-20", sc::verdict_kind::observed, "old guide Lazy Loading (possible issues)");
+  const sc::claim dflt20("DFLT-20");
   SC_REQUIRE(sc::requirement::async_launches);
   const char* loading = std::getenv("CUDA_MODULE_LOADING");
   const std::string mode = loading == nullptr ? "default" : loading;

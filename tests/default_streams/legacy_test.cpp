@@ -18,8 +18,7 @@ using DefaultStreams = sc::testing::DefaultStreams;
 // DFLT-02 · SSB "Legacy default stream": an action in the legacy stream first waits for all earlier work
 // in blocking streams. (Arrangements of DFLT-02..05: legacy_rules.hpp, shared with the driver-API tests.)
 TEST_F(DefaultStreams, LegacyStreamWaitsForEarlierBlockingStreamWork) {
-  const sc::claim dflt02("DFLT-02", sc::verdict_kind::documented,
-                         "SSB: the legacy stream first waits on all blocking streams");
+  const sc::claim dflt02("DFLT-02");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::legacy_waits_for_earlier_blocking_work(*this, dflt02, sc::testing::runtime_path(*this));
 }
@@ -27,8 +26,7 @@ TEST_F(DefaultStreams, LegacyStreamWaitsForEarlierBlockingStreamWork) {
 // DFLT-04 · SSB; RT cudaStreamCreateWithFlags: a non-blocking stream does not synchronize with the
 // legacy stream — here the legacy stream does not wait for it. (Mirror and negative control of DFLT-02.)
 TEST_F(DefaultStreams, LegacyStreamDoesNotWaitForNonBlockingStreamWork) {
-  const sc::claim dflt04("DFLT-04", sc::verdict_kind::documented,
-                         "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
+  const sc::claim dflt04("DFLT-04");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::legacy_does_not_wait_for_non_blocking_work(*this, dflt04, sc::testing::runtime_path(*this));
 }
@@ -36,7 +34,7 @@ TEST_F(DefaultStreams, LegacyStreamDoesNotWaitForNonBlockingStreamWork) {
 // DFLT-03 · SSB example k1(s); k2(0); k3(s): work issued to a blocking stream after a legacy-stream
 // action waits for it.
 TEST_F(DefaultStreams, BlockingStreamWaitsForEarlierLegacyWork) {
-  const sc::claim dflt03("DFLT-03", sc::verdict_kind::documented, "SSB example k1<<<s>>>, k2<<<0>>>, k3<<<s>>>");
+  const sc::claim dflt03("DFLT-03");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::blocking_waits_for_earlier_legacy_work(*this, dflt03, sc::testing::runtime_path(*this));
 }
@@ -44,8 +42,7 @@ TEST_F(DefaultStreams, BlockingStreamWaitsForEarlierLegacyWork) {
 // DFLT-04 · SSB: the other direction — a non-blocking stream does not wait for legacy work.
 // (Mirror and negative control of DFLT-03.)
 TEST_F(DefaultStreams, NonBlockingStreamDoesNotWaitForLegacyWork) {
-  const sc::claim dflt04("DFLT-04", sc::verdict_kind::documented,
-                         "SSB; RT cudaStreamCreateWithFlags (cudaStreamNonBlocking)");
+  const sc::claim dflt04("DFLT-04");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::testing::non_blocking_does_not_wait_for_legacy_work(*this, dflt04, sc::testing::runtime_path(*this));
 }
@@ -53,7 +50,7 @@ TEST_F(DefaultStreams, NonBlockingStreamDoesNotWaitForLegacyWork) {
 // DFLT-05 · SSB ("such as a kernel launch or cudaStreamWaitEvent()"): cudaStreamWaitEvent on the legacy
 // stream holds later blocking-stream work, not non-blocking work.
 TEST_F(DefaultStreams, WaitEventOnTheLegacyStreamHoldsLaterBlockingWorkOnly) {
-  const sc::claim dflt05("DFLT-05", sc::verdict_kind::documented, "SSB: cudaStreamWaitEvent on the legacy stream");
+  const sc::claim dflt05("DFLT-05");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
   sc::testing::wait_on_legacy_holds_later_blocking_work_only(*this, dflt05, sc::testing::runtime_path(*this));
@@ -61,7 +58,7 @@ TEST_F(DefaultStreams, WaitEventOnTheLegacyStreamHoldsLaterBlockingWorkOnly) {
 
 // DFLT-01 · PG §2.3 (observed): kernels in two non-blocking streams may run concurrently.
 TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
-  const sc::claim dflt01("DFLT-01", sc::verdict_kind::observed, "PG 2.3: concurrent kernel execution");
+  const sc::claim dflt01("DFLT-01");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
   const sc::stream a = make(stream_flags::non_blocking, "a");
@@ -82,8 +79,7 @@ TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
 // DFLT-10 · undocumented (observed): cudaStreamQuery on the legacy stream while only a blocking stream is
 // busy; the same query while only a non-blocking stream is busy is the contrast.
 TEST_F(DefaultStreams, QueryOfTheLegacyStreamWhileABlockingStreamIsBusy) {
-  const sc::claim dflt10("DFLT-10", sc::verdict_kind::observed,
-                         "undocumented; hip-tests _SubmitWorkOnStreamAndQueryNullStream");
+  const sc::claim dflt10("DFLT-10");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the busy streams swap kinds.
   const bool swapped = dflt10.mutated(sc::mutation_kind::arrangement);
@@ -109,7 +105,7 @@ TEST_F(DefaultStreams, QueryOfTheLegacyStreamWhileABlockingStreamIsBusy) {
 // DFLT-11 · contested (observed): cudaStreamSynchronize on an empty blocking stream after legacy work —
 // does it wait for that work?
 TEST_F(DefaultStreams, SynchronizeOfAnEmptyBlockingStreamAfterLegacyWork) {
-  const sc::claim dflt11("DFLT-11", sc::verdict_kind::observed, "contested: ROCm/hip PR #639, #1105; chipStar #1103");
+  const sc::claim dflt11("DFLT-11");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): s1 is not empty: a mark waits in it behind the legacy gate.
   const bool pending = dflt11.mutated(sc::mutation_kind::arrangement);
@@ -128,7 +124,7 @@ TEST_F(DefaultStreams, SynchronizeOfAnEmptyBlockingStreamAfterLegacyWork) {
 // DFLT-12 · hip-tests _NullStreamSynchronization (observed): cudaStreamSynchronize(cudaStreamLegacy) waits
 // for a busy blocking stream but not for a busy non-blocking one.
 TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) {
-  const sc::claim dflt12("DFLT-12", sc::verdict_kind::observed, "hip-tests _NullStreamSynchronization (AMD-only)");
+  const sc::claim dflt12("DFLT-12");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the gated streams swap kinds.
   const bool swapped = dflt12.mutated(sc::mutation_kind::arrangement);
@@ -157,7 +153,7 @@ constexpr auto kIdleSyncWindow = sc::kLandingDeadline;
 // each round one stream is gated and everything else is idle. Contrast in the same test: synchronizing an
 // idle stream returns while the gate is closed.
 TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
-  const sc::claim dflt23("DFLT-23", sc::verdict_kind::documented, "RT cudaDeviceSynchronize");
+  const sc::claim dflt23("DFLT-23");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream blocking = make(stream_flags::blocking, "blocking");
   const sc::stream non_blocking = make(stream_flags::non_blocking, "non_blocking");
@@ -213,7 +209,7 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
 // DFLT-13 · ZLUDA stream_cant_destroy_default (observed): the default streams cannot be destroyed; the
 // call returns an error and the stream stays usable. In a child process: a crash must not end this one.
 TEST_F(DefaultStreams, DefaultStreamsCannotBeDestroyed) {
-  const sc::claim dflt13("DFLT-13", sc::verdict_kind::observed, "vosen/ZLUDA stream_cant_destroy_default; hip-tests");
+  const sc::claim dflt13("DFLT-13");
   SC_REQUIRE(sc::requirement::death_test_children);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   // The mutation acts in the child; asked here too, so that this test's record shows it.
@@ -232,7 +228,7 @@ TEST_F(DefaultStreams, DefaultStreamsCannotBeDestroyed) {
 // while a blocking stream captures (global mode), using the legacy stream fails with
 // cudaErrorStreamCaptureImplicit.
 TEST_F(DefaultStreams, CaptureExcludesTheLegacyStream) {
-  const sc::claim dflt14("DFLT-14", sc::verdict_kind::documented, "DRV cuStreamBeginCapture, cuStreamIsCapturing");
+  const sc::claim dflt14("DFLT-14");
   const cudaError_t begin_on_legacy = cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeGlobal);
   (void)cudaGetLastError();
   sc::observe("rc.begin_capture(legacy)", sc::error_name(begin_on_legacy));

@@ -58,7 +58,7 @@ class PerThreadStreams : public DefaultStreams {
 // DFLT-06 · SSB; PG 2.3.6: the per-thread default stream does not synchronize with other (blocking)
 // streams; the explicit cudaStreamPerThread handle behaves so in every build mode.
 TEST_F(PerThreadStreams, PerThreadStreamDoesNotWaitForBlockingStreams) {
-  const sc::claim dflt06("DFLT-06", sc::verdict_kind::documented, "SSB (per-thread default stream); PG 2.3.6");
+  const sc::claim dflt06("DFLT-06");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream s1 = make(stream_flags::blocking, "s1");
@@ -76,7 +76,7 @@ TEST_F(PerThreadStreams, PerThreadStreamDoesNotWaitForBlockingStreams) {
 // DFLT-07 · SSB: the per-thread default stream is not non-blocking: it synchronizes with the legacy
 // stream, in both directions.
 TEST_F(PerThreadStreams, PerThreadStreamSynchronizesWithTheLegacyStream) {
-  const sc::claim dflt07("DFLT-07", sc::verdict_kind::documented, "SSB (per-thread stream and the legacy stream)");
+  const sc::claim dflt07("DFLT-07");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream nb = make(stream_flags::non_blocking, "nb");
   const sc::stream& subject = dflt07.mutated(sc::mutation_kind::arrangement) ? nb : per_thread_;
@@ -107,7 +107,7 @@ TEST_F(PerThreadStreams, PerThreadStreamSynchronizesWithTheLegacyStream) {
 // DFLT-08 · SSB; PG 2.3.6.2: the per-thread default streams of two host threads are distinct
 // (cudaStreamGetId differs) and independent (one's gate does not hold the other's work).
 TEST_F(PerThreadStreams, PerThreadStreamsOfTwoThreadsAreDistinctAndIndependent) {
-  const sc::claim dflt08("DFLT-08", sc::verdict_kind::documented, "SSB; PG 2.3.6.2");
+  const sc::claim dflt08("DFLT-08");
   SC_REQUIRE(sc::requirement::async_launches);
   // Under memcheck (H100) thread B's launch waited for thread A's gate, so B never got to drop its mark.
   SC_REQUIRE(sc::requirement::unintercepted_calls);
@@ -139,8 +139,7 @@ TEST_F(PerThreadStreams, PerThreadStreamsOfTwoThreadsAreDistinctAndIndependent) 
 // Each thread launches a gate without a stream; all eight run at once while none is open. In the legacy
 // build stream 0 is the one legacy stream, so the same code must NOT get there (negative control).
 TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
-  const sc::claim dflt08("DFLT-08", sc::verdict_kind::documented,
-                         "PG 2.3.6.2 (8 host threads, <<<>>> without a stream)");
+  const sc::claim dflt08("DFLT-08");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
   constexpr unsigned kThreads = 8;
@@ -193,8 +192,7 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
 // legacy build (legacy stream) and does not in per-thread builds. The library's launcher, compiled in
 // legacy mode, still sends handle 0 to the legacy stream in every build: each unit keeps its own mode.
 TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
-  const sc::claim dflt09("DFLT-09", sc::verdict_kind::documented,
-                         "SSB; PG 2.3.6.2 (--default-stream per-thread, -DCUDA_API_PER_THREAD_DEFAULT_STREAM)");
+  const sc::claim dflt09("DFLT-09");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream s1 = make(stream_flags::blocking, "s1");

@@ -28,7 +28,7 @@ using sc::testing::EventsAcrossDevices;
 // first mark launched on the peer and came after the wait, it started only when the gate opened (40 of 40):
 // the control therefore goes before the wait.
 TEST_F(EventsAcrossDevices, WaitOnAnEventRecordedOnAnotherDevice) {
-  const sc::claim evt14("EVT-14", sc::verdict_kind::documented, "RT cudaStreamWaitEvent (event of another device)");
+  const sc::claim evt14("EVT-14");
   // Mutation (arrangement): B does not wait.
   const bool no_wait = evt14.mutated(sc::mutation_kind::arrangement);
   const sc::stream a = make(stream_flags::non_blocking, "A@dev" + std::to_string(device()));
@@ -167,8 +167,7 @@ struct peer_loading {
 // (driver 580) the call returned in 4-14 ms (lazy) and 4-12 ms (eager) while the gate ran; the baseline gates
 // on it.
 TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
-  const sc::claim dflt20("DFLT-20", sc::verdict_kind::observed,
-                         "old guide Lazy Loading: Possible issues (across devices)");
+  const sc::claim dflt20("DFLT-20");
   const std::string loading = module_loading();
   const bool eager = loading == "EAGER";
   sc::observe("module_loading", loading);

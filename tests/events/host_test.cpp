@@ -51,7 +51,7 @@ host_wait measure_wait(const sc::stream& s, sc::kernels::block_record* records, 
 // a stream synchronize sleep too. Measured as the waiting thread's CPU time over the wall time of a wait on a
 // 20 ms GPU spin.
 TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
-  const sc::claim evt13("EVT-13", sc::verdict_kind::observed, "RT cudaEventCreateWithFlags, cudaSetDeviceFlags");
+  const sc::claim evt13("EVT-13");
   // Reason for 20 ms: hundreds of scheduler ticks of a sleeping thread, and long against launch cost.
   constexpr std::uint64_t kSpinNs = 20'000'000;
   // Reasons: a spinning wait keeps its thread on a CPU nearly all the time (ratio near 1); a sleeping one
@@ -107,8 +107,7 @@ TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
 // primary context, the thread waiting in cuStreamSynchronize sleeps. EVT-13's method and bounds; the flags the
 // context had are restored.
 TEST_F(EventsAndWaits, DriverStreamSynchronizeSleepsUnderBlockingSync) {
-  const sc::claim evt19("EVT-19", sc::verdict_kind::observed,
-                        "DRV cuDevicePrimaryCtxSetFlags (CU_CTX_SCHED_BLOCKING_SYNC), cuStreamSynchronize");
+  const sc::claim evt19("EVT-19");
   constexpr std::uint64_t kSpinNs = 20'000'000;  // EVT-13's reason
   constexpr double kSleepsAtMost = 0.2;          // EVT-13's reason
   // Mutation (arrangement): the flag set is CU_CTX_SCHED_SPIN, so the waiting thread spins.
@@ -158,8 +157,7 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeSleepsUnderBlockingSync) {
 // Thread 0's stream is held by a gate first. While it is closed no mark may land (every dependency holds);
 // after it opens the marks land in thread order (order encoded in the tickets).
 TEST_F(EventsAndWaits, TwentyThreadsKeepEveryDependency) {
-  const sc::claim evt15("EVT-15", sc::verdict_kind::documented,
-                        "RT cudaStreamWaitEvent, cudaEventRecord; per-thread default stream");
+  const sc::claim evt15("EVT-15");
   constexpr unsigned kThreads = 20;
   // Mutation (arrangement): thread 10 does not wait for thread 9.
   const unsigned skipped = evt15.mutated(sc::mutation_kind::arrangement) ? 10u : kThreads;

@@ -20,7 +20,7 @@ constexpr unsigned char kMemsetByte = 0xab;
 // work has still not run right after, and once the gate opens it completes (a mark kernel and a memset into
 // mapped memory). The destroyed handle is never used again.
 TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
-  const sc::claim evt09("EVT-09", sc::verdict_kind::documented, "RT cudaStreamDestroy; DRV cuStreamDestroy");
+  const sc::claim evt09("EVT-09");
   SC_REQUIRE(sc::requirement::unintercepted_calls);
   sc::marks m;
   sc::mapped<std::uint32_t> word(1);
@@ -63,7 +63,7 @@ TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
 // gate holds A, e is recorded in A, B waits on e and drops a mark; destroying e returns while the gate is
 // closed, B's mark still has not landed right after, and it lands once the gate opens.
 TEST_F(EventsAndWaits, DestroyingAPendingEventKeepsItsWaits) {
-  const sc::claim evt10("EVT-10", sc::verdict_kind::documented, "RT cudaEventDestroy");
+  const sc::claim evt10("EVT-10");
   sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "A");
   const sc::stream b = make(stream_flags::non_blocking, "B");
@@ -99,7 +99,7 @@ TEST_F(EventsAndWaits, DestroyingAPendingEventKeepsItsWaits) {
 // (cudaEventInterprocess needs cudaEventDisableTiming), null out-pointers: each refused with
 // cudaErrorInvalidValue, by name, and the error is not sticky (a kernel runs afterwards).
 TEST_F(EventsAndWaits, InvalidArgumentsAreRefusedByName) {
-  const sc::claim evt11("EVT-11", sc::verdict_kind::documented, "RT cudaStreamWaitEvent, cudaEventCreateWithFlags");
+  const sc::claim evt11("EVT-11");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
   record(e, s, "e");

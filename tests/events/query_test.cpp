@@ -24,7 +24,7 @@ using sc::testing::EventsAndWaits;
 // EVT-04 · RT cudaEventQuery, cudaEventSynchronize: on an event that was never recorded both return
 // cudaSuccess at once (while a gate holds another stream, so "at once" cannot mean "after the device idled").
 TEST_F(EventsAndWaits, NeverRecordedEventQueriesAndSynchronizesAsDone) {
-  const sc::claim evt04("EVT-04", sc::verdict_kind::documented, "RT cudaEventQuery, cudaEventSynchronize");
+  const sc::claim evt04("EVT-04");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
   // Mutation (arrangement): the event is recorded behind the gate first.
@@ -53,7 +53,7 @@ TEST_F(EventsAndWaits, NeverRecordedEventQueriesAndSynchronizesAsDone) {
 // EVT-05 · RT cudaStreamQuery: cudaSuccess on an empty stream and on a finished one, cudaErrorNotReady while
 // work is pending (a gate holds the stream; the query itself returns while it is closed).
 TEST_F(EventsAndWaits, StreamQueryReportsPendingWork) {
-  const sc::claim evt05("EVT-05", sc::verdict_kind::documented, "RT cudaStreamQuery");
+  const sc::claim evt05("EVT-05");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   EXPECT_CUDA_EQ(cudaSuccess, cudaStreamQuery(s.get())) << "a new, empty stream";
@@ -81,7 +81,7 @@ std::function<cudaError_t()> driver_call(int device, CUresult& code, const std::
 // EVT-16 · DRV cuStreamQuery, the driver twin of EVT-05: CUDA_SUCCESS on an empty stream and on a finished
 // one, CUDA_ERROR_NOT_READY while a gate holds it (the query itself returns while the gate is closed).
 TEST_F(EventsAndWaits, DriverStreamQueryReportsPendingWork) {
-  const sc::claim evt16("EVT-16", sc::verdict_kind::documented, "DRV cuStreamQuery");
+  const sc::claim evt16("EVT-16");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   EXPECT_CU_EQ(CUDA_SUCCESS, sc::driver().cuStreamQuery(s.get())) << "a new, empty stream";
@@ -101,7 +101,7 @@ TEST_F(EventsAndWaits, DriverStreamQueryReportsPendingWork) {
 // EVT-17 · DRV cuStreamSynchronize: does not return while a gate holds the stream, and returns CUDA_SUCCESS
 // once the gate opens.
 TEST_F(EventsAndWaits, DriverStreamSynchronizeWaitsForTheGate) {
-  const sc::claim evt17("EVT-17", sc::verdict_kind::documented, "DRV cuStreamSynchronize");
+  const sc::claim evt17("EVT-17");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   // Mutation (arrangement): the stream synchronized is another, idle one.
@@ -125,8 +125,7 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeWaitsForTheGate) {
 // context, both return CUDA_ERROR_INVALID_CONTEXT for the NULL stream (the stream of "the current context").
 // The thread is a new one that made no runtime call, and cuCtxGetCurrent shows that it has no context.
 TEST_F(EventsAndWaits, DriverStreamCallsWithoutACurrentContext) {
-  const sc::claim evt20("EVT-20", sc::verdict_kind::documented,
-                        "DRV cuStreamQuery, cuStreamSynchronize (CUDA_ERROR_INVALID_CONTEXT)");
+  const sc::claim evt20("EVT-20");
   // Mutation (arrangement): the thread makes the device's primary context current first (cudaSetDevice).
   const bool bind = evt20.mutated(sc::mutation_kind::arrangement);
   const sc::driver_api& drv = sc::driver();
@@ -155,7 +154,7 @@ TEST_F(EventsAndWaits, DriverStreamCallsWithoutACurrentContext) {
 // EVT-06 · RT cudaEventQuery, cudaEventSynchronize: an event recorded behind a gate reads cudaErrorNotReady
 // while the gate is closed, and cudaEventSynchronize does not return until it opens; afterwards both succeed.
 TEST_F(EventsAndWaits, EventQueryAndSynchronizeFollowTheCapturedWork) {
-  const sc::claim evt06("EVT-06", sc::verdict_kind::documented, "RT cudaEventQuery, cudaEventSynchronize");
+  const sc::claim evt06("EVT-06");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
   // Mutation (arrangement): the event is recorded before the gate, so it captures nothing pending.
@@ -184,7 +183,7 @@ TEST_F(EventsAndWaits, EventQueryAndSynchronizeFollowTheCapturedWork) {
 // EVT-07 · RT cudaEventElapsedTime: cudaErrorNotReady while an event is pending; cudaErrorInvalidResourceHandle
 // for events created with cudaEventDisableTiming and for a never-recorded event; milliseconds otherwise.
 TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
-  const sc::claim evt07("EVT-07", sc::verdict_kind::documented, "RT cudaEventElapsedTime");
+  const sc::claim evt07("EVT-07");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event begin = sc::event::create();
   const sc::event end = sc::event::create();
@@ -230,7 +229,7 @@ TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
 // a wait on another, gated stream against the time the gate was closed; the smallest non-zero elapsed time
 // of back-to-back records (the resolution).
 TEST_F(EventsAndWaits, ElapsedTimeCoversTheWorkAndTheWaitsBetween) {
-  const sc::claim evt08("EVT-08", sc::verdict_kind::observed, "RT cudaEventElapsedTime");
+  const sc::claim evt08("EVT-08");
   SC_REQUIRE_TRACING();
   // Reason for 2 ms: long against the events' resolution (about 0.5 us) and launch cost (microseconds).
   constexpr std::uint64_t kSpinNs = 2'000'000;
@@ -319,7 +318,7 @@ TEST_F(EventsAndWaits, ElapsedTimeCoversTheWorkAndTheWaitsBetween) {
 // s1; synchronizing an idle s2 returns while it is closed, for a non-blocking and a blocking s2; the
 // control: synchronizing s1 does not.
 TEST_F(EventsAndWaits, StreamSynchronizeWaitsOnlyForItsStream) {
-  const sc::claim evt12("EVT-12", sc::verdict_kind::documented, "RT cudaStreamSynchronize; ECRTS18");
+  const sc::claim evt12("EVT-12");
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
   const sc::stream nb = make(stream_flags::non_blocking, "s2_non_blocking");
   const sc::stream bl = make(stream_flags::blocking, "s2_blocking");

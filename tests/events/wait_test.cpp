@@ -27,7 +27,7 @@ constexpr std::uint32_t kElements = 4096;
 // a consumer in B counts elements that are not V, and a mark follows: it must not land while the gate is
 // closed, and after the release the consumer must have seen V everywhere.
 TEST_F(EventsAndWaits, WaitHoldsLaterWorkForEveryPairOfStreamKinds) {
-  const sc::claim evt01("EVT-01", sc::verdict_kind::documented, "RT cudaStreamWaitEvent");
+  const sc::claim evt01("EVT-01");
   // Mutation (arrangement): no wait; B's mark is then free to run while A is held.
   const bool no_wait = evt01.mutated(sc::mutation_kind::arrangement);
   sc::device_buffer<std::uint32_t> mismatches(1);
@@ -90,7 +90,7 @@ TEST_F(EventsAndWaits, WaitHoldsLaterWorkForEveryPairOfStreamKinds) {
 // not land while the gate is closed. Control: D waits on e after the re-record and its mark lands while
 // the gate is closed (it bound to C's finished record).
 TEST_F(EventsAndWaits, WaitBindsToTheRecordCurrentAtCallTime) {
-  const sc::claim evt02("EVT-02", sc::verdict_kind::documented, "RT cudaEventRecord, cudaStreamWaitEvent");
+  const sc::claim evt02("EVT-02");
   // Mutation (arrangement): B's wait is made after the re-record, so it binds to C's record.
   const bool late_wait = evt02.mutated(sc::mutation_kind::arrangement);
   sc::marks m;
@@ -125,8 +125,7 @@ TEST_F(EventsAndWaits, WaitBindsToTheRecordCurrentAtCallTime) {
 // first step waits for s1's). The chain runs in slices with a deadline each: a slice that does not finish
 // ends the test with a message instead of a hang.
 TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
-  const sc::claim evt02("EVT-02", sc::verdict_kind::documented,
-                        "RT cudaEventRecord; chipStar TestEventRecordCircularDep");
+  const sc::claim evt02("EVT-02");
   constexpr std::uint32_t kIterations = 5000;
   // Reason: 200 iterations are 400 one-thread kernels and 800 event calls, a few milliseconds of work;
   // slicing bounds what is queued when a deadline passes.
@@ -196,7 +195,7 @@ TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
 // A gate holds an unrelated stream A; B waits on a fresh event and drops a mark: it lands while the gate is
 // closed, and synchronizing B then succeeds.
 TEST_F(EventsAndWaits, WaitOnANeverRecordedEventIsANoOp) {
-  const sc::claim evt03("EVT-03", sc::verdict_kind::documented, "RT cudaEventRecord, cudaStreamWaitEvent");
+  const sc::claim evt03("EVT-03");
   // Mutation (arrangement): the event is recorded in the gated stream first.
   const bool recorded = evt03.mutated(sc::mutation_kind::arrangement);
   sc::marks m;

@@ -28,8 +28,7 @@ void CUDART_CB count_call(cudaStream_t, cudaError_t, void* calls) {
 // HOST-04 · RT cudaLaunchHostFunc, cudaStreamAddCallback: userData arrives unchanged; a callback also gets
 // the stream it was added to and cudaSuccess when the work before it succeeded.
 TEST_F(HostFuncs, UserDataStreamAndStatusArriveUnchanged) {
-  const sc::claim host04("HOST-04", sc::verdict_kind::documented,
-                         "RT cudaLaunchHostFunc, cudaStreamAddCallback (userData, stream, status)");
+  const sc::claim host04("HOST-04");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
   // Mutation (arrangement): the callback is added to another stream than the one it is checked against.
@@ -64,8 +63,7 @@ void CUDA_CB driver_callback(CUstream stream, CUresult status, void* user_data) 
 // gate holds the work before it; once the gate opens it is called once, with its stream, CUDA_SUCCESS and its
 // userData.
 TEST_F(HostFuncs, DriverCallbackRunsAfterEarlierWorkWithItsArguments) {
-  const sc::claim host16("HOST-16", sc::verdict_kind::documented,
-                         "DRV cuStreamAddCallback (called after earlier work; stream, status, userData)");
+  const sc::claim host16("HOST-16");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
@@ -95,7 +93,7 @@ TEST_F(HostFuncs, DriverCallbackRunsAfterEarlierWorkWithItsArguments) {
 // HOST-09 · RT cudaLaunchHostFunc, cudaStreamAddCallback (enqueue): enqueueing does not block the host,
 // even behind unfinished work: both calls return while a gate holds their stream.
 TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
-  const sc::claim host09("HOST-09", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (enqueue does not wait)");
+  const sc::claim host09("HOST-09");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   // Mutation (arrangement): each call is followed by a synchronize of its stream.
@@ -135,8 +133,7 @@ TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
 // cudaErrorInvalidValue and nothing runs. Observed beside it: cudaLaunchHostFunc with a null function
 // (in a child process) returns an error and does not crash.
 TEST_F(HostFuncs, InvalidArgumentsAreRefusedByName) {
-  const sc::claim host12("HOST-12", sc::verdict_kind::documented,
-                         "RT cudaStreamAddCallback (flags must be 0); cudaLaunchHostFunc");
+  const sc::claim host12("HOST-12", sc::verdict_kind::documented);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   // Mutation (arrangement): flags 0, which are valid.
   const unsigned flags = host12.mutate(sc::mutation_kind::arrangement, 1u, 0u);
@@ -173,8 +170,7 @@ TEST_F(HostFuncs, InvalidArgumentsAreRefusedByName) {
 // capturable): during capture cudaLaunchHostFunc becomes a host node of the graph and cudaStreamAddCallback
 // is refused.
 TEST_F(HostFuncs, CaptureTakesHostFunctionsAsHostNodesAndRefusesCallbacks) {
-  const sc::claim host13("HOST-13", sc::verdict_kind::documented,
-                         "RT cudaLaunchHostFunc (capturable); DRV cuStreamAddCallback (not in capture)");
+  const sc::claim host13("HOST-13");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   // Mutation (arrangement): capture is never begun.
   const bool capturing = !host13.mutated(sc::mutation_kind::arrangement);

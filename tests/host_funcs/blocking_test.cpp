@@ -23,7 +23,7 @@ constexpr std::chrono::milliseconds kChildReadyDeadline{20000};
 // HOST-06 · RT cudaLaunchHostFunc (host functions of independent streams run in undefined order);
 // NVIDIA/nccl #1742 (observed): while a host function in A waits, does a host function in B run?
 TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
-  const sc::claim host06("HOST-06", sc::verdict_kind::observed, "RT cudaLaunchHostFunc; NVIDIA/nccl #1742");
+  const sc::claim host06("HOST-06");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
@@ -46,7 +46,7 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
 // HOST-07 · sii-research/VCCL #3; NVIDIA/nccl #1742 (observed): while a host function in A waits, does a
 // kernel in B run? (Field reports on Hopper say it is delayed.)
 TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
-  const sc::claim host07("HOST-07", sc::verdict_kind::observed, "sii-research/VCCL #3; NVIDIA/nccl #1742");
+  const sc::claim host07("HOST-07");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "a");
@@ -68,8 +68,7 @@ TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
 // process's work (a kernel and cudaDeviceSynchronize in its own context) complete? The thread is a
 // thread_probe, the process a child_probe: the same held window judges both.
 TEST_F(HostFuncs, OtherThreadsCallsWhileACallbackWaits) {
-  const sc::claim host08("HOST-08", sc::verdict_kind::observed,
-                         "pytorch/FBGEMM PR #5462 (a driver mutex held during callbacks?)");
+  const sc::claim host08("HOST-08");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::several_contexts);
   const sc::stream a = make(stream_flags::non_blocking, "a");

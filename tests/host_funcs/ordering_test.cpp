@@ -24,7 +24,7 @@ constexpr std::uint32_t kElements = 4096;
 // gate holds s; a fill kernel after it writes V into mapped memory; the host function, after the fill,
 // reads the buffer in reverse order. It must not run while the gate is closed, and must see V everywhere.
 TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
-  const sc::claim host01("HOST-01", sc::verdict_kind::documented, "RT cudaLaunchHostFunc; PG 2.3.4");
+  const sc::claim host01("HOST-01");
   SC_REQUIRE(sc::requirement::async_launches);
   constexpr std::uint32_t kValue = 0x5c0001u;
   sc::mapped<std::uint32_t> data(kElements);
@@ -54,7 +54,7 @@ TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
 // HOST-02 · RT cudaLaunchHostFunc ("will block work added after it"), cudaStreamAddCallback: while a host
 // function runs (it waits on a host latch), later work in its stream does not start.
 TEST_F(HostFuncs, HostFunctionBlocksLaterWorkInItsStream) {
-  const sc::claim host02("HOST-02", sc::verdict_kind::documented, "RT cudaLaunchHostFunc (blocks work added after it)");
+  const sc::claim host02("HOST-02");
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream s = make(stream_flags::non_blocking, "s");
@@ -76,8 +76,7 @@ TEST_F(HostFuncs, HostFunctionBlocksLaterWorkInItsStream) {
 // interleaved with kernels. N host functions alternate with N marks; host function i must be the i-th to
 // run (tickets 1..N) and see exactly i + 1 marks landed (it ran after mark i and before mark i + 1).
 TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
-  const sc::claim host03("HOST-03", sc::verdict_kind::documented,
-                         "RT stream semantics (host functions in stream order)");
+  const sc::claim host03("HOST-03");
   SC_REQUIRE(sc::requirement::async_launches);
   constexpr unsigned kFunctions = 8;
   sc::marks m;
@@ -118,8 +117,7 @@ TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
 // HOST-03 negative control: host functions of two streams without a join have no fixed order. The first
 // one enqueued (into a stream held by a gate) runs after the second (in a free stream).
 TEST_F(HostFuncs, NegativeControlHostFunctionsOfTwoStreamsHaveNoFixedOrder) {
-  const sc::claim host03("HOST-03", sc::verdict_kind::documented,
-                         "RT stream semantics (negative control: two streams)");
+  const sc::claim host03("HOST-03");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
@@ -142,8 +140,7 @@ TEST_F(HostFuncs, NegativeControlHostFunctionsOfTwoStreamsHaveNoFixedOrder) {
 // synchronized): it also waits for work joined into its stream earlier by an event wait. A gate holds A;
 // B waits on an event recorded in A after the gate; the host function in B must not run while A is gated.
 TEST_F(HostFuncs, HostFunctionWaitsForWorkJoinedByAnEventWait) {
-  const sc::claim host10("HOST-10", sc::verdict_kind::documented,
-                         "RT cudaLaunchHostFunc (as if an event before it were synchronized)");
+  const sc::claim host10("HOST-10");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");

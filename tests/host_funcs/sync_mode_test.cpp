@@ -39,8 +39,7 @@ void CUDART_CB note_wake(void* data) {
 // HOST-15 · cuda-python HostTaskSyncMode (CUDA 13.2) (recorded): the latency from a gate's release to the
 // start of the host function behind it, per sync mode (median of kSamples), and the code of mode 2.
 TEST_F(HostFuncs, HostTaskSyncModesOfLaunchHostFuncV2) {
-  const sc::claim host15("HOST-15", sc::verdict_kind::recorded,
-                         "cuda-python HostTaskSyncMode; DRV cuLaunchHostFunc_v2 (CUDA 13.2)");
+  const sc::claim host15("HOST-15");
   SC_REQUIRE(sc::requirement::async_launches);
   int driver = 0;
   SC_CHECK_CUDA(cudaDriverGetVersion(&driver));

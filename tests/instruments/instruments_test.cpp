@@ -41,7 +41,7 @@ bool await_flag(std::uint32_t& word, std::chrono::milliseconds deadline) {
 // INST-01 · PTX special registers (%globaltimer): the timer's tick is measured, and every tolerance of
 // the suite is a number of these ticks.
 TEST_F(Instruments, GlobaltimerTickIsMeasured) {
-  const sc::claim inst01("INST-01", sc::verdict_kind::observed, "PTX ISA, special registers %globaltimer");
+  const sc::claim inst01("INST-01");
   sc::mapped<sc::kernels::timer_probe> probe(1);
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
   // Mutation (arrangement): one read only, so the probe cannot see the timer advance.
@@ -91,7 +91,7 @@ clock_pair tightest_pair(std::uint64_t& stamp, int samples) {
 
 // INST-02 · EXAM task_host_utilities rate check: %globaltimer advances at the host's raw monotonic rate.
 TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
-  const sc::claim inst02("INST-02", sc::verdict_kind::observed, "PTX %globaltimer vs CLOCK_MONOTONIC_RAW");
+  const sc::claim inst02("INST-02");
   // The stamps are read while the beacon runs: under synchronous launches it has ended before the first read.
   SC_REQUIRE(sc::requirement::async_launches);
   // Reason: 200 ms between the two clock pairs makes each pair's error (the bracket, microseconds) a few
@@ -146,7 +146,7 @@ TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
 // INST-03 · hip-tests utils.hh failure mode: the spin kernel lasts what it was asked, by %globaltimer,
 // never by SM cycles.
 TEST_F(Instruments, SpinKernelHitsRequestedDuration) {
-  const sc::claim inst03("INST-03", sc::verdict_kind::observed, "spin on %globaltimer vs cudaEventElapsedTime");
+  const sc::claim inst03("INST-03");
   constexpr std::uint64_t kRequestedNs = 5'000'000;
   // Reason: the loop ends at the first read past the target, then a barrier and one more read; a block
   // descheduled during the spin would overshoot by far more than this.
@@ -185,7 +185,7 @@ TEST_F(Instruments, SpinKernelHitsRequestedDuration) {
 // INST-05 · GTRACE launch latency: the cost of a launch is recorded; "immediately" in the suite's
 // windows is measured against it.
 TEST_F(Instruments, LaunchCostIsRecorded) {
-  const sc::claim inst05("INST-05", sc::verdict_kind::observed, "1000 back-to-back empty launches, events");
+  const sc::claim inst05("INST-05");
   constexpr int kLaunches = 1000;
   // Reason: the gate windows (20 ms absence) assume launches cost microseconds; at 100 us a window
   // still spans 200 launches. Below 50 ns per launch the events did not bracket the launches.
@@ -224,7 +224,7 @@ TEST_F(Instruments, LaunchCostIsRecorded) {
 // INST-08 · PTX %smid, %nsmid: %smid < %nsmid; recorded at block start and end because it may change
 // after preemption.
 TEST_F(Instruments, SmIdsAreBelowNsmidAndRecordedAtBothEnds) {
-  const sc::claim inst08("INST-08", sc::verdict_kind::documented, "PTX ISA, special registers %smid, %nsmid");
+  const sc::claim inst08("INST-08");
   const unsigned blocks = static_cast<unsigned>(properties().multiProcessorCount);
   sc::mapped<sc::kernels::block_record> records(blocks);
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);

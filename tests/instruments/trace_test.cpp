@@ -20,7 +20,7 @@ using Instruments = sc::testing::Instruments;
 // INST-04 · CUPTI cupti_activity.h (normalized timebase); PTX %globaltimer: CUPTI kernel timestamps and
 // %globaltimer share one nanosecond scale; the offset between them is measured, never assumed.
 TEST_F(Instruments, CuptiAndGlobaltimerShareOneScaleWithAMeasuredOffset) {
-  const sc::claim inst04("INST-04", sc::verdict_kind::observed, "CUPTI normalized timebase vs PTX %globaltimer");
+  const sc::claim inst04("INST-04");
   SC_REQUIRE_TRACING();
   // Reason: every item of a timeline is drawn and compared on the CUPTI clock; an offset known to
   // within 2 us is finer than one kernel launch (INST-05, about 3.5 us on Hopper). The residual is half the
@@ -78,7 +78,7 @@ TEST_F(Instruments, CuptiAndGlobaltimerShareOneScaleWithAMeasuredOffset) {
 // INST-06 · CUPTI sample nvtx; NVTX nvtxInit.h: NVTX ranges reach CUPTI MARKER records when
 // NVTX_INJECTION64_PATH names libcupti before the first NVTX call.
 TEST_F(Instruments, NvtxRangesReachCuptiWhenRouted) {
-  const sc::claim inst06("INST-06", sc::verdict_kind::documented, "CUPTI nvtx sample; NVTX nvtxInit.h");
+  const sc::claim inst06("INST-06");
   SC_REQUIRE_TRACING();
   if (!sc::trace::state().nvtx_routed) GTEST_SKIP() << "NVTX is not routed here: " << sc::trace::state().nvtx_detail;
   // Mutation (arrangement): the probe range is never pushed, so CUPTI cannot have it.
@@ -97,8 +97,7 @@ TEST_F(Instruments, NvtxRangesReachCuptiWhenRouted) {
 // INST-06 negative control (ctest entry instruments.nvtx_off.*, NVTX_INJECTION64_PATH=/dev/null: no library):
 // unrouted, the same range never reaches CUPTI.
 TEST_F(Instruments, NvtxRangesStayOutOfCuptiWhenNotRouted) {
-  const sc::claim inst06("INST-06", sc::verdict_kind::documented,
-                         "CUPTI nvtx sample; NVTX nvtxInit.h (negative control)");
+  const sc::claim inst06("INST-06");
   SC_REQUIRE_TRACING();
   if (sc::trace::state().nvtx_routed)
     GTEST_SKIP() << "NVTX is routed in this process; this control runs as instruments.nvtx_off.* "
@@ -115,8 +114,7 @@ TEST_F(Instruments, NvtxRangesStayOutOfCuptiWhenNotRouted) {
 // INST-07 · CUPTI 13.0 CUpti_ActivityKernel10, CUpti_ActivityMemcpy6: records carry the streamId that
 // cuptiGetStreamIdEx gives for the test's streams, and memory kinds tell pageable from pinned memory.
 TEST_F(Instruments, CuptiRecordsCarryStreamIdsAndMemoryKinds) {
-  const sc::claim inst07("INST-07", sc::verdict_kind::documented,
-                         "CUPTI CUpti_ActivityKernel10, CUpti_ActivityMemcpy6");
+  const sc::claim inst07("INST-07");
   SC_REQUIRE_TRACING();
   constexpr std::size_t kBytes = 1 << 20;
   sc::device_buffer<char> device(kBytes);

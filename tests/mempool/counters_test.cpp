@@ -29,8 +29,7 @@ constexpr long long as_count(std::uint64_t bytes) { return static_cast<long long
 // reserved (asserted). Which other synchronizes release (an unrelated idle stream, an event recorded after the
 // frees, the device) is recorded, each in a cycle of its own, after s was seen idle by cudaStreamQuery.
 TEST_F(MemoryPools, ReleaseThresholdDecidesWhatASynchronizeKeeps) {
-  const sc::claim mpool09("MPOOL-09", sc::verdict_kind::observed,
-                          "RT cudaMemPoolSetAttribute (cudaMemPoolAttrReleaseThreshold)");
+  const sc::claim mpool09("MPOOL-09");
   // Mutation (arrangement): the pool measured for the stream synchronize keeps every byte (threshold maximum).
   const bool keep = mpool09.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
@@ -87,7 +86,7 @@ TEST_F(MemoryPools, ReleaseThresholdDecidesWhatASynchronizeKeeps) {
 // leaves nothing reserved. A trim in between, with s idle as cudaStreamQuery saw it but not synchronized, is
 // recorded.
 TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
-  const sc::claim mpool10("MPOOL-10", sc::verdict_kind::documented, "RT cudaMemPoolTrimTo");
+  const sc::claim mpool10("MPOOL-10");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the first trim comes after the gate opened and s was synchronized.
   const bool late = mpool10.mutated(sc::mutation_kind::arrangement);
@@ -133,7 +132,7 @@ TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
 // mark; after a reset and a new block, the high mark is the 4 MiB then in use; reserved bytes never fall below
 // used bytes, nor their high mark below them. A non-zero reset is refused with cudaErrorInvalidValue.
 TEST_F(MemoryPools, UsageCountersAgreeWithTheAllocations) {
-  const sc::claim mpool12("MPOOL-12", sc::verdict_kind::documented, "RT cudaMemPoolGetAttribute (usage counters)");
+  const sc::claim mpool12("MPOOL-12");
   // Mutation (arrangement): the first block's free is skipped.
   const bool no_free = mpool12.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = sc::mem_pool::create(device());

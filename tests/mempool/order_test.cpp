@@ -22,7 +22,7 @@ using sc::testing::MemoryPools;
 // stream to use the allocation"): with a gate holding s, the allocation in s returns while the gate is closed;
 // the block, written in s behind the gate, reads back as written once it opens.
 TEST_F(MemoryPools, AllocationReturnsWhileItsStreamIsGatedAndIsValidThere) {
-  const sc::claim mpool01("MPOOL-01", sc::verdict_kind::documented, "RT cudaMallocFromPoolAsync (stream ordered)");
+  const sc::claim mpool01("MPOOL-01");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the stream is synchronized after the allocation, so the call cannot return while gated.
   const bool then_sync = mpool01.mutated(sc::mutation_kind::arrangement);
@@ -53,7 +53,7 @@ TEST_F(MemoryPools, AllocationReturnsWhileItsStreamIsGatedAndIsValidThere) {
 // q. The free and the allocation return while the gate is closed; once it opens the reader saw only 1s (the
 // reuse did not overtake it), and q reads back 2s.
 TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
-  const sc::claim mpool02("MPOOL-02", sc::verdict_kind::documented, "RT cudaFreeAsync, cudaMallocFromPoolAsync");
+  const sc::claim mpool02("MPOOL-02");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the write into q goes into another stream, which nothing holds, and finishes while the
   // gate is closed. (It writes q before its allocation completed in stream order, which the documentation leaves
@@ -108,8 +108,7 @@ TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
 // closed the mark is absent; once it opens, the reader of p saw only 1s (t's use of q did not come before the
 // allocation completed, which is after the reader), and q reads back as t wrote it.
 TEST_F(MemoryPools, AnotherStreamUsesTheReusedBlockAfterAnEvent) {
-  const sc::claim mpool03("MPOOL-03", sc::verdict_kind::documented,
-                          "RT cudaMallocFromPoolAsync (events order the allocation for other streams)");
+  const sc::claim mpool03("MPOOL-03");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): t does not wait on e. Its write then goes to q before q's allocation completed: to p's
   // memory while p is still allocated (its free waits behind the gate), so it is mapped and the reader sees it.

@@ -43,8 +43,7 @@ void expect_reused_in_order(MemoryPools& t, cudaError_t allocated, const std::ui
 // an event; b waits on the event and allocates. The allocation returns while gated with p's block, and b's
 // writer, ordered behind the event, does not overtake the reader.
 TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
-  const sc::claim mpool04("MPOOL-04", sc::verdict_kind::documented,
-                          "RT cudaMemPoolSetAttribute (cudaMemPoolReuseFollowEventDependencies)");
+  const sc::claim mpool04("MPOOL-04");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): b does not wait on the event, so no dependency on the free exists.
   const bool no_edge = mpool04.mutated(sc::mutation_kind::arrangement);
@@ -90,8 +89,7 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
 // dependency on a, allocates. Row `completed_free_reused`: the allocation succeeded with p's block. The same
 // arrangement with the policy off is recorded (`without_the_policy.*`).
 TEST_F(MemoryPools, CompletedFreeIsReusedWithoutAnEdge) {
-  const sc::claim mpool05("MPOOL-05", sc::verdict_kind::observed,
-                          "RT cudaMemPoolSetAttribute (cudaMemPoolReuseAllowOpportunistic)");
+  const sc::claim mpool05("MPOOL-05");
   // Mutation (arrangement): the policy is off in the measured pool too.
   const bool off = mpool05.mutated(sc::mutation_kind::arrangement);
   const sc::stream a = make(stream_flags::non_blocking, "a");
@@ -194,8 +192,7 @@ reuse_seen reuse_behind_a_gate(MemoryPools& t, const sc::mem_pool& pool, const s
 // mark is absent while the gate is closed (the dependency the allocator added), and b's writer does not overtake
 // the reader.
 TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
-  const sc::claim mpool06("MPOOL-06", sc::verdict_kind::documented,
-                          "RT cudaMemPoolSetAttribute (cudaMemPoolReuseAllowInternalDependencies)");
+  const sc::claim mpool06("MPOOL-06", sc::verdict_kind::documented);
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the policy is off, so nothing lets b reuse a pending free.
   const bool off = mpool06.mutated(sc::mutation_kind::arrangement);
@@ -296,8 +293,7 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
 // `per_thread_streams.later_work_held` (the other thread's mark absent while this thread's stream was gated: the
 // dependency the allocator added). A reuse that let the writer overtake the freed block's reader fails at once.
 TEST_F(MemoryPools, ReuseAddsAHiddenDependencyBetweenPerThreadStreams) {
-  const sc::claim mpool06("MPOOL-06", sc::verdict_kind::observed,
-                          "RT cudaMemPoolSetAttribute (cudaMemPoolReuseAllowInternalDependencies); per-thread streams");
+  const sc::claim mpool06("MPOOL-06", sc::verdict_kind::observed);
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the policy is off, so nothing lets the other thread reuse a pending free.
   const bool off = mpool06.mutated(sc::mutation_kind::arrangement);
@@ -322,8 +318,7 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependencyBetweenPerThreadStreams) {
 // is left at its default, 0, so the synchronize may return the freed memory to the system and the pool maps it
 // again).
 TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
-  const sc::claim mpool07("MPOOL-07", sc::verdict_kind::documented,
-                          "RT cudaMemPoolSetAttribute (reuse policies), cudaMemPoolProps::maxSize");
+  const sc::claim mpool07("MPOOL-07", sc::verdict_kind::documented);
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): internal dependencies are allowed, so the pending free can be reused.
   const bool allow = mpool07.mutated(sc::mutation_kind::arrangement);

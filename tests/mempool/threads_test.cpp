@@ -19,8 +19,7 @@ using sc::testing::MemoryPools;
 // per-thread stream, has no dependency on the free: cudaErrorMemoryAllocation. This thread, allocating again in
 // its own per-thread stream, is ordered after the free: it gets the block (the control).
 TEST_F(MemoryPools, PerThreadStreamsOfTwoThreadsAreTwoStreamsForReuse) {
-  const sc::claim mpool08("MPOOL-08", sc::verdict_kind::documented,
-                          "RT per-thread default stream (one per host thread); cudaMemPoolSetAttribute (reuse)");
+  const sc::claim mpool08("MPOOL-08");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the other thread's allocation is made on this thread, in its per-thread stream.
   const bool same_thread = mpool08.mutated(sc::mutation_kind::arrangement);

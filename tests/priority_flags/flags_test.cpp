@@ -22,8 +22,7 @@ cudaStream_t sentinel_stream() { return reinterpret_cast<cudaStream_t>(std::uint
 // PRIO-08 · RT cudaStreamGetFlags, cudaStreamCreateWithFlags: the creation flags read back, also for
 // streams made with a priority, through both APIs.
 TEST_F(PriorityFlags, GetFlagsReturnsTheCreationFlags) {
-  const sc::claim prio08("PRIO-08", sc::verdict_kind::documented,
-                         "RT cudaStreamGetFlags, cudaStreamCreateWithFlags; DRV");
+  const sc::claim prio08("PRIO-08");
   struct made {
     stream s;
     unsigned expected;
@@ -56,7 +55,7 @@ TEST_F(PriorityFlags, GetFlagsReturnsTheCreationFlags) {
 // PRIO-09 · RT cudaStreamCreateWithFlags (valid flags, error list): unknown flag bits are rejected with
 // cudaErrorInvalidValue and no stream is created; the same through the driver API.
 TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
-  const sc::claim prio09("PRIO-09", sc::verdict_kind::documented, "RT cudaStreamCreateWithFlags; DRV cuStreamCreate");
+  const sc::claim prio09("PRIO-09");
   const unsigned bad = prio09.mutate(sc::mutation_kind::arrangement, 0x80u, 0x1u);
   cudaStream_t with_flags = sentinel_stream();
   cudaStream_t with_priority = sentinel_stream();
@@ -90,8 +89,7 @@ TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
 // PRIO-10 · hip-tests _NegTst (observed): null out-pointers to the create and get functions give an
 // error code, not a crash. Run in a child process, because a crash there must not end this one.
 TEST_F(PriorityFlags, NullOutPointersReturnAnErrorCode) {
-  const sc::claim prio10("PRIO-10", sc::verdict_kind::observed,
-                         "RT cudaStreamCreate*, cudaStreamGetPriority/Flags (nullptr)");
+  const sc::claim prio10("PRIO-10");
   SC_REQUIRE(sc::requirement::death_test_children);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   // The mutation acts in the child (it crashes); asked here too, so that this test's record shows it.

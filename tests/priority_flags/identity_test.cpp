@@ -16,7 +16,7 @@ using PriorityFlags = sc::testing::PriorityFlags;
 // PRIO-12 · RT cudaStreamGetId (12.0): ids are unique for the program's lifetime (a destroyed stream's id
 // is not handed out again) and the special handles have ids too; the driver reports the same ids.
 TEST_F(PriorityFlags, StreamIdsAreUniqueForTheProgramsLifetime) {
-  const sc::claim prio12("PRIO-12", sc::verdict_kind::documented, "RT cudaStreamGetId; DRV cuStreamGetId");
+  const sc::claim prio12("PRIO-12");
   constexpr int kRounds = 3;
   constexpr int kPerRound = 8;
   std::vector<unsigned long long> ids;
@@ -53,7 +53,7 @@ TEST_F(PriorityFlags, StreamIdsAreUniqueForTheProgramsLifetime) {
 // PRIO-13 · RT cudaStreamGetDevice (12.8): the stream's device, also for special handles; the driver's
 // cuStreamGetDevice agrees.
 TEST_F(PriorityFlags, StreamGetDeviceReturnsTheStreamsDevice) {
-  const sc::claim prio13("PRIO-13", sc::verdict_kind::documented, "RT cudaStreamGetDevice; DRV cuStreamGetDevice");
+  const sc::claim prio13("PRIO-13");
   int devices = 0;
   SC_CHECK_CUDA(cudaGetDeviceCount(&devices));
   // Mutation: with a second GPU (arrangement) the created stream is made on the other device (without its GPU

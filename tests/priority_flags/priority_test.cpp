@@ -44,7 +44,7 @@ const char* flags_name(stream_flags f) { return f == stream_flags::blocking ? "b
 // (lower numbers are higher priorities, the meaningful range is [greatest, least]); either pointer may
 // be NULL when that value is not wanted; a device without priorities reports 0 for both.
 TEST_F(PriorityFlags, RuntimeRangeHasLeastAtOrAboveGreatest) {
-  const sc::claim prio01("PRIO-01", sc::verdict_kind::documented, "RT cudaDeviceGetStreamPriorityRange");
+  const sc::claim prio01("PRIO-01");
   int least = 0;
   int greatest = 0;
   // Mutation (arrangement): the out-pointers are passed the wrong way round.
@@ -72,7 +72,7 @@ TEST_F(PriorityFlags, RuntimeRangeHasLeastAtOrAboveGreatest) {
 // PRIO-02 · DRV cuCtxGetStreamPriorityRange, RT (same definition): the primary context's driver range
 // equals the runtime range.
 TEST_F(PriorityFlags, DriverRangeEqualsRuntimeRange) {
-  const sc::claim prio02("PRIO-02", sc::verdict_kind::documented, "DRV cuCtxGetStreamPriorityRange; RT");
+  const sc::claim prio02("PRIO-02");
   int least = 0;
   int greatest = 0;
   // Mutation (arrangement): the driver's out-pointers are passed the wrong way round.
@@ -92,8 +92,7 @@ TEST_F(PriorityFlags, DriverRangeEqualsRuntimeRange) {
 // NVIDIA GPU so far is 0, the default priority: there they cannot be told from "the priority was
 // ignored" (recorded as above_range_distinguishable).
 TEST_F(PriorityFlags, RuntimeOutOfRangePrioritiesAreClamped) {
-  const sc::claim prio03("PRIO-03", sc::verdict_kind::documented,
-                         "RT cudaStreamCreateWithPriority, cudaStreamGetPriority");
+  const sc::claim prio03("PRIO-03");
   if (priorities_missing()) GTEST_SKIP() << kNoPriorities;
   for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
     for (const auto& request : out_of_range_requests(least_, greatest_)) {
@@ -114,8 +113,7 @@ TEST_F(PriorityFlags, RuntimeOutOfRangePrioritiesAreClamped) {
 // PRIO-04 · DRV cuStreamCreateWithPriority, cuStreamGetPriority: the same clamping through the driver API
 // (the above-range half has PRIO-03's limit where least is 0).
 TEST_F(PriorityFlags, DriverOutOfRangePrioritiesAreClamped) {
-  const sc::claim prio04("PRIO-04", sc::verdict_kind::documented,
-                         "DRV cuStreamCreateWithPriority, cuStreamGetPriority");
+  const sc::claim prio04("PRIO-04");
   if (priorities_missing()) GTEST_SKIP() << kNoPriorities;
   for (const unsigned flags : {0u, static_cast<unsigned>(CU_STREAM_NON_BLOCKING)}) {
     for (const auto& request : out_of_range_requests(least_, greatest_)) {
@@ -136,7 +134,7 @@ TEST_F(PriorityFlags, DriverOutOfRangePrioritiesAreClamped) {
 // PRIO-05 · RT cudaStreamGetPriority: every value in [greatest, least] reads back unchanged, both ends
 // included, through both APIs.
 TEST_F(PriorityFlags, EveryInRangePriorityReadsBackUnchanged) {
-  const sc::claim prio05("PRIO-05", sc::verdict_kind::documented, "RT cudaStreamGetPriority; DRV cuStreamGetPriority");
+  const sc::claim prio05("PRIO-05");
   if (priorities_missing()) GTEST_SKIP() << kNoPriorities;
   int checked = 0;
   for (int p = greatest_; p <= least_; ++p) {
@@ -159,8 +157,7 @@ TEST_F(PriorityFlags, EveryInRangePriorityReadsBackUnchanged) {
 // PRIO-06 · RT/DRV ...CreateWithPriority ("0 represents default priority"): streams from the plain
 // constructors have priority 0.
 TEST_F(PriorityFlags, PlainlyCreatedStreamsHaveDefaultPriorityZero) {
-  const sc::claim prio06("PRIO-06", sc::verdict_kind::documented,
-                         "RT cudaStreamCreate, cudaStreamCreateWithFlags; DRV");
+  const sc::claim prio06("PRIO-06");
   std::vector<stream> streams;
   streams.push_back(prio06.mutated(sc::mutation_kind::arrangement)
                         ? stream::create(stream_flags::blocking, greatest_ - 1)
@@ -189,8 +186,7 @@ TEST_F(PriorityFlags, PlainlyCreatedStreamsHaveDefaultPriorityZero) {
 // work waits on an event behind that gate, so all 16 x levels streams have their work pending at the
 // same time (checked while the gate is closed) before any of it runs.
 TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
-  const sc::claim prio11("PRIO-11", sc::verdict_kind::documented,
-                         "RT stream semantics (multi-threaded creation and use)");
+  const sc::claim prio11("PRIO-11");
   SC_REQUIRE(sc::requirement::async_launches);
   constexpr unsigned kThreads = 16;
   constexpr std::uint32_t kElements = 4096;

@@ -33,8 +33,7 @@ std::optional<int> middle_priority(const PrioritySched& t) {
 // the highest. Row `graph_runs_at_its_launch_streams_priority` (gating): the graph's grid is dispatched before the
 // plain grid starts.
 TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
-  const sc::claim capt12("CAPT-12", sc::verdict_kind::observed,
-                         "RT cudaGraphLaunch; cudaGraphInstantiateWithFlags (UseNodePriority)");
+  const sc::claim capt12("CAPT-12");
   const std::optional<int> middle = middle_priority(*this);
   if (!middle)
     GTEST_SKIP() << "the device has " << least() - greatest() + 1 << " stream priority levels; this needs three";
@@ -65,8 +64,7 @@ TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
 // dispatched before the plain grid starts; `graph_without_the_flag_runs_at_its_launch_streams_priority`, the plain
 // grid is dispatched before the unflagged graph starts.
 TEST_F(PrioritySched, GraphRunsAtItsNodePriorityWithTheFlag) {
-  const sc::claim capt12("CAPT-12", sc::verdict_kind::observed,
-                         "RT cudaGraphInstantiateWithFlags (cudaGraphInstantiateFlagUseNodePriority)");
+  const sc::claim capt12("CAPT-12");
   const std::optional<int> middle = middle_priority(*this);
   if (!middle)
     GTEST_SKIP() << "the device has " << least() - greatest() + 1 << " stream priority levels; this needs three";

@@ -25,7 +25,7 @@ using sc::testing::sched_grid;
 // the size, staggered so that on each SM one retires 0.5 ms before the next: room for a small block, not
 // for a large one.
 TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
-  const sc::claim sched04("SCHED-04", sc::verdict_kind::recorded, "RTSS17 Fig. 8");
+  const sc::claim sched04("SCHED-04");
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   const unsigned small = threads() / 2;
   int small_per_sm = 0;
@@ -80,7 +80,7 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
 // one latch, launched lowest priority first (so launch order favours the low ones): is dispatch ordered
 // strictly by level, or do some levels share a rank?
 TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
-  const sc::claim sched05("SCHED-05", sc::verdict_kind::observed, "RTAS20; RTSS17 Fig. 7; catalog Q1");
+  const sc::claim sched05("SCHED-05");
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   // Levels from lowest to highest priority (numerically falling).
   std::vector<int> levels;
@@ -124,7 +124,7 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
 // queues (8 connections by default, 1 with CUDA_DEVICE_MAX_CONNECTIONS=1) it can wait behind the low grids
 // queued before it. Run once per connection count (ctest entries default, conn1, conn32).
 TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
-  const sc::claim sched07("SCHED-07", sc::verdict_kind::observed, "RTAS24 R2; RTSS17 A2; catalog Q2");
+  const sc::claim sched07("SCHED-07");
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   // Reason for 16: twice the default connection count, so streams must share hardware queues.
   constexpr unsigned kLowStreams = 16;
@@ -190,7 +190,7 @@ cluster_dispatch observe_cluster_dispatch(const sched_grid& low, const sched_gri
 // needs two SMs of one GPC with room at once: is it dispatched ahead of the pending small blocks, or starved
 // by them?
 TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
-  const sc::claim sched08("SCHED-08", sc::verdict_kind::observed, "catalog Q4");
+  const sc::claim sched08("SCHED-08");
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   int cluster_launch = 0;
   SC_CHECK_CUDA(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device()));

@@ -57,8 +57,7 @@ std::string run_children(std::vector<sc::child_probe*> children) {
 // grid in one process and a high-priority grid in another, each four waves; the low one is told to go
 // first. Within one context the high grid would take every freed slot (SCHED-01); across contexts?
 TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
-  const sc::claim sched10("SCHED-10", sc::verdict_kind::recorded,
-                          "RTSS17 App. A; cuda_scheduling_examiner stream_priority_process");
+  const sc::claim sched10("SCHED-10");
   SC_REQUIRE(sc::requirement::several_contexts);
   SC_REQUIRE(sc::requirement::separate_contexts);
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
@@ -113,7 +112,7 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
 // 20 ms and log every stretch longer than 20 us between two timer reads. Each stretch is the other
 // context's turn plus the switches: the run lengths between stretches give the time slice.
 TEST_F(PrioritySched, ContextsAreTimeSliced) {
-  const sc::claim sched11("SCHED-11", sc::verdict_kind::observed, "RTAS24 Fig. 6/7/9; GTRACE");
+  const sc::claim sched11("SCHED-11");
   SC_REQUIRE(sc::requirement::several_contexts);
   SC_REQUIRE(sc::requirement::separate_contexts);
   // Reason for 20 ms: several slices of about 2 ms each (RTAS24) per context.

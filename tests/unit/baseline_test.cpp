@@ -1,5 +1,6 @@
 // Host tests of the baseline files themselves: every entry says what it expects, whether it is gating,
 // where the value comes from, why it is gating (or not) and whether a driver update may flip it.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -86,13 +87,13 @@ namespace {
 // documented claim's own rows never make it "not judged".
 TEST(BaselineRows, UnjudgedClaimsAreTheObservedOnesWithAnUnjudgedRow) {
   const nlohmann::json claims = nlohmann::json::parse(
-      R"([{"id": "SCHED-13", "kind": "documented"}, {"id": "SCHED-01", "kind": "observed"},
+      R"([{"id": "SCHED-13", "kind": "documented"}, {"id": "CAPT-01", "kind": "observed"},
           {"id": "SCHED-12", "kind": "observed"}])");
-  const std::map<std::string, std::string> unjudged{{"SCHED-01", "no baseline: no file sm_100.json"},
+  const std::map<std::string, std::string> unjudged{{"CAPT-01", "no baseline: no file sm_100.json"},
                                                     {"SCHED-13", "no baseline: no file sm_100.json"}};
   const nlohmann::json found = sc::detail::unjudged_claims(claims, unjudged);
   ASSERT_EQ(1u, found.size()) << found.dump();
-  EXPECT_EQ("SCHED-01", found[0]["id"]);
+  EXPECT_EQ("CAPT-01", found[0]["id"]);
   EXPECT_EQ("no baseline: no file sm_100.json", found[0]["reason"]);
 }
 
@@ -156,3 +157,22 @@ TEST(BaselineRows, RecordedRowsAreShownNeverJudged) {
 }
 
 }  // namespace
+
+// A claim takes its kind and source from its plan row (cmake/plan_rows.py): an ID no plan has, a row of several
+// kinds claimed without one, and a kind the row does not name each fail the test that claims it.
+TEST(PlanClaims, KindAndSourceComeFromThePlanRow) {
+  const auto row_of = [](const std::string& id) -> const sc::detail::plan_row* {
+    for (std::size_t i = 0; i < sc::detail::kPlanRowCount; ++i)
+      if (id == sc::detail::kPlanRows[i].id) return &sc::detail::kPlanRows[i];
+    return nullptr;
+  };
+  ASSERT_NE(nullptr, row_of("CAPT-01"));
+  EXPECT_STREQ("documented", row_of("CAPT-01")->kind);
+  EXPECT_NE(std::string::npos, std::string(row_of("DFLT-18")->kind).find(" / ")) << "a row of two kinds";
+  EXPECT_NONFATAL_FAILURE(sc::claim("NOPLAN-1"), "no test plan");
+  EXPECT_NONFATAL_FAILURE(sc::claim("DFLT-18"), "name the kind this test proves");
+  EXPECT_NONFATAL_FAILURE(sc::claim("CAPT-01", sc::verdict_kind::observed), "which does not name observed");
+  const sc::claim one("CAPT-01");
+  const sc::claim chosen("DFLT-18", sc::verdict_kind::observed);
+  EXPECT_EQ("DFLT-18", chosen.id());
+}
