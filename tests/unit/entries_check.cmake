@@ -1,15 +1,14 @@
-# cmake -DSCRIPT=<cmake/StreamcheckEntries.cmake> -DWORK=<folder> -P entries_check.cmake
+# cmake -DSCRIPT=<cmake/StreamcheckEntries.cmake> -DWORK=<folder> -DEXE=<sc_entries_fake> -P entries_check.cmake
 # The entries ctest is given (StreamcheckEntries.cmake), checked without a GPU: add_test and
-# set_tests_properties are stand-ins that note what they are asked, and a shell script lists tests as a
-# GoogleTest executable does. Each mode must register every selected test exactly once.
+# set_tests_properties are stand-ins that note what they are asked, and a GoogleTest executable of a few
+# tests (entries_fake.cpp, copied into WORK so that its lists are kept there) is the family's. Each mode must
+# register every selected test exactly once.
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
-set(exe "${WORK}/fake_tests")
-file(WRITE "${exe}" [=[#!/bin/sh
-printf 'Fam.\n  Plain\n  Dotty  # a comment\n  OneConnection\nOther.\n  FirstLaunch\n  Axb\nP/Sweep.\n  Case/0  # GetParam() = 1\n'
-]=])
-execute_process(COMMAND chmod +x "${exe}")
+file(COPY "${EXE}" DESTINATION "${WORK}")
+get_filename_component(name "${EXE}" NAME)
+set(exe "${WORK}/${name}")
 set(_sc_cmake "${CMAKE_COMMAND}")
 include("${SCRIPT}")
 
