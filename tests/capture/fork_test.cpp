@@ -68,8 +68,7 @@ TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
     ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(fork.get(), s.get()));
     ASSERT_CUDA_EQ(cudaSuccess, cudaStreamWaitEvent(t.get(), fork.get(), 0));
     m.drop(t, 3);
-    const cudaError_t ended = c.end(unjoined);
-    (void)cudaGetLastError();
+    const cudaError_t ended = sc::taking_last_error(c.end(unjoined));
     sc::observe("unjoined.end_capture", sc::error_name(ended));
     sc::observe("unjoined.forked_stream_capturing_after", capture_status(t));
     EXPECT_CUDA_EQ(cudaErrorStreamCaptureUnjoined, ended) << "ending a capture with an unjoined fork";
@@ -108,8 +107,7 @@ TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
     if (no_join) {
       ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(outside.get(), s4.get()));
     }
-    const cudaError_t waited = cudaStreamWaitEvent(s4.get(), outside.get(), 0);
-    (void)cudaGetLastError();
+    const cudaError_t waited = sc::taking_last_error(cudaStreamWaitEvent(s4.get(), outside.get(), 0));
     const std::string status = capture_status(s4);
     const cudaError_t ended = c.end(isolated);
     sc::observe("isolation.wait", sc::error_name(waited));
@@ -130,8 +128,7 @@ TEST_F(StreamCapture, ForkAndJoinByEventsAndTheirEndings) {
     std::optional<sc::capture> ct;
     if (!no_join) ct.emplace(t5, cudaStreamCaptureModeThreadLocal);
     ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(fork.get(), s5.get()));
-    const cudaError_t waited = cudaStreamWaitEvent(t5.get(), fork.get(), 0);
-    (void)cudaGetLastError();
+    const cudaError_t waited = sc::taking_last_error(cudaStreamWaitEvent(t5.get(), fork.get(), 0));
     const std::string status_s = capture_status(s5);
     const std::string status_t = capture_status(t5);
     const cudaError_t ended_t = ct ? ct->end(second) : cudaErrorIllegalState;

@@ -146,8 +146,7 @@ TEST_F(StreamCapture, LegacyStreamWorkFromAnotherThreadBesideABlockingGlobalCapt
     const cudaError_t set = cudaSetDevice(dev);
     team.update([&] { step = 1; });
     if (!team.wait_until([&] { return step == 2; }, sc::kWorkDeadline)) return;
-    const cudaError_t code = set == cudaSuccess ? legacy_mark(m, 1) : set;
-    (void)cudaGetLastError();
+    const cudaError_t code = sc::taking_last_error(set == cudaSuccess ? legacy_mark(m, 1) : set);
     team.update([&] {
       launched = code;
       step = 3;

@@ -91,8 +91,7 @@ TEST_F(StreamCapture, UnsafeCallFromAnotherThreadPerMode) {
           step = 1;
         });
         if (!team.wait_until([&] { return step == 2; }, sc::kWorkDeadline)) return;
-        const cudaError_t c = cudaMalloc(&p, kBytes);
-        (void)cudaGetLastError();
+        const cudaError_t c = sc::taking_last_error(cudaMalloc(&p, kBytes));
         team.update([&] {
           call = c;
           step = 3;

@@ -112,8 +112,7 @@ TEST_F(StreamCapture, CallsACaptureRefusesAndWhetherItSurvives) {
     {
       sc::capture c(s, cudaStreamCaptureModeThreadLocal);
       m.drop(s, 1);
-      code = call(elsewhere ? other.get() : s.get());
-      (void)cudaGetLastError();
+      code = sc::taking_last_error(call(elsewhere ? other.get() : s.get()));
       status = capture_status(s);
       ended = c.end(g);
     }

@@ -229,8 +229,8 @@ TEST_F(DefaultStreams, DefaultStreamsCannotBeDestroyed) {
 // cudaErrorStreamCaptureImplicit.
 TEST_F(DefaultStreams, CaptureExcludesTheLegacyStream) {
   const sc::claim dflt14("DFLT-14");
-  const cudaError_t begin_on_legacy = cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeGlobal);
-  (void)cudaGetLastError();
+  const cudaError_t begin_on_legacy =
+      sc::taking_last_error(cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeGlobal));
   sc::observe("rc.begin_capture(legacy)", sc::error_name(begin_on_legacy));
   EXPECT_NE(cudaSuccess, begin_on_legacy) << "capture began on the legacy stream";
   if (begin_on_legacy == cudaSuccess) {

@@ -83,8 +83,7 @@ TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
   // The device flag on the running primary context.
   unsigned before = 0;
   SC_CHECK_CUDA(cudaGetDeviceFlags(&before));
-  const cudaError_t set = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
-  (void)cudaGetLastError();
+  const cudaError_t set = sc::taking_last_error(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
   sc::observe("set_device_flags_on_running_context", sc::error_name(set));
   if (set != cudaSuccess) {
     // The row is not dropped: it could not be measured, which is a failure with its reason.

@@ -105,18 +105,14 @@ TEST_F(EventsAndWaits, InvalidArgumentsAreRefusedByName) {
   record(e, s, "e");
   // Mutation (arrangement): the wait is made with flags 0, a valid value.
   const unsigned bad_flags = evt11.mutate<unsigned>(sc::mutation_kind::arrangement, 0x2u, 0u);
-  const cudaError_t wait_flags = cudaStreamWaitEvent(s.get(), e.get(), bad_flags);
-  (void)cudaGetLastError();
+  const cudaError_t wait_flags = sc::taking_last_error(cudaStreamWaitEvent(s.get(), e.get(), bad_flags));
   cudaEvent_t ipc = nullptr;
-  const cudaError_t interprocess = cudaEventCreateWithFlags(&ipc, cudaEventInterprocess);
-  (void)cudaGetLastError();
+  const cudaError_t interprocess = sc::taking_last_error(cudaEventCreateWithFlags(&ipc, cudaEventInterprocess));
   if (interprocess == cudaSuccess && ipc != nullptr) SC_CHECK_CUDA(cudaEventDestroy(ipc));
-  const cudaError_t null_create = cudaEventCreate(nullptr);
-  (void)cudaGetLastError();
-  const cudaError_t null_create_flags = cudaEventCreateWithFlags(nullptr, cudaEventDisableTiming);
-  (void)cudaGetLastError();
-  const cudaError_t null_elapsed = cudaEventElapsedTime(nullptr, e.get(), e.get());
-  (void)cudaGetLastError();
+  const cudaError_t null_create = sc::taking_last_error(cudaEventCreate(nullptr));
+  const cudaError_t null_create_flags =
+      sc::taking_last_error(cudaEventCreateWithFlags(nullptr, cudaEventDisableTiming));
+  const cudaError_t null_elapsed = sc::taking_last_error(cudaEventElapsedTime(nullptr, e.get(), e.get()));
   EXPECT_CUDA_EQ(cudaErrorInvalidValue, wait_flags) << "cudaStreamWaitEvent with flags 0x" << std::hex << bad_flags;
   EXPECT_CUDA_EQ(cudaErrorInvalidValue, interprocess) << "cudaEventInterprocess without cudaEventDisableTiming";
   EXPECT_CUDA_EQ(cudaErrorInvalidValue, null_create) << "cudaEventCreate(nullptr)";

@@ -211,8 +211,7 @@ TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
   record(untimed_b, s, "untimed_b");
   drain();
   const cudaError_t untimed = cudaEventElapsedTime(&ms, untimed_a.get(), untimed_b.get());
-  const cudaError_t unrecorded = cudaEventElapsedTime(&ms, begin.get(), never.get());
-  (void)cudaGetLastError();
+  const cudaError_t unrecorded = sc::taking_last_error(cudaEventElapsedTime(&ms, begin.get(), never.get()));
   const cudaError_t done = cudaEventElapsedTime(&ms, begin.get(), end.get());
   EXPECT_CUDA_EQ(cudaErrorInvalidResourceHandle, untimed) << "events created with cudaEventDisableTiming";
   EXPECT_CUDA_EQ(cudaErrorInvalidResourceHandle, unrecorded) << "one event never recorded";

@@ -138,8 +138,7 @@ TEST_F(HostFuncs, InvalidArgumentsAreRefusedByName) {
   // Mutation (arrangement): flags 0, which are valid.
   const unsigned flags = host12.mutate(sc::mutation_kind::arrangement, 1u, 0u);
   std::atomic<int> calls{0};
-  const cudaError_t bad_flags = cudaStreamAddCallback(s.get(), count_call, &calls, flags);
-  (void)cudaGetLastError();
+  const cudaError_t bad_flags = sc::taking_last_error(cudaStreamAddCallback(s.get(), count_call, &calls, flags));
   ASSERT_TRUE(drain());
   sc::observe("rc.cudaStreamAddCallback(flags=1)", sc::error_name(bad_flags));
   EXPECT_CUDA_EQ(cudaErrorInvalidValue, bad_flags);
@@ -177,11 +176,9 @@ TEST_F(HostFuncs, CaptureTakesHostFunctionsAsHostNodesAndRefusesCallbacks) {
   // Two captures: a refused call may invalidate the capture it was made in.
   const auto captured = [&](const std::function<cudaError_t()>& call, cudaError_t& code, cudaError_t& ended) {
     if (capturing) SC_CHECK_CUDA(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeRelaxed));
-    code = call();
-    (void)cudaGetLastError();
+    code = sc::taking_last_error(call());
     cudaGraph_t graph = nullptr;
-    ended = capturing ? cudaStreamEndCapture(s.get(), &graph) : cudaErrorInvalidValue;
-    (void)cudaGetLastError();
+    ended = sc::taking_last_error(capturing ? cudaStreamEndCapture(s.get(), &graph) : cudaErrorInvalidValue);
     return graph;
   };
   cudaError_t host_func = cudaSuccess;

@@ -73,8 +73,7 @@ TEST_F(MemoryPools, CapturedAllocationsAreGraphMemoryNodes) {
     const sc::testing::unfreed_guard left(s, {&live});
     ASSERT_CUDA_EQ(cudaSuccess, launch(x, s, "unfreed"));
     live = p;
-    const cudaError_t again = launch(x, s, "unfreed");
-    (void)cudaGetLastError();
+    const cudaError_t again = sc::taking_last_error(launch(x, s, "unfreed"));
     sc::observe("unfreed.second_launch", sc::error_name(again));
     EXPECT_CUDA_EQ(cudaErrorInvalidValue, again) << "a graph launched again while its allocation was unfreed";
     EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(p), kBlockWords, 4, s))
@@ -97,8 +96,7 @@ TEST_F(MemoryPools, CapturedAllocationsAreGraphMemoryNodes) {
     const cudaError_t first = launch(x, s, "auto_free");
     EXPECT_CUDA_EQ(cudaSuccess, first);
     if (first == cudaSuccess) live = p;
-    const cudaError_t again = launch(x, s, "auto_free");
-    (void)cudaGetLastError();
+    const cudaError_t again = sc::taking_last_error(launch(x, s, "auto_free"));
     sc::observe("auto_free.second_launch", sc::error_name(again));
     EXPECT_CUDA_EQ(cudaSuccess, again) << "a graph instantiated to free on launch, launched again";
     if (again == cudaSuccess) live = p;

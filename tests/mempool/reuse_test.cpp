@@ -106,8 +106,7 @@ TEST_F(MemoryPools, CompletedFreeIsReusedWithoutAnEdge) {
     // b with every policy off: H100, driver 580).
     SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
     void* q = nullptr;
-    const cudaError_t code = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
-    (void)cudaGetLastError();
+    const cudaError_t code = sc::taking_last_error(cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get()));
     const outcome out{code, code == cudaSuccess && q == p};
     if (code == cudaSuccess) {
       SC_CHECK_CUDA(cudaFreeAsync(q, b.get()));
@@ -354,8 +353,7 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   EXPECT_CUDA_EQ(cudaErrorMemoryAllocation, pending)
       << "an allocation with every reuse policy off, in a pool whose only block's free was pending";
   SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
-  const cudaError_t after = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
-  (void)cudaGetLastError();
+  const cudaError_t after = sc::taking_last_error(cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get()));
   sc::observe("after_completion.allocation", sc::error_name(after));
   EXPECT_TRUE(mpool07.matches_baseline("allocates_after_the_free_completed", after == cudaSuccess));
   if (after == cudaSuccess) {

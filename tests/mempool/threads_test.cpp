@@ -43,8 +43,8 @@ TEST_F(MemoryPools, PerThreadStreamsOfTwoThreadsAreTwoStreamsForReuse) {
     SC_CHECK_CUDA(sc::testing::free_in(p, mine));
     // In the calling thread's per-thread stream.
     const auto allocate = [&](void** out) {
-      const cudaError_t code = cudaMallocFromPoolAsync(out, block_bytes(), pool.get(), cudaStreamPerThread);
-      (void)cudaGetLastError();
+      const cudaError_t code =
+          sc::taking_last_error(cudaMallocFromPoolAsync(out, block_bytes(), pool.get(), cudaStreamPerThread));
       return code;
     };
     if (same_thread) {
