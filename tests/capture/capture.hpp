@@ -15,7 +15,7 @@
 #include "sc/fixtures/probe.hpp"
 #include "sc/fixtures/thread_team.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 class StreamCapture : public GpuTest {
  public:
@@ -99,4 +99,4 @@ class StreamCapture : public GpuTest {
   }
 };
 
-}  // namespace sc::testing
+}  // namespace sc::families

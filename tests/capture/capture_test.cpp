@@ -9,7 +9,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::StreamCapture;
+using sc::families::StreamCapture;
 
 // CAPT-01 · RT cudaStreamBeginCapture (operations pushed into a capturing stream "will not be executed, but will
 // instead be captured into a graph"), cudaGraphLaunch: a mark enqueued in a capturing stream does not land while the

@@ -13,7 +13,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::StreamCapture;
+using sc::families::StreamCapture;
 
 // CAPT-08 · Programming Guide, stream capture, "Cross-stream Dependencies and Events" (a stream that waits on an
 // event recorded in a capture joins it; every forked stream must be joined back before the capture ends);

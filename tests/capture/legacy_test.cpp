@@ -20,7 +20,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::StreamCapture;
+using sc::families::StreamCapture;
 
 // Enqueues mark `id` of `m` into the legacy stream and returns the launch's code (a refused launch is the
 // behavior under test here, not a failure of the arrangement).

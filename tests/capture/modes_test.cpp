@@ -12,7 +12,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::StreamCapture;
+using sc::families::StreamCapture;
 
 // Reason for 256 bytes: any size is an allocation; the smallest keeps the test's footprint nil.
 constexpr std::size_t kBytes = 256;

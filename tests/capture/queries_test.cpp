@@ -14,7 +14,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::StreamCapture;
+using sc::families::StreamCapture;
 
 // What a call made during a capture returned, and what ending that capture then returned.
 struct call_in_capture {

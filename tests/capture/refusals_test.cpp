@@ -18,7 +18,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::StreamCapture;
+using sc::families::StreamCapture;
 
 // CAPT-04 (observed, contested) · RT cudaThreadExchangeStreamCaptureMode, Programming Guide, stream capture
 // ("Prohibited and Unhandled Operations"); measured differently by ROCm (rocm-systems PR #4508, reverted in

@@ -7,7 +7,7 @@
 #include "sc/fixtures/trace.hpp"
 #include "sc/kernels/launch.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 pageable::pageable(std::size_t bytes, std::uint32_t value)
     : bytes_(bytes), words_(new std::uint32_t[bytes / sizeof(std::uint32_t)]) {
@@ -25,23 +25,23 @@ void CopyOverlap::SetUp() {
   observe("pageable_memory_access", properties().pageableMemoryAccess);
   observe("concurrent_kernels", properties().concurrentKernels);
   observe("copy_bytes", static_cast<unsigned long long>(kCopyBytes));
-  timeline().track(stream::legacy());
+  recorder().track(stream::legacy());
 }
 
 cudaError_t CopyOverlap::copy(const std::string& label, void* dst, const void* src, std::size_t bytes,
                               cudaMemcpyKind kind, const stream& s) {
-  const auto scope = timeline().label(label);
+  const auto scope = recorder().label(label);
   return cudaMemcpyAsync(dst, src, bytes, kind, s.get());
 }
 
 cudaError_t CopyOverlap::memset(const std::string& label, void* dst, int value, std::size_t bytes, const stream& s) {
-  const auto scope = timeline().label(label);
+  const auto scope = recorder().label(label);
   return cudaMemsetAsync(dst, value, bytes, s.get());
 }
 
 void CopyOverlap::count_mismatches(const std::string& label, const std::uint32_t* data, std::size_t n,
                                    std::uint32_t expected, std::uint32_t* mismatches, const stream& s) {
-  const auto scope = timeline().label(label);
+  const auto scope = recorder().label(label);
   SC_CHECK_CUDA(kernels::launch_count_mismatches(s.get(), data, static_cast<std::uint32_t>(n), expected, mismatches));
 }
 
@@ -99,4 +99,4 @@ void CopyOverlap::observe_copy(const std::string& key, const timeline_item& c) {
   if (!c.channel_type.empty()) observe(key + ".channel", c.channel_type + ":" + std::to_string(c.channel_id));
 }
 
-}  // namespace sc::testing
+}  // namespace sc::families

@@ -16,7 +16,7 @@
 #include "sc/fixtures/stream.hpp"
 #include "sc/fixtures/timeline.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 // The size of the copies that decide overlap and measure bandwidth. Reason: 32 MiB takes about 1 ms
 // pinned and 3 to 6 ms pageable on PCIe 5 and C2C hosts: long against CUPTI's microsecond resolution, so
@@ -79,4 +79,4 @@ class CopyOverlap : public GpuTest {
   static void observe_copy(const std::string& key, const timeline_item& c);
 };
 
-}  // namespace sc::testing
+}  // namespace sc::families

@@ -13,9 +13,9 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::CopyOverlap;
-using sc::testing::kCheckedBytes;
-using sc::testing::kCopyBytes;
+using sc::families::CopyOverlap;
+using sc::families::kCheckedBytes;
+using sc::families::kCopyBytes;
 
 constexpr std::uint32_t kValue = 0x5c0a0b0cu;
 constexpr int kMemsetByte = 0x3d;
@@ -76,7 +76,7 @@ TEST_F(CopyOverlap, CopiesMemsetsAndKernelsOfOneStreamRunInOrder) {
     sc::observe("timeline_order", why);
     return;
   }
-  const sc::timeline t = timeline().collect();
+  const sc::timeline t = recorder().collect();
   const std::vector<std::string> order = {"h2d", "check h2d", "memset", "check memset", "d2h"};
   const sc::slack same_stream = sc::ticks(2, "two timer ticks between consecutive work of one stream");
   for (std::size_t i = 0; i + 1 < order.size(); ++i) {
@@ -99,7 +99,7 @@ TEST_F(CopyOverlap, PinnedAndDeviceCopiesAndAsyncMemsetsReturnWhileTheStreamIsGa
   // Mutation (arrangement, COPY-11): the memset is followed by a synchronize of its stream.
   const bool then_sync = copy11.mutated(sc::mutation_kind::arrangement);
   sc::pinned_buffer<std::uint32_t> pinned_host(n);
-  sc::testing::pageable plain_host(kCopyBytes);
+  sc::families::pageable plain_host(kCopyBytes);
   std::uint32_t* host = pageable_host ? plain_host.data() : pinned_host.data();
   sc::device_buffer<std::uint32_t> a(n);
   sc::device_buffer<std::uint32_t> b(n);
@@ -145,7 +145,7 @@ TEST_F(CopyOverlap, SynchronousMemsetOfDeviceMemoryReturnsBeforeItRuns) {
   sc::marks m;
   {
     const sc::return_observation seen = call_while_held(legacy, [&] {
-      const auto scope = timeline().label("cudaMemset device");
+      const auto scope = recorder().label("cudaMemset device");
       cudaError_t code = cudaMemset(target, kMemsetByte, kCheckedBytes);
       if (code == cudaSuccess) drop(m, legacy, 1);
       if (code == cudaSuccess)
@@ -169,7 +169,7 @@ TEST_F(CopyOverlap, SynchronousMemsetOfDeviceMemoryReturnsBeforeItRuns) {
   }
   {
     const sc::return_observation seen = call_while_held(legacy, [&] {
-      const auto scope = timeline().label("cudaMemset pinned host");
+      const auto scope = recorder().label("cudaMemset pinned host");
       return cudaMemset(pinned_target.host(), kMemsetByte, kCheckedBytes);
     });
     drain();

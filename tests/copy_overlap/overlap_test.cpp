@@ -17,8 +17,8 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::CopyOverlap;
-using sc::testing::kCopyBytes;
+using sc::families::CopyOverlap;
+using sc::families::kCopyBytes;
 
 // A copy lies inside a kernel when the kernel covers at least this fraction of it. Reason: CUPTI stamps
 // copies and kernels on one clock, but an interval's ends can be off by a microsecond or so; 1 % of a
@@ -48,7 +48,7 @@ TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
       });
   EXPECT_TRUE(copy03.observed_row("copy_completed_while_kernel_resident", done));
   if (const std::string why = untraced_reason(); !why.empty()) return copy03.not_measured("copy_inside_kernel", why);
-  const sc::timeline t = timeline().collect();
+  const sc::timeline t = recorder().collect();
   const sc::timeline_item* c = one(t, "h2d");
   const sc::timeline_item* k = one(t, "gate@a");
   ASSERT_TRUE(c != nullptr && k != nullptr);
@@ -97,7 +97,7 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   EXPECT_TRUE(copy04.observed_row("both_copies_completed_while_kernel_resident", done));
   if (const std::string why = untraced_reason(); !why.empty())
     return copy04.not_measured("copies_overlap_each_other", why);
-  const sc::timeline t = timeline().collect();
+  const sc::timeline t = recorder().collect();
   const sc::timeline_item* h2d = one(t, "h2d");
   const sc::timeline_item* d2h = one(t, "d2h");
   ASSERT_TRUE(h2d != nullptr && d2h != nullptr);
@@ -114,7 +114,7 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
 TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
   const sc::claim copy06("COPY-06");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
-  sc::testing::pageable src(kCopyBytes, 7u);
+  sc::families::pageable src(kCopyBytes, 7u);
   sc::device_buffer<std::uint32_t> dst(n);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
@@ -131,7 +131,7 @@ TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
     sc::observe("copy_covered_by_kernel", why);  // a figure, not a row: the claim was judged above
     return;
   }
-  const sc::timeline t = timeline().collect();
+  const sc::timeline t = recorder().collect();
   const sc::timeline_item* k = one(t, "gate@a");
   const auto parts = t.labelled("h2d pageable");  // a staged copy may come as several records
   ASSERT_TRUE(k != nullptr && !parts.empty());
@@ -178,7 +178,7 @@ sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned b
   });
   sc::gate g;
   {
-    const auto label = t.timeline().label("grid gate@" + a.name());
+    const auto label = t.recorder().label("grid gate@" + a.name());
     g.hold_by([&](sc::kernels::gate_word* word, std::uint64_t ns, bool banner) {
       return sc::kernels::launch_gate_grid(a.get(), word, ns, banner, blocks, threads, resident.device());
     });
@@ -250,7 +250,7 @@ TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
     sc::observe("channels", why);
     return;
   }
-  const sc::timeline tl = timeline().collect();
+  const sc::timeline tl = recorder().collect();
   for (const char* label : {"full.memset", "full.d2d"})
     if (const sc::timeline_item* item = one(tl, label)) observe_copy(label, *item);
 }
@@ -287,7 +287,7 @@ TEST_F(CopyOverlap, StreamPriorityAndCopies) {
     }))) << "a copy did not wait for the event";
   }
   drain();
-  const sc::timeline t = timeline().collect();
+  const sc::timeline t = recorder().collect();
   const sc::timeline_item* l = one(t, "low");
   const sc::timeline_item* h = one(t, "high");
   ASSERT_TRUE(l != nullptr && h != nullptr);

@@ -12,9 +12,9 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::CopyOverlap;
-using sc::testing::kCopyBytes;
-using sc::testing::pageable;
+using sc::families::CopyOverlap;
+using sc::families::kCopyBytes;
+using sc::families::pageable;
 
 // COPY-05 · SYNC ("might be synchronous"); 11.1 archive (staging by a worker thread) (observed): an async
 // H2D copy from pageable memory — is it complete when the call returns (idle stream), and does the call
@@ -50,7 +50,7 @@ TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
   SC_CHECK_CUDA(copy("pageable D2H", plain.data(), dev.data(), kCopyBytes, cudaMemcpyDeviceToHost, s));
   drain();
   if (!untraced_reason().empty()) return;
-  const sc::timeline t = timeline().collect();
+  const sc::timeline t = recorder().collect();
   for (const char* label : {"pinned H2D", "pinned D2H", "pageable H2D", "pageable D2H"}) {
     const auto parts = t.labelled(label);
     if (parts.empty()) continue;
@@ -139,7 +139,7 @@ TEST_F(CopyOverlap, SynchronousCopyRules) {
   for (const call& c : calls) {
     SCOPED_TRACE(c.name);
     const sc::return_observation seen = call_while_held(held, [&] {
-      const auto scope = timeline().label(std::string("cudaMemcpy ") + c.name);
+      const auto scope = recorder().label(std::string("cudaMemcpy ") + c.name);
       return cudaMemcpy(c.dst, c.src, bytes, c.kind);
     });
     drain();
@@ -168,7 +168,7 @@ TEST_F(CopyOverlap, SynchronousDeviceToHostCopyAgainstBusyStreams) {
   const sc::stream s1 = make(first, "s1");
   const sc::stream s2 = make(stream_flags::non_blocking, "s2");
   const auto d2h = [&] {
-    const auto scope = timeline().label("cudaMemcpy D2H");
+    const auto scope = recorder().label("cudaMemcpy D2H");
     return cudaMemcpy(host.data(), dev.data(), bytes, cudaMemcpyDeviceToHost);
   };
   const sc::return_observation behind_blocking = call_while_held(s1, d2h);

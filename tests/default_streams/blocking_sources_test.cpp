@@ -20,7 +20,7 @@
 namespace {
 
 using sc::stream_flags;
-using DefaultStreams = sc::testing::DefaultStreams;
+using DefaultStreams = sc::families::DefaultStreams;
 
 constexpr std::size_t kBytes = std::size_t{1} << 20;
 // How long the mark on s2 gets to land while s1 is gated. Reason: a mark that nothing holds back lands

@@ -18,7 +18,7 @@
 namespace {
 
 using sc::stream_flags;
-using DefaultStreams = sc::testing::DefaultStreams;
+using DefaultStreams = sc::families::DefaultStreams;
 
 bool variable_is(const char* name, const char* value) {
   const char* set = std::getenv(name);
@@ -27,7 +27,7 @@ bool variable_is(const char* name, const char* value) {
 
 // The DFLT-22 arrangement: the gate's own launch runs on call_while_gated's helper thread. `then_sync`
 // makes the call also wait for its stream (an arrangement mutation: the launch made synchronous by hand).
-sc::return_observation gate_launch_while_gated(sc::testing::DefaultStreams& t, bool then_sync) {
+sc::return_observation gate_launch_while_gated(sc::families::DefaultStreams& t, bool then_sync) {
   const sc::stream s = t.make(stream_flags::non_blocking, "s");
   sc::gate g;
   const sc::return_observation seen = sc::call_while_gated(
@@ -56,7 +56,7 @@ struct held_back_arrangement {
 // The DFLT-15 arrangement: a gate runs in A and a mark waits behind it in A (pending at the head of A's
 // queue); then an independent mark goes to B. Records whether B's mark stayed absent while A was gated
 // (held_back); an invalid check fails the test and compares nothing.
-void independent_work_held_back(sc::testing::DefaultStreams& t, const sc::claim& dflt15, const std::string& key,
+void independent_work_held_back(sc::families::DefaultStreams& t, const sc::claim& dflt15, const std::string& key,
                                 const held_back_arrangement& how) {
   sc::marks m;
   const sc::stream a = t.make(stream_flags::non_blocking, "a");

@@ -10,7 +10,7 @@
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/stream.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 class DefaultStreams : public GpuTest {
  protected:
@@ -20,8 +20,8 @@ class DefaultStreams : public GpuTest {
     // The default entries prove orderings with independent hardware queues.
     SC_REQUIRE(requirement::own_connection_count);
     // Special handles first: learning their CUPTI ids may need a probe launch, which must not meet a gate.
-    timeline().track(legacy_);
-    timeline().track(per_thread_);
+    recorder().track(legacy_);
+    recorder().track(per_thread_);
   }
 
   // make, hold, drop and drain come from GpuTest; public so that a test file's free functions can share
@@ -34,7 +34,7 @@ class DefaultStreams : public GpuTest {
   const stream per_thread_ = stream::per_thread();
 };
 
-}  // namespace sc::testing
+}  // namespace sc::families
 
 // Concurrency rows need concurrentKernels (catalog preconditions).
 #define SC_REQUIRE_CONCURRENT_KERNELS()                                                           \

@@ -16,7 +16,7 @@
 namespace {
 
 using sc::stream_flags;
-using DefaultStreams = sc::testing::DefaultStreams;
+using DefaultStreams = sc::families::DefaultStreams;
 
 class DriverDefaultStreams : public DefaultStreams {
  protected:
@@ -29,18 +29,18 @@ class DriverDefaultStreams : public DefaultStreams {
 
   // Streams from cuStreamCreate, marks from cuLaunchKernel, waits from cuStreamWaitEvent; the legacy
   // stream is handle 0.
-  sc::testing::enqueue_path driver_path() {
+  sc::families::enqueue_path driver_path() {
     return {sc::stream::null(),
             [this](stream_flags flags, const std::string& name) {
               CUstream raw = nullptr;
               SC_CHECK_CU(api_->cuStreamCreate(
                   &raw, flags == stream_flags::non_blocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT));
               sc::stream s = sc::stream::adopt(reinterpret_cast<cudaStream_t>(raw), name);
-              timeline().track(s);
+              recorder().track(s);
               return s;
             },
             [this](sc::marks& m, const sc::stream& s, unsigned id) {
-              const auto label = timeline().label("mark" + std::to_string(id) + "@" + s.name() + " (cuLaunchKernel)");
+              const auto label = recorder().label("mark" + std::to_string(id) + "@" + s.name() + " (cuLaunchKernel)");
               m.drop_by(id, [&](std::uint32_t* counter, sc::kernels::mark_board* board, unsigned slot) {
                 void* args[] = {&counter, &board, &slot};
                 SC_CHECK_CU(api_->cuLaunchKernel(reinterpret_cast<CUfunction>(mark_), 1, 1, 1, 1, 1, 1, 0,
@@ -63,14 +63,14 @@ class DriverDefaultStreams : public DefaultStreams {
 TEST_F(DriverDefaultStreams, NullStreamLaunchWaitsForEarlierBlockingStreamWork) {
   const sc::claim dflt02("DFLT-02");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::legacy_waits_for_earlier_blocking_work(*this, dflt02, driver_path());
+  sc::families::legacy_waits_for_earlier_blocking_work(*this, dflt02, driver_path());
 }
 
 // DFLT-03 · DRV cuLaunchKernel; SSB example k1(s); k2(0); k3(s), the marks launched with the driver API.
 TEST_F(DriverDefaultStreams, BlockingStreamLaunchWaitsForEarlierNullStreamWork) {
   const sc::claim dflt03("DFLT-03");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::blocking_waits_for_earlier_legacy_work(*this, dflt03, driver_path());
+  sc::families::blocking_waits_for_earlier_legacy_work(*this, dflt03, driver_path());
 }
 
 // DFLT-04 · DRV cuStreamCreate (CU_STREAM_NON_BLOCKING: "work running in the created stream may run
@@ -79,9 +79,9 @@ TEST_F(DriverDefaultStreams, BlockingStreamLaunchWaitsForEarlierNullStreamWork) 
 TEST_F(DriverDefaultStreams, NonBlockingStreamAndNullStreamDoNotWaitForEachOther) {
   const sc::claim dflt04("DFLT-04");
   SC_REQUIRE(sc::requirement::async_launches);
-  const sc::testing::enqueue_path path = driver_path();
-  sc::testing::non_blocking_does_not_wait_for_legacy_work(*this, dflt04, path);
-  sc::testing::legacy_does_not_wait_for_non_blocking_work(*this, dflt04, path);
+  const sc::families::enqueue_path path = driver_path();
+  sc::families::non_blocking_does_not_wait_for_legacy_work(*this, dflt04, path);
+  sc::families::legacy_does_not_wait_for_non_blocking_work(*this, dflt04, path);
 }
 
 // DFLT-05 · DRV cuStreamWaitEvent on the NULL stream; SSB ("such as a kernel launch or
@@ -90,7 +90,7 @@ TEST_F(DriverDefaultStreams, NullStreamWaitEventHoldsLaterBlockingWorkOnly) {
   const sc::claim dflt05("DFLT-05");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
-  sc::testing::wait_on_legacy_holds_later_blocking_work_only(*this, dflt05, driver_path());
+  sc::families::wait_on_legacy_holds_later_blocking_work_only(*this, dflt05, driver_path());
 }
 
 }  // namespace

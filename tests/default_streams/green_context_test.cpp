@@ -10,7 +10,7 @@
 
 namespace {
 
-using DefaultStreams = sc::testing::DefaultStreams;
+using DefaultStreams = sc::families::DefaultStreams;
 
 // A green context on 8 SMs (CC 9.0 partitions come in multiples of 8), destroyed with its stream.
 class green_context {

@@ -10,7 +10,7 @@
 namespace {
 
 using sc::stream_flags;
-using DefaultStreams = sc::testing::DefaultStreams;
+using DefaultStreams = sc::families::DefaultStreams;
 
 __global__ void first_launched_while_gated(unsigned* flag) {
   if (flag != nullptr) *flag = 1u;
@@ -40,7 +40,7 @@ TEST_F(DefaultStreams, FirstLaunchOfAnUnloadedKernelWhileAGateRuns) {
   ASSERT_TRUE(g.wait_started());
   const sc::return_observation seen = sc::call_while_gated(
       [&] {
-        const auto label = timeline().label("first launch");
+        const auto label = recorder().label("first launch");
         first_launched_while_gated<<<1, 1, 0, s2.get()>>>(nullptr);
         const cudaError_t launched = cudaGetLastError();
         return launched == cudaSuccess && mutated && eager ? cudaStreamSynchronize(s1.get()) : launched;

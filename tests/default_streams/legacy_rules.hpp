@@ -10,7 +10,7 @@
 #include "default_streams.hpp"
 #include "sc/fixtures/event.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 struct enqueue_path {
   stream null_stream;  // the legacy stream as this API names it (cudaStreamLegacy, or handle 0)
@@ -36,7 +36,7 @@ inline void legacy_waits_for_earlier_blocking_work(DefaultStreams& t, const clai
   {
     held_window w(g);
     EXPECT_TRUE(w.absent(probe::mark(m, 1))) << "legacy work ran while blocking s1 was held";
-    t.timeline().host_event("gate opened");
+    t.recorder().host_event("gate opened");
   }
   t.drain();
   EXPECT_EQ(1u, m.ticket_of(1));
@@ -119,4 +119,4 @@ inline void wait_on_legacy_holds_later_blocking_work_only(DefaultStreams& t, con
   EXPECT_NE(0u, m.ticket_of(2));
 }
 
-}  // namespace sc::testing
+}  // namespace sc::families

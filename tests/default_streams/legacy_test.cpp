@@ -13,14 +13,14 @@
 namespace {
 
 using sc::stream_flags;
-using DefaultStreams = sc::testing::DefaultStreams;
+using DefaultStreams = sc::families::DefaultStreams;
 
 // DFLT-02 · SSB "Legacy default stream": an action in the legacy stream first waits for all earlier work
 // in blocking streams. (Arrangements of DFLT-02..05: legacy_rules.hpp, shared with the driver-API tests.)
 TEST_F(DefaultStreams, LegacyStreamWaitsForEarlierBlockingStreamWork) {
   const sc::claim dflt02("DFLT-02");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::legacy_waits_for_earlier_blocking_work(*this, dflt02, sc::testing::runtime_path(*this));
+  sc::families::legacy_waits_for_earlier_blocking_work(*this, dflt02, sc::families::runtime_path(*this));
 }
 
 // DFLT-04 · SSB; RT cudaStreamCreateWithFlags: a non-blocking stream does not synchronize with the
@@ -28,7 +28,7 @@ TEST_F(DefaultStreams, LegacyStreamWaitsForEarlierBlockingStreamWork) {
 TEST_F(DefaultStreams, LegacyStreamDoesNotWaitForNonBlockingStreamWork) {
   const sc::claim dflt04("DFLT-04");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::legacy_does_not_wait_for_non_blocking_work(*this, dflt04, sc::testing::runtime_path(*this));
+  sc::families::legacy_does_not_wait_for_non_blocking_work(*this, dflt04, sc::families::runtime_path(*this));
 }
 
 // DFLT-03 · SSB example k1(s); k2(0); k3(s): work issued to a blocking stream after a legacy-stream
@@ -36,7 +36,7 @@ TEST_F(DefaultStreams, LegacyStreamDoesNotWaitForNonBlockingStreamWork) {
 TEST_F(DefaultStreams, BlockingStreamWaitsForEarlierLegacyWork) {
   const sc::claim dflt03("DFLT-03");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::blocking_waits_for_earlier_legacy_work(*this, dflt03, sc::testing::runtime_path(*this));
+  sc::families::blocking_waits_for_earlier_legacy_work(*this, dflt03, sc::families::runtime_path(*this));
 }
 
 // DFLT-04 · SSB: the other direction — a non-blocking stream does not wait for legacy work.
@@ -44,7 +44,7 @@ TEST_F(DefaultStreams, BlockingStreamWaitsForEarlierLegacyWork) {
 TEST_F(DefaultStreams, NonBlockingStreamDoesNotWaitForLegacyWork) {
   const sc::claim dflt04("DFLT-04");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::testing::non_blocking_does_not_wait_for_legacy_work(*this, dflt04, sc::testing::runtime_path(*this));
+  sc::families::non_blocking_does_not_wait_for_legacy_work(*this, dflt04, sc::families::runtime_path(*this));
 }
 
 // DFLT-05 · SSB ("such as a kernel launch or cudaStreamWaitEvent()"): cudaStreamWaitEvent on the legacy
@@ -53,7 +53,7 @@ TEST_F(DefaultStreams, WaitEventOnTheLegacyStreamHoldsLaterBlockingWorkOnly) {
   const sc::claim dflt05("DFLT-05");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
-  sc::testing::wait_on_legacy_holds_later_blocking_work_only(*this, dflt05, sc::testing::runtime_path(*this));
+  sc::families::wait_on_legacy_holds_later_blocking_work_only(*this, dflt05, sc::families::runtime_path(*this));
 }
 
 // DFLT-01 · PG §2.3 (observed): kernels in two non-blocking streams may run concurrently.

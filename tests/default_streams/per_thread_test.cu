@@ -16,7 +16,7 @@
 namespace {
 
 using sc::stream_flags;
-using DefaultStreams = sc::testing::DefaultStreams;
+using DefaultStreams = sc::families::DefaultStreams;
 
 #ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
 constexpr bool kPerThreadBuild = true;
@@ -202,7 +202,7 @@ TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
   // stream 0 in per-thread builds, cudaStreamPerThread in the legacy build) instead of <<<>>>.
   const bool other_path = dflt09.mutated(sc::mutation_kind::arrangement);
   {
-    const auto label = timeline().label("mark1@<<<>>>");
+    const auto label = recorder().label("mark1@<<<>>>");
     if (other_path && kPerThreadBuild)
       drop(m, sc::stream::null(), 1);
     else if (other_path)

@@ -17,7 +17,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::EventsAcrossDevices;
+using sc::families::EventsAcrossDevices;
 
 // EVT-14 · RT cudaStreamWaitEvent ("event may be from a different device than stream"): a gate holds stream A
 // of the test's device, e is recorded in A, and stream B of the peer device waits on e and drops a mark: it

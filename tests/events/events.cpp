@@ -4,7 +4,7 @@
 #include "sc/fixtures/device.hpp"
 #include "sc/kernels/launch.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 const char* to_string(stream_kind kind) noexcept {
   switch (kind) {
@@ -32,8 +32,8 @@ void EventsAndWaits::SetUp() {
   // controls need independent hardware queues.
   SC_REQUIRE(requirement::async_launches);
   SC_REQUIRE(requirement::own_connection_count);
-  timeline().track(stream::legacy());
-  timeline().track(stream::per_thread());
+  recorder().track(stream::legacy());
+  recorder().track(stream::per_thread());
 }
 
 stream EventsAndWaits::of_kind(stream_kind kind, const std::string& name) {
@@ -51,12 +51,12 @@ stream EventsAndWaits::of_kind(stream_kind kind, const std::string& name) {
 }
 
 void EventsAndWaits::record(const event& e, const stream& s, const std::string& event_name) {
-  timeline().host_event("record " + event_name + "@" + s.name());
+  recorder().host_event("record " + event_name + "@" + s.name());
   SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));
 }
 
 void EventsAndWaits::wait(const stream& s, const event& e, const std::string& event_name) {
-  timeline().host_event("wait " + s.name() + "<-" + event_name);
+  recorder().host_event("wait " + s.name() + "<-" + event_name);
   SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), e.get(), 0));
 }
 
@@ -105,4 +105,4 @@ void EventsAcrossDevices::TearDown() {
 
 void EventsAcrossDevices::use(int d) const { SC_CHECK_CUDA(cudaSetDevice(d)); }
 
-}  // namespace sc::testing
+}  // namespace sc::families

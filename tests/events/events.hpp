@@ -20,7 +20,7 @@
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/stream.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 // The four kinds of stream a wait can join (EVT-01).
 enum class stream_kind { blocking, non_blocking, per_thread, legacy };
@@ -68,4 +68,4 @@ class EventsAcrossDevices : public EventsAndWaits {
   int peer_ = -1;
 };
 
-}  // namespace sc::testing
+}  // namespace sc::families

@@ -17,7 +17,7 @@
 
 namespace {
 
-using sc::testing::EventsAndWaits;
+using sc::families::EventsAndWaits;
 
 // Child body. A gate holds s; behind it a trapping kernel, whose launch returns before it runs. While the gate
 // is closed the query of s reads "not ready" (no error is known yet); once it opens the trap runs, and the

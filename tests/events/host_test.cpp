@@ -18,7 +18,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::EventsAndWaits;
+using sc::families::EventsAndWaits;
 
 double thread_cpu_ms() {
   timespec t{};

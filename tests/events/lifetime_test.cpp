@@ -11,7 +11,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::EventsAndWaits;
+using sc::families::EventsAndWaits;
 
 constexpr unsigned char kMemsetByte = 0xab;
 
@@ -27,7 +27,7 @@ TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
   cudaStream_t raw = nullptr;
   SC_CHECK_CUDA(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
   const sc::stream doomed = sc::stream::view(raw, "doomed");
-  timeline().track(doomed);
+  recorder().track(doomed);
   // Mutation (arrangement): the stream is synchronized before it is destroyed.
   const bool sync_first = evt09.mutated(sc::mutation_kind::arrangement);
   std::optional<sc::gated_result> still_held;
@@ -35,7 +35,7 @@ TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
   hold(g, doomed);
   drop(m, doomed, 1);
   {
-    const auto label = timeline().label("memset@doomed");
+    const auto label = recorder().label("memset@doomed");
     SC_CHECK_CUDA(cudaMemsetAsync(word.device(), kMemsetByte, sizeof(std::uint32_t), raw));
   }
   sc::held_window w(g);
@@ -74,10 +74,10 @@ TEST_F(EventsAndWaits, DestroyingAPendingEventKeepsItsWaits) {
   std::optional<sc::gated_result> still_held;
   sc::gate g;
   hold(g, a);
-  timeline().host_event("record e@A");
+  recorder().host_event("record e@A");
   SC_CHECK_CUDA(cudaEventRecord(raw, a.get()));
   if (!no_wait) {
-    timeline().host_event("wait B<-e");
+    recorder().host_event("wait B<-e");
     SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), raw, 0));
   }
   drop(m, b, 1);

@@ -19,7 +19,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::EventsAndWaits;
+using sc::families::EventsAndWaits;
 
 // EVT-04 · RT cudaEventQuery, cudaEventSynchronize: on an event that was never recorded both return
 // cudaSuccess at once (while a gate holds another stream, so "at once" cannot mean "after the device idled").
@@ -246,7 +246,7 @@ TEST_F(EventsAndWaits, ElapsedTimeCoversTheWorkAndTheWaitsBetween) {
   const bool elsewhere = evt08.mutated(sc::mutation_kind::arrangement);
   record(e0, s, "e0");
   {
-    const auto label = timeline().label("spin");
+    const auto label = recorder().label("spin");
     SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), 1, 32, kSpinNs));
   }
   record(e1, elsewhere ? idle : s, "e1");
@@ -294,7 +294,7 @@ TEST_F(EventsAndWaits, ElapsedTimeCoversTheWorkAndTheWaitsBetween) {
     }
   }
 
-  const sc::timeline t = timeline().collect();
+  const sc::timeline t = recorder().collect();
   const auto spins = t.labelled("spin");
   ASSERT_EQ(1u, spins.size()) << "the spin kernel's CUPTI record";
   const double kernel_ms = static_cast<double>(spins[0]->end_ns - spins[0]->start_ns) / 1e6;

@@ -14,8 +14,8 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::EventsAndWaits;
-using sc::testing::stream_kind;
+using sc::families::EventsAndWaits;
+using sc::families::stream_kind;
 
 constexpr std::uint32_t kElements = 4096;
 
@@ -35,8 +35,8 @@ TEST_F(EventsAndWaits, WaitHoldsLaterWorkForEveryPairOfStreamKinds) {
   unsigned slot = 0;
   int pairs = 0;
   int controls = 0;
-  for (stream_kind ka : sc::testing::kStreamKinds) {
-    for (stream_kind kb : sc::testing::kStreamKinds) {
+  for (stream_kind ka : sc::families::kStreamKinds) {
+    for (stream_kind kb : sc::families::kStreamKinds) {
       // The per-thread and legacy streams are one stream each: a pair of them is one stream, not two.
       if (ka == kb && (ka == stream_kind::per_thread || ka == stream_kind::legacy)) continue;
       const std::string pair = std::string(to_string(ka)) + "->" + to_string(kb);
@@ -51,21 +51,21 @@ TEST_F(EventsAndWaits, WaitHoldsLaterWorkForEveryPairOfStreamKinds) {
       sc::gate g;
       hold(g, a);
       {
-        const auto label = timeline().label("fill@" + a.name());
+        const auto label = recorder().label("fill@" + a.name());
         SC_CHECK_CUDA(sc::kernels::launch_fill(a.get(), data.data(), kElements, value));
       }
       record(e, a, "e");
       sc::held_window w(g);
       sc::observe(std::string(to_string(ka)) + "_to_" + to_string(kb) + ".negative_control",
-                  !sc::testing::implicitly_ordered(ka, kb));
-      if (!sc::testing::implicitly_ordered(ka, kb)) {
+                  !sc::families::implicitly_ordered(ka, kb));
+      if (!sc::families::implicitly_ordered(ka, kb)) {
         drop(m, b, control_mark);
         EXPECT_TRUE(w.present(sc::probe::mark(m, control_mark))) << pair << ": B is not free without the wait";
         ++controls;
       }
       if (!no_wait) wait(b, e, "e");
       {
-        const auto label = timeline().label("consume@" + b.name());
+        const auto label = recorder().label("consume@" + b.name());
         SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(b.get(), data.data(), kElements, value, mismatches.data()));
       }
       drop(m, b, held_mark);
@@ -163,9 +163,9 @@ TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
     if (i == kIterations - kTraced) {
       // Work so far is finished; the timeline starts here.
       sliced_sync(i);
-      timeline().begin();
-      timeline().track(s1);
-      timeline().track(s2);
+      recorder().begin();
+      recorder().track(s1);
+      recorder().track(s2);
     }
     step(s1, 2 * i);
     if (wait_first) SC_CHECK_CUDA(cudaStreamWaitEvent(s2.get(), e1.get(), 0));

@@ -242,28 +242,28 @@ TEST_F(Timeline, HoldsTwoKernelsACopyAndRangesOnOneClock) {
   sc::pinned_buffer<char> host(kBytes);
   sc::stream s1 = sc::stream::create(sc::stream_flags::non_blocking, 0, "s1");
   sc::stream s2 = sc::stream::create(sc::stream_flags::non_blocking, 0, "s2");
-  timeline().track(s1);
-  timeline().track(s2);
+  recorder().track(s1);
+  recorder().track(s2);
   {
     const nvtx3::scoped_range_in<sc::nvtx_domain> phase{"enqueue"};
     {
-      auto l = timeline().label("k1");
+      auto l = recorder().label("k1");
       SC_CHECK_CUDA(sc::kernels::launch_spin(s1.get(), r1.device(), 2, 64, kSpinNs));
     }
     {
-      auto l = timeline().label("k2");
+      auto l = recorder().label("k2");
       SC_CHECK_CUDA(sc::kernels::launch_spin(s2.get(), r2.device(), 2, 64, kSpinNs));
     }
     {
-      auto l = timeline().label("copy");
+      auto l = recorder().label("copy");
       SC_CHECK_CUDA(cudaMemcpyAsync(device.data(), host.data(), kBytes, cudaMemcpyHostToDevice, s2.get()));
     }
   }
-  timeline().host_event("enqueued");
+  recorder().host_event("enqueued");
   SC_CHECK_CUDA(cudaDeviceSynchronize());
-  timeline().blocks("k1", r1.host(), 2);
-  timeline().blocks("k2", r2.host(), 2);
-  const sc::timeline t = timeline().collect();
+  recorder().blocks("k1", r1.host(), 2);
+  recorder().blocks("k2", r2.host(), 2);
+  const sc::timeline t = recorder().collect();
 
   const sc::slack residual{sc::trace::clock_offset().residual_ns + 1, 1, "measured residual of the clock offset"};
   for (const char* label : {"k1", "k2", "copy"}) ASSERT_EQ(1u, t.labelled(label).size()) << label;

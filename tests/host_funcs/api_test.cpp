@@ -16,8 +16,8 @@
 namespace {
 
 using sc::stream_flags;
-using HostFuncs = sc::testing::HostFuncs;
-using sc::testing::host_record;
+using HostFuncs = sc::families::HostFuncs;
+using sc::families::host_record;
 
 void CUDART_CB do_nothing(void*) {}
 void CUDART_CB do_nothing_callback(cudaStream_t, cudaError_t, void*) {}

@@ -13,8 +13,8 @@
 namespace {
 
 using sc::stream_flags;
-using HostFuncs = sc::testing::HostFuncs;
-using sc::testing::host_record;
+using HostFuncs = sc::families::HostFuncs;
+using sc::families::host_record;
 
 // How long another process may take to create its context and load its kernels. Reason: a context on an
 // idle H100 takes about 0.2 s; 20 s leaves room for a loaded machine and a driver that initializes slowly.
@@ -37,7 +37,7 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
   sc::held_window w(held);
   host_record& other = launch_host_func(b, "b");
   // Reason for kLandingDeadline: a free worker runs a host function within microseconds.
-  const sc::gated_result ran = w.present(sc::testing::ran(other), sc::kLandingDeadline);
+  const sc::gated_result ran = w.present(sc::families::ran(other), sc::kLandingDeadline);
   w.release();
   ASSERT_TRUE(drain());
   EXPECT_TRUE(host06.observed_row("other_stream_host_function_ran", ran));

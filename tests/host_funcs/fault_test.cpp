@@ -16,7 +16,7 @@
 
 namespace {
 
-using HostFuncs = sc::testing::HostFuncs;
+using HostFuncs = sc::families::HostFuncs;
 
 // What the child's host function and callback saw. Order is encoded in values: `order` counts calls, so
 // the host function (enqueued first) and the callback (second) each know how many ran before them.

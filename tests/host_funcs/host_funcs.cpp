@@ -3,7 +3,7 @@
 #include "sc/fixtures/process.hpp"
 #include "sc/fixtures/trace.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 namespace {
 
 std::uint64_t cupti_now() { return trace::state().enabled ? trace::now_ns() : 0; }
@@ -31,7 +31,7 @@ void HostFuncs::SetUp() {
   if (IsSkipped() || HasFatalFailure()) return;
   // Orderings across streams and the two-stream negative control need independent hardware queues.
   SC_REQUIRE(requirement::own_connection_count);
-  timeline().track(stream::legacy());
+  recorder().track(stream::legacy());
 }
 
 void HostFuncs::TearDown() {
@@ -43,7 +43,7 @@ void HostFuncs::TearDown() {
     ADD_FAILURE() << "host function(s) did not return within " << kWorkDeadline.count() << " ms:" << names;
     end_test_process("host function(s) of this test did not return:" + names);
   }
-  for (const host_record& r : records_) timeline().host_interval("host:" + r.label, r.start_ns.load(), r.end_ns.load());
+  for (const host_record& r : records_) recorder().host_interval("host:" + r.label, r.start_ns.load(), r.end_ns.load());
   GpuTest::TearDown();
 }
 
@@ -121,4 +121,4 @@ bool HostFuncs::drain() {
   return drained;
 }
 
-}  // namespace sc::testing
+}  // namespace sc::families

@@ -25,7 +25,7 @@
 #include "sc/fixtures/probe.hpp"
 #include "sc/fixtures/stream.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 // What one host function or callback saw. Lives in the fixture until the test has ended.
 struct host_record {
@@ -80,4 +80,4 @@ class HostFuncs : public GpuTest {
   std::atomic<unsigned> next_ticket_{1};
 };
 
-}  // namespace sc::testing
+}  // namespace sc::families

@@ -13,9 +13,9 @@
 namespace {
 
 using sc::stream_flags;
-using HostFuncs = sc::testing::HostFuncs;
-using sc::testing::host_record;
-using sc::testing::ran;
+using HostFuncs = sc::families::HostFuncs;
+using sc::families::host_record;
+using sc::families::ran;
 
 constexpr std::uint32_t kElements = 4096;
 

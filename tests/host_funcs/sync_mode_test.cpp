@@ -15,7 +15,7 @@
 namespace {
 
 using sc::stream_flags;
-using HostFuncs = sc::testing::HostFuncs;
+using HostFuncs = sc::families::HostFuncs;
 
 // cuLaunchHostFunc_v2(hStream, fn, userData, syncMode), as the CUDA 13.2 driver API documents it.
 using launch_host_func_v2 = CUresult (*)(CUstream, CUhostFn, void*, unsigned int);

@@ -11,8 +11,8 @@
 namespace {
 
 using sc::stream_flags;
-using HostFuncs = sc::testing::HostFuncs;
-using sc::testing::host_record;
+using HostFuncs = sc::families::HostFuncs;
+using sc::families::host_record;
 
 // HOST-05 · RT cudaLaunchHostFunc ("may not make any CUDA API calls ... may result in
 // cudaErrorNotPermitted, but this is not required") (observed): the codes two non-synchronizing calls

@@ -3,6 +3,6 @@
 
 #include "sc/fixtures/gpu_test.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 class Instruments : public GpuTest {};
-}  // namespace sc::testing
+}  // namespace sc::families

@@ -22,7 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-using Instruments = sc::testing::Instruments;
+using Instruments = sc::families::Instruments;
 
 std::uint64_t monotonic_raw_ns() {
   timespec t{};

@@ -15,7 +15,7 @@
 
 namespace {
 
-using Instruments = sc::testing::Instruments;
+using Instruments = sc::families::Instruments;
 
 // INST-04 · CUPTI cupti_activity.h (normalized timebase); PTX %globaltimer: CUPTI kernel timestamps and
 // %globaltimer share one nanosecond scale; the offset between them is measured, never assumed.
@@ -32,9 +32,9 @@ TEST_F(Instruments, CuptiAndGlobaltimerShareOneScaleWithAMeasuredOffset) {
   ASSERT_TRUE(clock.valid) << "no calibration kernel was matched with its CUPTI record";
   sc::mapped<sc::kernels::block_record> record(1);
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "s");
-  timeline().track(s);
+  recorder().track(s);
   {
-    auto label = timeline().label("spin");
+    auto label = recorder().label("spin");
     SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), record.device(), 1, 32, 5'000'000));
   }
   // Mutation (arrangement): a later 1 ms kernel overwrites the record, so the stamps compared with the
@@ -42,8 +42,8 @@ TEST_F(Instruments, CuptiAndGlobaltimerShareOneScaleWithAMeasuredOffset) {
   if (inst04.mutated(sc::mutation_kind::arrangement))
     SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), record.device(), 1, 32, 1'000'000));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
-  timeline().blocks("spin", record.host(), 1);
-  const sc::timeline t = timeline().collect();
+  recorder().blocks("spin", record.host(), 1);
+  const sc::timeline t = recorder().collect();
   const auto spins = t.labelled("spin");
   ASSERT_EQ(1u, spins.size());
   const sc::kernels::block_record& b = *record.host();
@@ -85,7 +85,7 @@ TEST_F(Instruments, NvtxRangesReachCuptiWhenRouted) {
   if (!inst06.mutated(sc::mutation_kind::arrangement)) {
     const nvtx3::scoped_range_in<sc::nvtx_domain> probe{"INST-06 probe"};
   }
-  const sc::timeline t = timeline().collect();
+  const sc::timeline t = recorder().collect();
   const sc::nvtx_range* probe = t.range("INST-06 probe");
   ASSERT_NE(nullptr, probe) << t.ranges.size() << " range(s) reached CUPTI, none named 'INST-06 probe'";
   EXPECT_EQ("streamcheck", probe->domain);
@@ -103,7 +103,7 @@ TEST_F(Instruments, NvtxRangesStayOutOfCuptiWhenNotRouted) {
     GTEST_SKIP() << "NVTX is routed in this process; this control runs as instruments.nvtx_off.* "
                     "(NVTX_INJECTION64_PATH=/dev/null)";
   { const nvtx3::scoped_range_in<sc::nvtx_domain> probe{"INST-06 probe"}; }
-  const sc::timeline t = timeline().collect();
+  const sc::timeline t = recorder().collect();
   // Mutation (expectation only): no arrangement can deliver a range to CUPTI once NVTX initialized
   // unrouted; the routed test above is this control's arrangement-mutated partner.
   EXPECT_EQ(inst06.mutate<std::size_t>(sc::mutation_kind::expectation, 0, 1), t.ranges.size())
@@ -124,22 +124,22 @@ TEST_F(Instruments, CuptiRecordsCarryStreamIdsAndMemoryKinds) {
   sc::stream s2 = sc::stream::create(sc::stream_flags::non_blocking, 0, "s2");
   const sc::stream legacy = sc::stream::legacy();
   const std::vector<const sc::stream*> streams{&s1, &s2, &legacy};
-  for (const sc::stream* s : streams) timeline().track(*s);
+  for (const sc::stream* s : streams) recorder().track(*s);
   // Mutation (arrangement): s1's kernel is launched into s2, so its record carries s2's id.
   const bool misroute = inst07.mutated(sc::mutation_kind::arrangement);
   for (const sc::stream* s : streams) {
-    auto label = timeline().label("empty@" + s->name());
+    auto label = recorder().label("empty@" + s->name());
     SC_CHECK_CUDA(sc::kernels::launch_empty((misroute && s == &s1 ? s2 : *s).get()));
   }
   {
-    auto label = timeline().label("pinned copy");
+    auto label = recorder().label("pinned copy");
     SC_CHECK_CUDA(cudaMemcpyAsync(device.data(), pinned.data(), kBytes, cudaMemcpyHostToDevice, s1.get()));
   }
   {
-    auto label = timeline().label("pageable copy");
+    auto label = recorder().label("pageable copy");
     SC_CHECK_CUDA(cudaMemcpyAsync(device.data(), pageable.data(), kBytes, cudaMemcpyHostToDevice, s2.get()));
   }
-  const sc::timeline t = timeline().collect();
+  const sc::timeline t = recorder().collect();
   for (const sc::stream* s : streams) {
     const auto found = t.labelled("empty@" + s->name());
     ASSERT_EQ(1u, found.size()) << s->name();

@@ -17,7 +17,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::MemoryPools;
+using sc::families::MemoryPools;
 
 constexpr long long as_count(std::uint64_t bytes) { return static_cast<long long>(bytes); }
 
@@ -42,12 +42,12 @@ TEST_F(MemoryPools, ReleaseThresholdDecidesWhatASynchronizeKeeps) {
     pool.set_bytes(cudaMemPoolAttrReleaseThreshold, threshold);
     void* x = nullptr;
     void* y = nullptr;
-    const sc::testing::unfreed_guard left(s, {&x, &y});
+    const sc::families::unfreed_guard left(s, {&x, &y});
     SC_CHECK_CUDA(cudaMallocFromPoolAsync(&x, kBlockBytes, pool.get(), s.get()));
     SC_CHECK_CUDA(cudaMallocFromPoolAsync(&y, kBlockBytes, pool.get(), s.get()));
     SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), static_cast<std::uint32_t*>(x), kBlockWords, 1));
-    SC_CHECK_CUDA(sc::testing::free_in(x, s));
-    SC_CHECK_CUDA(sc::testing::free_in(y, s));
+    SC_CHECK_CUDA(sc::families::free_in(x, s));
+    SC_CHECK_CUDA(sc::families::free_in(y, s));
     SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));
     // Idle, seen without a synchronize: the synchronize below is the first the pool hears of.
     const bool finished =
@@ -94,7 +94,7 @@ TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
   pool.set_bytes(cudaMemPoolAttrReleaseThreshold, UINT64_MAX);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   void* p = nullptr;
-  const sc::testing::unfreed_guard left(s, {&p});
+  const sc::families::unfreed_guard left(s, {&p});
   ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&p, kBlockBytes, pool.get(), s.get()));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   std::uint64_t while_pending = 0;
@@ -102,7 +102,7 @@ TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
     sc::gate g;
     hold(g, s);
     sc::held_window w(g);
-    SC_CHECK_CUDA(sc::testing::free_in(p, s));
+    SC_CHECK_CUDA(sc::families::free_in(p, s));
     if (late) {
       w.release();
       SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
@@ -145,7 +145,7 @@ TEST_F(MemoryPools, UsageCountersAgreeWithTheAllocations) {
   void* x = nullptr;
   void* y = nullptr;
   void* z = nullptr;
-  const sc::testing::unfreed_guard left(s, {&x, &y, &z});
+  const sc::families::unfreed_guard left(s, {&x, &y, &z});
   ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&x, kBlockBytes, pool.get(), s.get()));
   ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&y, kBlockBytes, pool.get(), s.get()));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
@@ -153,7 +153,7 @@ TEST_F(MemoryPools, UsageCountersAgreeWithTheAllocations) {
   sc::observe("two_blocks.reserved", as_count(reserved()));
   EXPECT_EQ(2 * kBlockBytes, used()) << "two blocks allocated";
   EXPECT_GE(reserved(), used());
-  if (!no_free) SC_CHECK_CUDA(sc::testing::free_in(x, s));
+  if (!no_free) SC_CHECK_CUDA(sc::families::free_in(x, s));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   sc::observe("one_freed.used", as_count(used()));
   sc::observe("one_freed.used_high", as_count(pool.bytes(cudaMemPoolAttrUsedMemHigh)));
@@ -178,7 +178,7 @@ TEST_F(MemoryPools, UsageCountersAgreeWithTheAllocations) {
   EXPECT_GE(reserved(), used());
   for (void** block : {&x, &y, &z}) {
     if (*block != nullptr) {
-      EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(*block, s));
+      EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(*block, s));
     }
   }
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));

@@ -14,7 +14,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::MemoryPools;
+using sc::families::MemoryPools;
 
 // A graph captured in `s`: an allocation of `bytes`, a fill of it with `value`, and, when `free_it`, its free.
 // The allocation's address (fixed for the graph's life) goes to `out`.
@@ -70,7 +70,7 @@ TEST_F(MemoryPools, CapturedAllocationsAreGraphMemoryNodes) {
     EXPECT_EQ(0u, g.node_count(cudaGraphNodeTypeMemFree));
     const sc::graph_exec x = sc::graph_exec::instantiate(g, auto_free ? cudaGraphInstantiateFlagAutoFreeOnLaunch : 0);
     void* live = nullptr;  // the graph's allocation while a launch has made it and nothing freed it
-    const sc::testing::unfreed_guard left(s, {&live});
+    const sc::families::unfreed_guard left(s, {&live});
     ASSERT_CUDA_EQ(cudaSuccess, launch(x, s, "unfreed"));
     live = p;
     const cudaError_t again = sc::taking_last_error(launch(x, s, "unfreed"));
@@ -78,11 +78,11 @@ TEST_F(MemoryPools, CapturedAllocationsAreGraphMemoryNodes) {
     EXPECT_CUDA_EQ(cudaErrorInvalidValue, again) << "a graph launched again while its allocation was unfreed";
     EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(p), kBlockWords, 4, s))
         << "the graph's allocation does not read back as the graph wrote it";
-    ASSERT_CUDA_EQ(cudaSuccess, sc::testing::free_in(live, s));
+    ASSERT_CUDA_EQ(cudaSuccess, sc::families::free_in(live, s));
     const cudaError_t third = launch(x, s, "unfreed");
     EXPECT_CUDA_EQ(cudaSuccess, third) << "the graph launched again after its allocation was freed";
     if (third == cudaSuccess) live = p;
-    EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(live, s));
+    EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(live, s));
     EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
   }
 
@@ -92,7 +92,7 @@ TEST_F(MemoryPools, CapturedAllocationsAreGraphMemoryNodes) {
     const sc::graph g = allocating_graph(recording, kBlockBytes, 5, false, &p);
     const sc::graph_exec x = sc::graph_exec::instantiate(g, cudaGraphInstantiateFlagAutoFreeOnLaunch);
     void* live = nullptr;
-    const sc::testing::unfreed_guard left(s, {&live});
+    const sc::families::unfreed_guard left(s, {&live});
     const cudaError_t first = launch(x, s, "auto_free");
     EXPECT_CUDA_EQ(cudaSuccess, first);
     if (first == cudaSuccess) live = p;
@@ -101,7 +101,7 @@ TEST_F(MemoryPools, CapturedAllocationsAreGraphMemoryNodes) {
     EXPECT_CUDA_EQ(cudaSuccess, again) << "a graph instantiated to free on launch, launched again";
     if (again == cudaSuccess) live = p;
     if (live != nullptr) {
-      EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(live, s));
+      EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(live, s));
     }
     EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
   }

@@ -4,7 +4,7 @@
 #include "sc/fixtures/memory.hpp"
 #include "sc/kernels/launch.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 cudaError_t free_in(void*& p, const stream& s) {
   const cudaError_t code = cudaFreeAsync(p, s.get());
@@ -86,4 +86,4 @@ std::uint32_t MemoryPools::mismatches_after(const std::uint32_t* data, std::uint
   return host;
 }
 
-}  // namespace sc::testing
+}  // namespace sc::families

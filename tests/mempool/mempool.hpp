@@ -15,7 +15,7 @@
 #include "sc/fixtures/pool.hpp"
 #include "sc/fixtures/predicates.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 // cudaFreeAsync(p, s); p becomes null once the free is enqueued, so that an unfreed_guard no longer frees it.
 cudaError_t free_in(void*& p, const stream& s);
@@ -81,4 +81,4 @@ class MemoryPools : public GpuTest {
   std::size_t block_bytes_ = kBlockBytes;
 };
 
-}  // namespace sc::testing
+}  // namespace sc::families

@@ -15,7 +15,7 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::MemoryPools;
+using sc::families::MemoryPools;
 
 // MPOOL-01 · RT cudaMallocFromPoolAsync ("Inserts an allocation operation into hStream. A pointer to the
 // allocated memory is returned immediately"; "Basic stream ordering allows future work submitted into the same
@@ -120,15 +120,15 @@ TEST_F(MemoryPools, AnotherStreamUsesTheReusedBlockAfterAnEvent) {
   void* p = filled_block(pool, s);  // null once its free is enqueued
   const void* const block = p;
   void* q = nullptr;
-  const sc::testing::unfreed_guard left(s, {&p, &q});
-  sc::testing::ones_reader reader;
+  const sc::families::unfreed_guard left(s, {&p, &q});
+  sc::families::ones_reader reader;
   sc::marks m;
   {
     sc::gate g;
     hold(g, s);
     sc::held_window w(g);
     reader.read(s, static_cast<const std::uint32_t*>(block), block_words());
-    SC_CHECK_CUDA(sc::testing::free_in(p, s));
+    SC_CHECK_CUDA(sc::families::free_in(p, s));
     ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), s.get()));
     ASSERT_EQ(block, q) << "the pool bounded to one block gave the new allocation other memory: no reuse to test";
     SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));
@@ -142,7 +142,7 @@ TEST_F(MemoryPools, AnotherStreamUsesTheReusedBlockAfterAnEvent) {
   EXPECT_EQ(0u, reader.count()) << "t wrote the reused block before its allocation completed (the freed block's "
                                    "reader, ahead of the allocation in s, saw t's values)";
   EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), block_words(), 2, t)) << "q does not read back";
-  EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, t));
+  EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(q, t));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(t, sc::kWorkDeadline));
 }
 

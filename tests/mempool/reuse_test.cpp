@@ -20,20 +20,20 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::MemoryPools;
+using sc::families::MemoryPools;
 
 // After the gate and drain: b's allocation (`allocated`) reused block p as q; a's reader of p saw only 1s (b's
 // writer did not overtake it); q reads back the 2s b wrote. q is freed. `not_reused` says what a failed allocation
 // means.
 void expect_reused_in_order(MemoryPools& t, cudaError_t allocated, const std::uint32_t* p, void*& q,
-                            const sc::testing::ones_reader& reader, const sc::stream& b, const char* not_reused) {
+                            const sc::families::ones_reader& reader, const sc::stream& b, const char* not_reused) {
   sc::observe("allocation", sc::error_name(allocated));
   sc::observe("same_block", q == p);
   ASSERT_CUDA_EQ(cudaSuccess, allocated) << not_reused;
   EXPECT_EQ(static_cast<const void*>(p), q) << "a pool of one block gave b other memory";
   EXPECT_EQ(0u, reader.count()) << "b wrote the reused block before a's reader of the freed block ran";
   EXPECT_EQ(0u, t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, b));
-  EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, b));
+  EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(q, b));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
 }
 
@@ -52,18 +52,18 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
   std::uint32_t* p = filled_block(pool, a);
-  sc::testing::ones_reader reader;
+  sc::families::ones_reader reader;
   void* held = p;  // until its free is enqueued
   void* q = nullptr;
-  const sc::testing::unfreed_guard left_in_a(a, {&held});
-  const sc::testing::unfreed_guard left_in_b(b, {&q});
+  const sc::families::unfreed_guard left_in_a(a, {&held});
+  const sc::families::unfreed_guard left_in_b(b, {&q});
   cudaError_t allocated = cudaErrorUnknown;
   {
     sc::gate g;
     hold(g, a);
     sc::held_window w(g);
     reader.read(a, p, block_words());
-    SC_CHECK_CUDA(sc::testing::free_in(held, a));
+    SC_CHECK_CUDA(sc::families::free_in(held, a));
     SC_CHECK_CUDA(cudaEventRecord(e.get(), a.get()));
     if (!no_edge) SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), e.get(), 0));
     const sc::return_observation r = sc::call_while_gated(
@@ -135,13 +135,13 @@ struct reuse_seen {
 
 // Once the device drained: whether the allocation q got the freed block p, what a's reader of p saw, and whether q
 // reads back as the 2s written into it; then q is freed in a.
-void read_back(MemoryPools& t, reuse_seen& seen, const void* p, void*& q, sc::testing::ones_reader& reader,
+void read_back(MemoryPools& t, reuse_seen& seen, const void* p, void*& q, sc::families::ones_reader& reader,
                const sc::stream& a) {
   seen.same_block = seen.allocated == cudaSuccess && q == p;
   seen.reader_mismatches = reader.count();
   if (q != nullptr) {
     seen.written_mismatches = t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, a);
-    SC_CHECK_CUDA(sc::testing::free_in(q, a));
+    SC_CHECK_CUDA(sc::families::free_in(q, a));
     SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
   }
 }
@@ -153,17 +153,17 @@ void read_back(MemoryPools& t, reuse_seen& seen, const void* p, void*& q, sc::te
 reuse_seen reuse_behind_a_gate(MemoryPools& t, const sc::mem_pool& pool, const sc::stream& a, const sc::stream& b) {
   reuse_seen seen;
   std::uint32_t* p = t.filled_block(pool, a);
-  sc::testing::ones_reader reader;
+  sc::families::ones_reader reader;
   sc::marks m;
   void* held = p;  // until its free is enqueued
   void* q = nullptr;
-  const sc::testing::unfreed_guard left(a, {&held, &q});
+  const sc::families::unfreed_guard left(a, {&held, &q});
   {
     sc::gate g;
     t.hold(g, a);
     sc::held_window w(g);
     reader.read(a, p, t.block_words());
-    SC_CHECK_CUDA(sc::testing::free_in(held, a));
+    SC_CHECK_CUDA(sc::families::free_in(held, a));
     sc::while_gated_steps steps;
     steps.after_return = [&] { seen.later_work_held = w.absent(sc::probe::mark(m, 1)); };
     const sc::return_observation r = sc::call_while_gated(
@@ -220,11 +220,11 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
   reuse_seen seen;
   const sc::stream a = sc::stream::per_thread();
   std::uint32_t* p = t.filled_block(pool, a);
-  sc::testing::ones_reader reader;
+  sc::families::ones_reader reader;
   sc::marks m;
   void* held = p;  // until its free is enqueued
   void* q = nullptr;
-  const sc::testing::unfreed_guard left(a, {&held, &q});
+  const sc::families::unfreed_guard left(a, {&held, &q});
   // Under the team's lock: 1 the free is enqueued, 2 the other thread allocated and enqueued its work, 3 the gate
   // is open, 4 the other thread's stream finished or its deadline passed (`theirs` says which).
   int step = 0;
@@ -260,7 +260,7 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
     t.hold(g, a);
     sc::held_window w(g);
     reader.read(a, p, t.block_words());
-    SC_CHECK_CUDA(sc::testing::free_in(held, a));
+    SC_CHECK_CUDA(sc::families::free_in(held, a));
     team.update([&] { step = 1; });
     const bool returned = team.wait_until([&] { return step == 2; }, sc::kReturnWindow);
     seen.returned = sc::gated_result(returned ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold,
@@ -327,14 +327,14 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   const sc::stream b = make(stream_flags::non_blocking, "b");
   void* held = filled_block(pool, a);  // until its free is enqueued
   void* q = nullptr;
-  const sc::testing::unfreed_guard left_in_a(a, {&held});
-  const sc::testing::unfreed_guard left_in_b(b, {&q});
+  const sc::families::unfreed_guard left_in_a(a, {&held});
+  const sc::families::unfreed_guard left_in_b(b, {&q});
   cudaError_t pending = cudaErrorUnknown;
   {
     sc::gate g;
     hold(g, a);
     sc::held_window w(g);
-    SC_CHECK_CUDA(sc::testing::free_in(held, a));
+    SC_CHECK_CUDA(sc::families::free_in(held, a));
     const sc::return_observation r = sc::call_while_gated(
         [&] {
           pending = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
@@ -347,7 +347,7 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   drain();
   sc::observe("while_pending.allocation", sc::error_name(pending));
   if (pending == cudaSuccess) {
-    EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, b));
+    EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(q, b));
     EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
   }
   EXPECT_CUDA_EQ(cudaErrorMemoryAllocation, pending)
@@ -357,7 +357,7 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   sc::observe("after_completion.allocation", sc::error_name(after));
   EXPECT_TRUE(mpool07.matches_baseline("allocates_after_the_free_completed", after == cudaSuccess));
   if (after == cudaSuccess) {
-    EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(q, b));
+    EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(q, b));
     EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
   }
 }

@@ -10,7 +10,7 @@
 
 namespace {
 
-using sc::testing::MemoryPools;
+using sc::families::MemoryPools;
 
 // MPOOL-08 · RT stream semantics (a per-thread default stream "is not shared" between host threads: each thread
 // has its own), cudaMemPoolSetAttribute (reuse across streams needs a dependency unless a policy allows it): in a
@@ -35,12 +35,12 @@ TEST_F(MemoryPools, PerThreadStreamsOfTwoThreadsAreTwoStreamsForReuse) {
   cudaError_t other = cudaErrorUnknown;
   void* again = nullptr;
   cudaError_t control = cudaErrorUnknown;
-  const sc::testing::unfreed_guard left(mine, {&p, &theirs, &again});
+  const sc::families::unfreed_guard left(mine, {&p, &theirs, &again});
   {
     sc::gate g;
     hold(g, mine);
     sc::held_window w(g);
-    SC_CHECK_CUDA(sc::testing::free_in(p, mine));
+    SC_CHECK_CUDA(sc::families::free_in(p, mine));
     // In the calling thread's per-thread stream.
     const auto allocate = [&](void** out) {
       const cudaError_t code =
@@ -73,7 +73,7 @@ TEST_F(MemoryPools, PerThreadStreamsOfTwoThreadsAreTwoStreamsForReuse) {
   EXPECT_EQ(block, again) << "the block freed in this thread's per-thread stream";
   for (void** left_over : {&theirs, &again}) {
     if (*left_over != nullptr) {
-      EXPECT_CUDA_EQ(cudaSuccess, sc::testing::free_in(*left_over, mine));
+      EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(*left_over, mine));
     }
   }
   EXPECT_CUDA_EQ(cudaSuccess, cudaStreamSynchronize(cudaStreamPerThread));

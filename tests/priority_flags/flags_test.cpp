@@ -14,7 +14,7 @@ namespace {
 
 using sc::stream;
 using sc::stream_flags;
-using PriorityFlags = sc::testing::PriorityFlags;
+using PriorityFlags = sc::families::PriorityFlags;
 
 // A value no API returns as a stream: if it is still there after a failed create, nothing was created.
 cudaStream_t sentinel_stream() { return reinterpret_cast<cudaStream_t>(std::uintptr_t{0x5c5c}); }

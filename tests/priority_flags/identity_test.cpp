@@ -11,7 +11,7 @@ namespace {
 
 using sc::stream;
 using sc::stream_flags;
-using PriorityFlags = sc::testing::PriorityFlags;
+using PriorityFlags = sc::families::PriorityFlags;
 
 // PRIO-12 · RT cudaStreamGetId (12.0): ids are unique for the program's lifetime (a destroyed stream's id
 // is not handed out again) and the special handles have ids too; the driver reports the same ids.

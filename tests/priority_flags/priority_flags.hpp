@@ -10,7 +10,7 @@
 #include "sc/fixtures/driver.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 class PriorityFlags : public GpuTest {
  protected:
@@ -37,4 +37,4 @@ class PriorityFlags : public GpuTest {
   const driver_api& cu() const { return driver(kMode); }
 };
 
-}  // namespace sc::testing
+}  // namespace sc::families

@@ -21,7 +21,7 @@ namespace {
 
 using sc::stream;
 using sc::stream_flags;
-using PriorityFlags = sc::testing::PriorityFlags;
+using PriorityFlags = sc::families::PriorityFlags;
 
 int clamp_priority(long long request, int least, int greatest) {
   if (request < greatest) return greatest;

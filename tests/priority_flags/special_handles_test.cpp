@@ -10,7 +10,7 @@
 
 namespace {
 
-using PriorityFlags = sc::testing::PriorityFlags;
+using PriorityFlags = sc::families::PriorityFlags;
 
 struct special {
   const char* name;

@@ -13,8 +13,8 @@
 
 namespace {
 
-using sc::testing::decided;
-using sc::testing::PrioritySched;
+using sc::families::decided;
+using sc::families::PrioritySched;
 
 // The priority between the lowest and the highest, or nullopt when the device has fewer than three levels. A plain
 // grid there is dispatched after a grid of the highest priority and before one of the lowest whatever the launch
@@ -47,8 +47,8 @@ TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
   const fill_arrangement built = arrange_behind_fill(specs);
   if (!built.not_ready) return;
   ASSERT_TRUE(built.not_built.empty()) << built.not_built;
-  const sc::testing::sched_grid& plain = *built.pending[0];
-  const sc::testing::sched_grid& graph = *built.pending[1];
+  const sc::families::sched_grid& plain = *built.pending[0];
+  const sc::families::sched_grid& graph = *built.pending[1];
   const bool first = dispatched_before(graph, plain);
   EXPECT_TRUE(capt12.observed_row(
       "graph_runs_at_its_launch_streams_priority",
@@ -84,9 +84,9 @@ TEST_F(PrioritySched, GraphRunsAtItsNodePriorityWithTheFlag) {
   const fill_arrangement built = arrange_behind_fill(specs);
   if (!built.not_ready) return;
   ASSERT_TRUE(built.not_built.empty()) << built.not_built;
-  const sc::testing::sched_grid& plain = *built.pending[0];
-  const sc::testing::sched_grid& without = *built.pending[1];
-  const sc::testing::sched_grid& with = *built.pending[2];
+  const sc::families::sched_grid& plain = *built.pending[0];
+  const sc::families::sched_grid& without = *built.pending[1];
+  const sc::families::sched_grid& with = *built.pending[2];
   const bool with_first = dispatched_before(with, plain);
   const bool without_after = dispatched_before(plain, without);
   EXPECT_TRUE(capt12.observed_row(

@@ -16,9 +16,9 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::decided;
-using sc::testing::PrioritySched;
-using sc::testing::sched_grid;
+using sc::families::decided;
+using sc::families::PrioritySched;
+using sc::families::sched_grid;
 
 // SCHED-04 (recorded; RTSS17 Fig. 8): a pending high-priority grid whose blocks do not fit yet is not
 // overtaken by a later low-priority grid whose smaller blocks would. The running grid has blocks of half
@@ -33,19 +33,19 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
   ASSERT_GE(small_per_sm, 2);
   const unsigned small_wave = sms() * static_cast<unsigned>(small_per_sm);
   // Reason for 0.5 ms: half a block's spin, long against dispatch latency (microseconds).
-  constexpr std::uint64_t kStaggerNs = sc::testing::kBlockSpinNs / 2;
+  constexpr std::uint64_t kStaggerNs = sc::families::kBlockSpinNs / 2;
   // A recorded claim has no mutation: no value of it fails.
   sched_grid* fill = nullptr;
   sched_grid* high = nullptr;
   sched_grid* later = nullptr;
   std::string not_built;
   const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
-    sc::testing::sched_latch latch(*this);
+    sc::families::sched_latch latch(*this);
     const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
     const sc::stream hs = make(stream_flags::non_blocking, "high", greatest());
     const sc::stream ls = make(stream_flags::non_blocking, "later_low", least());
     // The fill spins kFillSpinNs first, so both pending grids are ready before the first small room appears.
-    fill = &grid("fill", fs, least(), small_wave, small, sc::testing::kFillSpinNs, kStaggerNs);
+    fill = &grid("fill", fs, least(), small_wave, small, sc::families::kFillSpinNs, kStaggerNs);
     high = &grid("high", hs, greatest(), wave());
     later = &grid("later_low", ls, least(), small_wave, small);
     launch(*fill, fs);
@@ -213,13 +213,13 @@ TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
   std::string not_built;
   unsigned started_at_release = 0;
   const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
-    sc::testing::sched_latch latch(*this);
+    sc::families::sched_latch latch(*this);
     const sc::stream ls = make(stream_flags::non_blocking, "small_low", least());
     const sc::stream hs = make(stream_flags::non_blocking, "cluster_high", mutated ? least() : greatest());
     // Four waves of small blocks: three stay pending when the latch opens.
     low = &grid("small_low", ls, least(), 4 * small_wave, small);
     high = &grid("cluster_high", hs, greatest(), kCluster * static_cast<unsigned>(clusters), 0,
-                 sc::testing::kBlockSpinNs, 0, kCluster);
+                 sc::families::kBlockSpinNs, 0, kCluster);
     latch.behind(hs);
     launch(*high, hs);
     launch(*low, ls);

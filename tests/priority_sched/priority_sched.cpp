@@ -15,7 +15,7 @@
 #include "sc/fixtures/sharing.hpp"
 #include "sc/kernels/launch.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 void PrioritySched::SetUp() {
   GpuTest::SetUp();
@@ -83,7 +83,7 @@ void PrioritySched::zero(void* p, std::size_t bytes) {
 }
 
 void PrioritySched::launch(sched_grid& g, const stream& s) {
-  const auto label = timeline().label(in_attempt(g.label));
+  const auto label = recorder().label(in_attempt(g.label));
   SC_CHECK_CUDA(kernels::launch_sched_spin(s.get(), g.records.data(), g.blocks, g.threads, g.plan, g.cluster));
   g.launched = true;
 }
@@ -149,7 +149,7 @@ std::string sched_latch::open_when_started(const sched_grid& running, unsigned n
   if (why.empty() && n > 0 && !t_.wait_started(running, n))
     why = running.label + ": " + std::to_string(n) + " blocks did not start in time";
   started_at_release_ = t_.started(running);
-  t_.timeline().host_event(t_.in_attempt("latch opened"));
+  t_.recorder().host_event(t_.in_attempt("latch opened"));
   w.release();
   return why;
 }
@@ -208,7 +208,7 @@ bool PrioritySched::collect() {
         cudaMemcpy(g.host.data(), g.records.data(), g.blocks * sizeof(kernels::block_record), cudaMemcpyDeviceToHost));
     const auto unwritten = std::count_if(g.host.begin(), g.host.end(), [](const auto& b) { return b.t1_ns == 0; });
     EXPECT_EQ(0, unwritten) << g.label << ": blocks without a record (the grid did not run to the end)";
-    timeline().blocks(in_attempt(g.label), g.host.data(), g.host.size());
+    recorder().blocks(in_attempt(g.label), g.host.data(), g.host.size());
     chart.push_back({in_attempt(g.label), g.stream, "", g.priority, g.threads, &g.host});
     inputs.push_back(residency(g));
     observe(g.label + ".priority", g.priority);
@@ -305,7 +305,7 @@ PrioritySched::fill_arrangement PrioritySched::arrange_behind_fill(const std::ve
       latch.behind(streams[i]);
       if (i > 0 && pending[i].after_first) SC_CHECK_CUDA(cudaStreamWaitEvent(streams[i].get(), first_done.get(), 0));
       if (graphs[i]) {
-        const auto label = timeline().label(in_attempt(out.pending[i]->label));
+        const auto label = recorder().label(in_attempt(out.pending[i]->label));
         SC_CHECK_CUDA(graphs[i]->launch(streams[i]));
         out.pending[i]->launched = true;
       } else {
@@ -414,4 +414,4 @@ void write_block_chart(const std::vector<chart_grid>& grids, const cudaDevicePro
          << "or blocks were time-sliced:" << over.str();
 }
 
-}  // namespace sc::testing
+}  // namespace sc::families

@@ -24,7 +24,7 @@
 #include "sc/fixtures/stream.hpp"
 #include "sc/kernels/record.hpp"
 
-namespace sc::testing {
+namespace sc::families {
 
 // How long one block spins. Reason: about 1 ms per block (a wave of the device lasts 1 ms), so a test of
 // a few waves stays far below 50 ms of GPU work, while a block still outlasts launch and dispatch
@@ -221,4 +221,4 @@ void write_block_chart(const std::vector<chart_grid>& grids, const cudaDevicePro
 ::testing::AssertionResult residency_verdict(const std::vector<residency_input>& grids,
                                              const cudaDeviceProp& properties, const std::string& key);
 
-}  // namespace sc::testing
+}  // namespace sc::families

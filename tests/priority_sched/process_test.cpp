@@ -16,8 +16,8 @@
 
 namespace {
 
-using sc::testing::decided;
-using sc::testing::PrioritySched;
+using sc::families::decided;
+using sc::families::PrioritySched;
 
 // How long a child may take to set up its context, and to run its grid. Reason: a context is created in
 // well under a second; the grids below run for at most about 50 ms even when time-sliced.
@@ -66,7 +66,7 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
     return std::vector<std::string>{"--priority", std::to_string(priority),
                                     "--blocks",   std::to_string(blocks),
                                     "--threads",  std::to_string(threads()),
-                                    "--spin-us",  std::to_string(sc::testing::kBlockSpinNs / 1000),
+                                    "--spin-us",  std::to_string(sc::families::kBlockSpinNs / 1000),
                                     "--out",      out};
   };
   const std::string low_file = scratch("low");
@@ -79,14 +79,14 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
   const sc::block_records l = read_records<sc::kernels::block_record>(low_file, blocks);
   const sc::block_records h = read_records<sc::kernels::block_record>(high_file, blocks);
   ASSERT_FALSE(l.empty() || h.empty()) << "a child's records could not be read";
-  sc::testing::write_block_chart({{"low", "child stream", "child:low", least(), threads(), &l},
-                                  {"high", "child stream", "child:high", greatest(), threads(), &h}},
-                                 properties(), least(), greatest());
+  sc::families::write_block_chart({{"low", "child stream", "child:low", least(), threads(), &l},
+                                   {"high", "child stream", "child:high", greatest(), threads(), &h}},
+                                  properties(), least(), greatest());
   // Under a tool the children's records show the tool's scheduling (racecheck: 3 blocks on an SM, 2 fit).
   SC_REQUIRE(sc::requirement::uninstrumented_kernels);
   // Each context on its own stays within the device limits (SCHED-13).
-  EXPECT_TRUE(sc::testing::residency_verdict({{&l, threads(), "low"}}, properties(), "residency.low"));
-  EXPECT_TRUE(sc::testing::residency_verdict({{&h, threads(), "high"}}, properties(), "residency.high"));
+  EXPECT_TRUE(sc::families::residency_verdict({{&l, threads(), "low"}}, properties(), "residency.low"));
+  EXPECT_TRUE(sc::families::residency_verdict({{&h, threads(), "high"}}, properties(), "residency.high"));
   // Both together: more blocks on one SM than fit means the contexts took turns (time-slicing).
   std::uint32_t most = 0;
   for (const sc::residency_peak& p : sc::residency_peaks({{&l, threads(), "low"}, {&h, threads(), "high"}}))
@@ -150,7 +150,7 @@ TEST_F(PrioritySched, ContextsAreTimeSliced) {
     sc::block_records spans;
     for (const auto& g : logs[i]) spans.push_back({g.t0_ns, g.t1_ns, 0, g.sm_begin, g.sm_end, 0, 0});
     const std::string name = i == 0 ? "a" : "b";
-    EXPECT_TRUE(sc::testing::residency_verdict({{&spans, threads(), name}}, properties(), "residency." + name));
+    EXPECT_TRUE(sc::families::residency_verdict({{&spans, threads(), name}}, properties(), "residency." + name));
   }
   std::vector<double> runs_us;
   std::vector<double> gaps_us;

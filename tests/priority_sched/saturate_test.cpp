@@ -13,9 +13,9 @@
 namespace {
 
 using sc::stream_flags;
-using sc::testing::decided;
-using sc::testing::PrioritySched;
-using sc::testing::sched_grid;
+using sc::families::decided;
+using sc::families::PrioritySched;
+using sc::families::sched_grid;
 
 // Waves of the running grid. Reason: after the first wave, three more keep blocks pending for about 3 ms,
 // against microseconds for the host to open the latch and 1 ms for the pending grid's one wave.
@@ -40,7 +40,7 @@ saturation saturate(PrioritySched& t, const std::string& running, int running_pr
                     int pending_priority, bool pending_first) {
   saturation s;
   s.not_ready = t.arrange([&]() -> std::optional<std::string> {
-    sc::testing::sched_latch latch(t);
+    sc::families::sched_latch latch(t);
     s.running_stream.emplace(t.make(stream_flags::non_blocking, running, running_priority));
     s.pending_stream.emplace(t.make(stream_flags::non_blocking, pending, pending_priority));
     s.pending = &t.grid(pending, *s.pending_stream, pending_priority, t.wave());
@@ -126,13 +126,13 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   // SCHED-03: from the latch opening (host, CUPTI clock) to the first high block, against the least
   // remaining time of the low blocks resident then: never shorter (no preemption), and longer only by the
   // dispatch of a ready grid into a freed slot (ready_slack).
-  if (!timeline().enabled()) {
+  if (!recorder().enabled()) {
     sched03.not_measured(
         "dispatch_delay_is_the_remaining_block_time",
         "CUPTI tracing unavailable (the latch opening is a host event on CUPTI's clock): " + sc::trace::state().reason);
     return;
   }
-  const sc::timeline t = timeline().collect();
+  const sc::timeline t = recorder().collect();
   std::uint64_t opened_ns = 0;
   for (const auto& e : t.host_events)
     if (e.label == in_attempt("latch opened")) opened_ns = e.start_ns;
@@ -160,7 +160,7 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   // Mutation (expectation): the delay expected to be one block spin longer than the remaining time.
   const std::uint64_t expected_ns =
       opened_ns + remaining +
-      sched03.mutate<std::uint64_t>(sc::mutation_kind::expectation, 0, sc::testing::kBlockSpinNs);
+      sched03.mutate<std::uint64_t>(sc::mutation_kind::expectation, 0, sc::families::kBlockSpinNs);
   const sc::slack dispatch = ready_slack();
   const bool within =
       first_high_cupti + tol.ns() >= expected_ns && first_high_cupti <= expected_ns + dispatch.ns() + tol.ns();
