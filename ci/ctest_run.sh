@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced by the ci/ scripts. ctest_run BUILD_DIR [ctest arguments...]: runs ctest in BUILD_DIR, returns its
 # status, and sets `run` to the folder of that run: results/invocations/<ctest pid>-<start> names it
-# (fixtures/include/sc/fixtures/run_context.hpp), so runs started together in one build folder each find
+# (runner/include/sc/runner/run_context.hpp), so runs started together in one build folder each find
 # their own. `run` is empty when the run made no folder (nothing was selected, or it ended before its begin).
 # shellcheck disable=SC2034  # `run` is read by the scripts that source this file
 ctest_run() {

@@ -8,6 +8,8 @@ the report reads it) and every test source of tests/, and lists each disagreemen
   - a claim without a kind where its row names several (a cell such as "documented / observed"), or with a
     kind the row does not name;
   - a test that claims an ID but does not open with its claims (they say what it proves);
+  - a family source that includes a header of the runner (runner/include: the process machinery is walled off
+    from the tests; the build refuses it too);
   - a test that claims an ID but is not named in the Tests cell of that ID's row (names may be patterns:
     `Suite.*`, `Suite.Prefix*Suffix`);
   - a name in a Tests cell that matches no test.
@@ -31,6 +33,7 @@ CLAIM = re.compile(r'\bclaim\s+\w+\s*\(\s*"([A-Z][A-Z0-9]*-\d+)"\s*(?:,\s*(?:sc:
 OPENING = re.compile(r'\s*(?:const\s+)?(?:sc::)?claim\s')
 TEST = re.compile(r"\bTEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{")
 KINDS = ("documented", "observed", "recorded")
+RUNNER_INCLUDE = re.compile(r'#\s*include\s*[<"](sc/runner/[^>"]+)[>"]')
 LEFT_OUT = ("unit",)
 
 
@@ -72,6 +75,9 @@ def disagreements(source):
     found, tests, claims = [], set(), 0
     for path in sources(source):
         text = path.read_text(encoding="utf-8")
+        for include in RUNNER_INCLUDE.finditer(text):
+            found.append("%s:%d: includes %s, a header of the runner, which families do not see" % (
+                path.relative_to(source), text.count("\n", 0, include.start()) + 1, include.group(1)))
         bodies = test_bodies(text)
         tests.update(name for name, _, _ in bodies)
         where = path.relative_to(source)

@@ -10,13 +10,6 @@ foreach(v IN LISTS _sc_vars)
 endforeach()
 set(SC_CONFIGURE_ARGS "${_sc_cache_args}")
 
-# Resource spec for CTest, made when ctest reads the test files (on the machine that runs them): one entry
-# per GPU. With no GPU, no spec is set and GPU tests run and skip.
-configure_file("${CMAKE_CURRENT_LIST_DIR}/gpu_resource_spec.cmake.in"
-               "${CMAKE_BINARY_DIR}/gpu_resource_spec.cmake" @ONLY)
-set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY TEST_INCLUDE_FILES
-             "${CMAKE_BINARY_DIR}/gpu_resource_spec.cmake")
-
 # streamcheck_build.json: how this build was configured (read by sc_env into env.json "build").
 function(_sc_json_string out value)
   string(REPLACE "\\" "\\\\" value "${value}")

@@ -21,7 +21,7 @@
 set(SC_RUN_FIXTURE streamcheck_run)
 
 function(_sc_add_family_executable exe family variant)
-  # The names the test main gives the executable's tests (fixtures/src/main.cpp).
+  # The names the test main gives the executable's tests (runner/src/main.cpp).
   set(names "${CMAKE_CURRENT_BINARY_DIR}/${exe}_names.cpp")
   file(GENERATE OUTPUT "${names}" CONTENT "namespace sc {\nextern const char* const kFamily = \"${family}\";\n\
 extern const char* const kBuild = \"${variant}\";\n}  // namespace sc\n")
@@ -77,7 +77,7 @@ function(sc_behavior_family)
   list(JOIN arg_TWO_GPUS ":" two_gpus)
   string(CONCAT common "FAMILY ${arg_FAMILY} KIND ${kind} TIMEOUT ${arg_TIMEOUT} "
                 "RESULTS [==[${SC_RESULTS}]==] ISOLATED [==[${isolated}]==] TWO_GPUS [==[${two_gpus}]==]")
-  set(calls "set(_sc_cmake [==[${CMAKE_COMMAND}]==])\ninclude([==[${PROJECT_SOURCE_DIR}/cmake/StreamcheckEntries.cmake]==])\n")
+  set(calls "set(_sc_cmake [==[${CMAKE_COMMAND}]==])\ninclude([==[${PROJECT_SOURCE_DIR}/runner/cmake/StreamcheckEntries.cmake]==])\n")
   set(all_exes "")
   foreach(target prefix IN ZIP_LISTS targets prefixes)
     list(APPEND all_exes "$<TARGET_FILE:${target}>")

@@ -141,13 +141,13 @@ class Help(unittest.TestCase):
 
 
 class ResourceSpec(unittest.TestCase):
-    """cmake/gpu_resource_spec.cmake.in, run as ctest runs it when it reads the tests: one resource "gpus" per
+    """runner/cmake/gpu_resource_spec.cmake.in, run as ctest runs it when it reads the tests: one resource "gpus" per
     GPU, two slots each; where CUDA_VISIBLE_DEVICES is set, one per entry it lists."""
 
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="streamcheck-spec-test-")
         self.build = Path(self._tmp.name)
-        template = (CI.parent / "cmake" / "gpu_resource_spec.cmake.in").read_text()
+        template = (CI.parent / "runner" / "cmake" / "gpu_resource_spec.cmake.in").read_text()
         self.script = self.build / "gpu_resource_spec.cmake"
         # What ctest reads: the spec file the script names (none: no spec).
         self.script.write_text(template.replace("@CMAKE_BINARY_DIR@", str(self.build)) +

@@ -50,6 +50,7 @@ class PlanCheck(unittest.TestCase):
             'const sc::claim x01("X-01", sc::verdict_kind::observed);': "is claimed observed, its plan says documented",
             'const sc::claim x01("X-09");': "X-09 is claimed, but no plan has a row for it",
             'body();\n  const sc::claim x01("X-01");': "does not open with its claims",
+            'const sc::claim x01("X-01");\n#include "sc/runner/process.hpp"': "a header of the runner",
         }
         for claim, said in cases.items():
             with self.subTest(claim=claim):

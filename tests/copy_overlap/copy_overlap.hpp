@@ -48,7 +48,7 @@ class CopyOverlap : public GpuTest {
   void SetUp() override;
 
  public:
-  using GpuTest::timeline;
+  using GpuTest::recorder;
   // cudaMemcpyAsync / cudaMemsetAsync under `label` (one CUPTI record each); they return the call's code.
   cudaError_t copy(const std::string& label, void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
                    const stream& s);

@@ -27,7 +27,7 @@ class DefaultStreams : public GpuTest {
   // make, hold, drop and drain come from GpuTest; public so that a test file's free functions can share
   // an arrangement between tests.
  public:
-  using GpuTest::timeline;
+  using GpuTest::recorder;
   int device_index() const noexcept { return device(); }
 
   const stream legacy_ = stream::legacy();

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "events.hpp"
+#include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/memory.hpp"
-#include "sc/fixtures/process.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {

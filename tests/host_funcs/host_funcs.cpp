@@ -1,6 +1,6 @@
 #include "host_funcs.hpp"
 
-#include "sc/fixtures/process.hpp"
+#include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/trace.hpp"
 
 namespace sc::families {

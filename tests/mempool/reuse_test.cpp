@@ -11,9 +11,9 @@
 #include "mempool.hpp"
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/event.hpp"
+#include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/probe.hpp"
-#include "sc/fixtures/process.hpp"
 #include "sc/fixtures/thread_team.hpp"
 #include "sc/kernels/launch.hpp"
 

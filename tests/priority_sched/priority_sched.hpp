@@ -69,7 +69,7 @@ class PrioritySched : public GpuTest {
 
  public:
   using GpuTest::properties;
-  using GpuTest::timeline;
+  using GpuTest::recorder;
   // Threads per block of the standard grid (1024 or the device's maximum), how many such blocks fit on
   // one SM (occupancy API), the SM count, and a wave: the blocks that fill every SM once.
   unsigned threads() const noexcept { return threads_; }

@@ -10,7 +10,7 @@
 #include "sc/fixtures/gate.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/observe.hpp"
-#include "sc/fixtures/run_context.hpp"
+#include "sc/runner/run_context.hpp"
 
 namespace {
 

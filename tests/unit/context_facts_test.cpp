@@ -1,6 +1,6 @@
 // Host tests of the run's context-facts file (context_facts.hpp): written whole, once per run and GPU, and a
 // write that cannot happen says why instead of throwing.
-#include "sc/fixtures/context_facts.hpp"
+#include "sc/runner/context_facts.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

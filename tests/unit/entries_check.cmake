@@ -1,4 +1,4 @@
-# cmake -DSCRIPT=<cmake/StreamcheckEntries.cmake> -DWORK=<folder> -DEXE=<sc_entries_fake> -P entries_check.cmake
+# cmake -DSCRIPT=<runner/cmake/StreamcheckEntries.cmake> -DWORK=<folder> -DEXE=<sc_entries_fake> -P entries_check.cmake
 # The entries ctest is given (StreamcheckEntries.cmake), checked without a GPU: add_test and
 # set_tests_properties are stand-ins that note what they are asked, and a GoogleTest executable of a few
 # tests (entries_fake.cpp, copied into WORK so that its lists are kept there) is the family's. Each mode must

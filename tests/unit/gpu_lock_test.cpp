@@ -1,6 +1,6 @@
 // The GPU lock (gpu_lock.hpp) without a GPU: "another process" is a second open file description of the
 // lock file (flock conflicts between those even inside one process); the UUIDs carry this process's pid.
-#include "sc/fixtures/gpu_lock.hpp"
+#include "sc/runner/gpu_lock.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

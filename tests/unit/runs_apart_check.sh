@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs started together in one build folder keep their results apart (fixtures/include/sc/fixtures/run_context.hpp):
+# Runs started together in one build folder keep their results apart (runner/include/sc/runner/run_context.hpp):
 # four ctest runs of different unit tests at once; each must have a run folder of its own, finished, holding
 # the XML of its own tests and nothing else.
 #

@@ -134,9 +134,9 @@ function(sc_entries)
     list(GET entry 0 name)
     list(GET entry 1 filter)
     list(GET entry 2 timeout)
-    # The process writes into its run's folder under ARG_RESULTS (fixtures/include/sc/fixtures/run_context.hpp).
+    # The process writes into its run's folder under ARG_RESULTS (runner/include/sc/runner/run_context.hpp).
     add_test("${name}" "${arg_EXE}" "--gtest_filter=${filter}" "--gtest_output=xml:${name}.xml" ${args})
-    # 77: no test of the process failed and none passed (fixtures/include/sc/fixtures/process.hpp).
+    # 77: no test of the process failed and none passed (runner/include/sc/runner/process.hpp).
     set(entry_labels "${labels}")
     list(FIND two "${filter}" at)  # read by ctest, where if(IN_LIST) is not known
     if(NOT at EQUAL -1)
