@@ -9,7 +9,8 @@ the report reads it) and every test source of tests/, and lists each disagreemen
     kind the row does not name;
   - a test that claims an ID but does not open with its claims (they say what it proves);
   - a family source that includes a header of the runner (runner/include: the process machinery is walled off
-    from the tests; the build refuses it too);
+    from the tests; the build refuses it too), or that calls into `sc::detail` (the fixtures' inner words; the
+    harness family, which tests the fixtures' own machinery, may);
   - a test that claims an ID but is not named in the Tests cell of that ID's row (names may be patterns:
     `Suite.*`, `Suite.Prefix*Suffix`);
   - a name in a Tests cell that matches no test.
@@ -34,6 +35,8 @@ OPENING = re.compile(r'\s*(?:const\s+)?(?:sc::)?claim\s')
 TEST = re.compile(r"\bTEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{")
 KINDS = ("documented", "observed", "recorded")
 RUNNER_INCLUDE = re.compile(r'#\s*include\s*[<"](sc/runner/[^>"]+)[>"]')
+DETAIL_CALL = re.compile(r'\b(?:sc::)?detail::(\w+)')
+DETAIL_ALLOWED = ("harness",)
 LEFT_OUT = ("unit",)
 
 
@@ -78,6 +81,10 @@ def disagreements(source):
         for include in RUNNER_INCLUDE.finditer(text):
             found.append("%s:%d: includes %s, a header of the runner, which families do not see" % (
                 path.relative_to(source), text.count("\n", 0, include.start()) + 1, include.group(1)))
+        if path.parent.name not in DETAIL_ALLOWED:
+            for call in DETAIL_CALL.finditer(text):
+                found.append("%s:%d: calls sc::detail::%s, an inner word of the fixtures" % (
+                    path.relative_to(source), text.count("\n", 0, call.start()) + 1, call.group(1)))
         bodies = test_bodies(text)
         tests.update(name for name, _, _ in bodies)
         where = path.relative_to(source)

@@ -51,6 +51,7 @@ class PlanCheck(unittest.TestCase):
             'const sc::claim x01("X-09");': "X-09 is claimed, but no plan has a row for it",
             'body();\n  const sc::claim x01("X-01");': "does not open with its claims",
             'const sc::claim x01("X-01");\n#include "sc/runner/process.hpp"': "a header of the runner",
+            'const sc::claim x01("X-01");\n  sc::detail::ledger_mark();': "calls sc::detail::ledger_mark",
         }
         for claim, said in cases.items():
             with self.subTest(claim=claim):

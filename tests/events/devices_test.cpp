@@ -208,7 +208,7 @@ TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
   const std::string no_load = peer_state.no_lazy_load();
   EXPECT_TRUE(dflt20.observed_row(
       std::string("first_launch_on_peer_returns_while_other_device_gated.") + (eager ? "eager" : "lazy"),
-      no_load.empty() ? first.returned : sc::detail::invalid_check(no_load)));
+      no_load.empty() ? first.returned : sc::invalid_check(no_load)));
 }
 
 }  // namespace

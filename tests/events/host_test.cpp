@@ -88,9 +88,9 @@ TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
   if (set != cudaSuccess) {
     // The row is not dropped: it could not be measured, which is a failure with its reason.
     EXPECT_TRUE(evt13.observed_row("device_blocking_sync_sleeps",
-                                   sc::detail::invalid_check("cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) on "
-                                                             "the running context returned " +
-                                                             sc::error_name(set) + ": no wait under the flag")));
+                                   sc::invalid_check("cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) on "
+                                                     "the running context returned " +
+                                                     sc::error_name(set) + ": no wait under the flag")));
   } else {
     const host_wait flagged =
         measure_wait(s, records.device(), kSpinNs, [&] { return cudaStreamSynchronize(s.get()); });
@@ -125,9 +125,9 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeSleepsUnderBlockingSync) {
   sc::observe("set_flags_on_running_context", sc::error_name(set));
   if (set != CUDA_SUCCESS) {
     EXPECT_TRUE(evt19.observed_row("blocking_sync_sleeps",
-                                   sc::detail::invalid_check("cuDevicePrimaryCtxSetFlags on the running context "
-                                                             "returned " +
-                                                             sc::error_name(set) + ": no wait under the flag")));
+                                   sc::invalid_check("cuDevicePrimaryCtxSetFlags on the running context "
+                                                     "returned " +
+                                                     sc::error_name(set) + ": no wait under the flag")));
     return;
   }
   // The context's flags are restored however the test leaves this scope (a failed step throws): later tests of

@@ -120,7 +120,7 @@ TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
   const bool ended_before_read = sc::load_acquire(beacon.host()->done) != 0;
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   if (ended_before_read) {
-    const sc::gated_result invalid = sc::detail::invalid_check(
+    const sc::gated_result invalid = sc::invalid_check(
         "the beacon had ended when the second clock pair was read, so its stamp had stopped: no rate");
     FAIL() << invalid.message();
   }

@@ -333,7 +333,7 @@ gated_result decided(bool holds, const std::string& what) {
 }
 
 gated_result decided(const std::string& invalid_reason, bool holds, const std::string& what) {
-  if (!invalid_reason.empty()) return detail::invalid_check(what + ": " + invalid_reason);
+  if (!invalid_reason.empty()) return invalid_check(what + ": " + invalid_reason);
   return decided(holds, what);
 }
 
@@ -367,7 +367,7 @@ void write_block_chart(const std::vector<chart_grid>& grids, const cudaDevicePro
                             {"fields", {"t0", "t1", "sm0", "sm1", "max_gap"}},
                             {"records", std::move(rows)}});
   }
-  sc::detail::set_block_chart(out);
+  sc::record_block_chart(out);
 }
 
 ::testing::AssertionResult residency_verdict(const std::vector<residency_input>& grids,
@@ -375,7 +375,7 @@ void write_block_chart(const std::vector<chart_grid>& grids, const cudaDevicePro
   // SCHED-13 is claimed by a test that judges something; one of recorded values alone checks its records the
   // same way (wrong records still fail it) and stays recorded.
   std::optional<claim> sched13;
-  if (sc::detail::has_claim_of_kind(verdict_kind::observed) || sc::detail::has_claim_of_kind(verdict_kind::documented))
+  if (sc::has_claim_of_kind(verdict_kind::observed) || sc::has_claim_of_kind(verdict_kind::documented))
     sched13.emplace("SCHED-13", verdict_kind::documented,
                     "RT cudaDeviceProp maxThreadsPerMultiProcessor, maxBlocksPerMultiProcessor");
   // Mutation SCHED-13 (expectation): the limit taken as one block per SM.

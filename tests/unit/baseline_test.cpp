@@ -71,7 +71,7 @@ TEST(BaselineRows, UnderAToolTheyAreRecordedNotCompared) {
 
 // An observed check that could not be measured fails, except under a tool, where it is noted as not compared.
 TEST(BaselineRows, AnInvalidObservedCheckFailsUnlessUnderATool) {
-  const sc::gated_result invalid = sc::detail::invalid_check("the gate was ended by its watchdog");
+  const sc::gated_result invalid = sc::invalid_check("the gate was ended by its watchdog");
   EXPECT_FALSE(sc::detail::observed_row("PRIO-01", "unit.invalid_plain", invalid));
   const under_tool tool("synccheck");
   EXPECT_TRUE(sc::detail::observed_row("PRIO-01", "unit.invalid_tool", invalid));
@@ -146,8 +146,8 @@ TEST(BaselineRows, RecordedRowsAreShownNeverJudged) {
   EXPECT_TRUE(shown);
   EXPECT_NE(std::string::npos, std::string(shown.message()).find("(recorded)")) << shown.message();
   EXPECT_TRUE(contains(sc::detail::recorded_rows(), "SCHED-12/unit.recorded = 7"));
-  EXPECT_TRUE(sc::detail::has_claim_of_kind(sc::verdict_kind::recorded));
-  EXPECT_FALSE(sc::detail::has_claim_of_kind(sc::verdict_kind::documented));
+  EXPECT_TRUE(sc::has_claim_of_kind(sc::verdict_kind::recorded));
+  EXPECT_FALSE(sc::has_claim_of_kind(sc::verdict_kind::documented));
   const ::testing::TestResult& result = *::testing::UnitTest::GetInstance()->current_test_info()->result();
   for (int i = 0; i < result.test_property_count(); ++i)
     EXPECT_NE(std::string("catalog_id"), result.GetTestProperty(i).key()) << "a claim reached the XML";
