@@ -59,8 +59,10 @@ class PlanCheck(unittest.TestCase):
                 self.assertEqual(1, rc, out)
                 self.assertIn(said, out)
         rc, out = check(AGREES.replace('"X-02", sc::verdict_kind::observed', '"X-02"'))
+        self.assertEqual(1, rc, out)
         self.assertIn("X-02's plan row names documented and observed: the claim must say which", out)
         rc, out = check(AGREES.replace("TEST_F(Fam, Gone) { const sc::claim x03(\"X-03\"); }\n", ""))
+        self.assertEqual(1, rc, out)
         self.assertIn("X-03's Tests cell names Fam.Gone, which matches no test", out)
 
 
