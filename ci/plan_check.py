@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
 from streamcheck.model import parse_plan  # noqa: E402  (the one reader of plan tables)
 
 CLAIM = re.compile(r'\bclaim\s+\w+\s*\(\s*"([A-Z][A-Z0-9]*-\d+)"\s*(?:,\s*(?:sc::)?verdict_kind::(\w+)\s*)?([,)])')
-# A statement a test body may open with before its claims: none (its claims come first).
+# How a test body must open: with its claims (they say what the test proves).
 OPENING = re.compile(r'\s*(?:const\s+)?(?:sc::)?claim\s')
 TEST = re.compile(r"\bTEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{")
 KINDS = ("documented", "observed", "recorded")
