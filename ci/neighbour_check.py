@@ -8,9 +8,11 @@ default 0) alone and beside each neighbour, a second process (sc_probe busy) wit
     window   2 ms kernels filling every SM, started after the run began and ended before it finished
     blip     the same for 0.3 s only: a neighbour that can come and go within one test
 
-Beside a neighbour the gate must exit 2, and every GPU test that held the GPU while the neighbour lived (from
-the observation's started_unix_ms, its set-up steps up to the GPU lock, and duration_ms) must end "not judged"
-(skip kind shared_gpu), never passed or failed. It prints a line per case, with the widest stop of the tests' own kernels (the evidence of
+Beside a neighbour the gate must exit 2, and every GPU test that held the GPU while the neighbour's kernels ran
+(from its "ready" to its "stopped"; the test's time from the observation's started_unix_ms, its set-up steps up
+to the GPU lock, and duration_ms) must end "not judged" (skip kind shared_gpu), never passed or failed. Tests
+that held the GPU only while the neighbour destroyed its context (from "stopped" to "done") are counted apart:
+the neighbour ran nothing then, and NVML may no longer list it. It prints a line per case, with the widest stop of the tests' own kernels (the evidence of
 sharing.hpp's bound), and exits 0 when every case held.
 
     ci/neighbour_check.py BUILD_DIR [CASE ...]
@@ -18,13 +20,16 @@ sharing.hpp's bound), and exits 0 when every case held.
 
 import json
 import os
+import queue
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent
+SAID_WITHIN_S = 120  # reason: a context is made or destroyed in well under a second; a neighbour silent longer hangs
 CASES = {  # sc_probe busy arguments, and (start after, life) in seconds for a neighbour of a window
     "alone": None,
     "short": (["--spin-us", "200", "--blocks", "1"], None),
@@ -35,29 +40,44 @@ CASES = {  # sc_probe busy arguments, and (start after, life) in seconds for a n
 
 
 def start_neighbour(build, device, args, life_s=None):
-    """sc_probe busy on `device`; returns the process once it said ready, and when that was."""
+    """sc_probe busy on `device`; returns the process and its lines (a queue) once it said ready, and when."""
     command = [str(Path(build) / "fixtures" / "sc_probe"), "busy", "--device", device] + args
     if life_s is not None:
         command += ["--ms", str(int(life_s * 1000))]
     probe = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                              env=dict(os.environ, CUDA_VISIBLE_DEVICES=device))
-    line = probe.stdout.readline().strip()
-    if line != "ready":
-        raise RuntimeError("the neighbour did not start: %r" % line)
-    return probe, time.time()
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in probe.stdout], daemon=True).start()
+    next_line(probe, lines, "ready")
+    return (probe, lines), time.time()
 
 
-def stop_neighbour(probe, ends_by_itself=False):
-    """Ends the neighbour (closes its input, unless it ends by itself) and returns when its context ended: it says
-    "done" once it destroyed it (its process takes a while longer to exit)."""
+def next_line(probe, lines, expected):
+    """The neighbour's next line, which must start with `expected`; a neighbour silent for SAID_WITHIN_S is
+    stopped and the check fails with that, rather than hang."""
+    try:
+        line = lines.get(timeout=SAID_WITHIN_S)
+    except queue.Empty:
+        probe.kill()
+        raise RuntimeError("the neighbour did not say %r within %d s" % (expected, SAID_WITHIN_S))
+    if not line.startswith(expected):
+        probe.kill()
+        raise RuntimeError("the neighbour said %r where %r was due" % (line.strip(), expected))
+    return line
+
+
+def stop_neighbour(neighbour, ends_by_itself=False):
+    """Ends the neighbour (closes its input, unless it ends by itself); returns when its last kernel ended (it
+    says "stopped") and when its context did (it says "done" once cudaDeviceReset returned)."""
+    probe, lines = neighbour
     if not ends_by_itself and probe.poll() is None:
         probe.stdin.close()
-    said = probe.stdout.readline()
+    next_line(probe, lines, "stopped")
+    stopped = time.time()
+    next_line(probe, lines, "done")
     ended = time.time()
     probe.wait(timeout=120)
-    if not said.startswith("done"):
-        raise RuntimeError("the neighbour ended without saying so: %r" % said)
-    return ended
+    return stopped, ended
 
 
 def tests_of(run):
@@ -94,14 +114,14 @@ def run_gate(build, device, case):
         if spec is not None and spec[1] is not None:
             time.sleep(spec[1][0])  # a neighbour that comes while the run goes on (no ordering rests on it)
             probe, born = start_neighbour(build, device, spec[0], spec[1][1])
-            life = (born, stop_neighbour(probe, ends_by_itself=True))  # before the run ends
+            life = (born,) + stop_neighbour(probe, ends_by_itself=True)  # before the run ends
             if gate.poll() is not None:
                 print("neighbour_check: %s: the run ended before its neighbour did (lengthen the run or shorten "
                       "the window)" % case)
-                life = (born, float("inf"))  # not the case it should be: it does not hold
+                life = (born, float("inf"), float("inf"))  # not the case it should be: it does not hold
         gate.wait(timeout=900)
     if probe is not None and life is None:
-        life = (born, stop_neighbour(probe))
+        life = (born,) + stop_neighbour(probe)
     said = log.read_text()
     runs = re.findall(r"^gate: results in (\S+)", said, re.M)
     return gate.returncode, (runs[0] if runs else None), life
@@ -118,18 +138,23 @@ def judge(case, rc, run, life):
         ok = rc == 0 and not shared and bool(tests)
         what = "gate exit %d, %d GPU tests, %d not judged (shared)" % (rc, len(tests), len(shared))
     else:
+        # Beside it: held the GPU while its kernels ran. A test that held it only while the neighbour's context
+        # was being destroyed (no work of the neighbour left) is counted apart, and may be judged.
         beside = [t for t in tests if t[1] < life[1] and t[2] > life[0]]
+        teardown = [t for t in tests if t[1] < life[2] and t[2] > life[1] and t not in beside]
         judged = [t for t in beside if t[3] in ("passed", "failed")]
         ok = rc == 2 and bool(beside) and not judged and life[1] != float("inf")
         told = {}  # how the tests beside it saw it: listed at their start, while they ran, at their end
         for t in beside:
             for when in {p.get("seen") for p in t[5].get("other_processes") or []} or {"by no listing"}:
                 told[when] = told.get(when, 0) + 1
-        what = "gate exit %d, %d GPU tests, %d beside the neighbour, %d of them not judged (seen: %s), %d judged%s" % (
+        what = ("gate exit %d, %d GPU tests, %d beside the neighbour's kernels, %d of them not judged (seen: %s), "
+                "%d judged; %d beside its context's teardown only (%.1f ms), %d of them judged%s") % (
             rc, len(tests), len(beside), sum(1 for t in beside if t[4] == "shared_gpu"),
-            ", ".join("%s %d" % kv for kv in sorted(told.items())), len(judged),
+            ", ".join("%s %d" % kv for kv in sorted(told.items())), len(judged), len(teardown),
+            (life[2] - life[1]) * 1e3, sum(1 for t in teardown if t[3] in ("passed", "failed")),
             "".join("\n    judged beside it: %s (%s; held the GPU from %+.1f ms to %+.1f ms of the neighbour's "
-                    "%.1f ms; widest stop of its kernels %s)"
+                    "%.1f ms of kernels; widest stop of its kernels %s)"
                     % (t[0], t[3], (t[1] - life[0]) * 1e3, (t[2] - life[0]) * 1e3, (life[1] - life[0]) * 1e3,
                        "none recorded" if t[5].get("widest_gap_ns") is None
                        else "%.3f ms" % (t[5]["widest_gap_ns"] / 1e6)) for t in judged[:40]))
