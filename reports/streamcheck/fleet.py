@@ -322,14 +322,19 @@ def value_changes(old_fleet: Dict[str, Any], old: Dict[str, Dict[str, Any]],
     """Real value changes per (test, key), each with its samples; numbers first, the largest change first; and
     how many changes were within noise."""
     before = {key: group_samples(hosts) for key, hosts in old_fleet["groups"].items()}
+    # A group of fewer than MIN_SAMPLES samples borrows the value's spread over the whole previous fleet: unlike
+    # hosts' spread is wider than like hosts', never narrower than none.
+    everywhere = group_samples([h for hosts in old_fleet["groups"].values() for h in hosts])
     found: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
     noise = 0
     for name in sorted(set(old) & set(new)):
         group = before[old[name]["group"]]
         for label, a, b in matched_tests(old[name], new[name]):
             for key in sorted(set(a["observations"]) & set(b["observations"]), key=str):
-                change = value_change(a["observations"][key], b["observations"][key],
-                                      group.get((a["ctest_name"], str(key)), []))
+                samples = group.get((a["ctest_name"], str(key)), [])
+                if len(samples) < MIN_SAMPLES:
+                    samples = everywhere.get((a["ctest_name"], str(key)), samples)
+                change = value_change(a["observations"][key], b["observations"][key], samples)
                 if change and change["real"]:
                     found.setdefault((b["ctest_name"], str(key)), []).append(dict(change, host=label))
                 elif change:

@@ -224,6 +224,22 @@ class RecordedFleet(unittest.TestCase):
         self.assertIn("1 host gone (h200)", done.stdout)
 
 
+    def test_a_group_too_small_borrows_the_fleets_spread(self):
+        old = self.fleet("old", **{"h100-%s" % c: "h100x1-host" for c in "abc"})
+        set_driver(old / "h100-c" / H100_RUN, "580.200.01")  # a group of one
+        for host, gap in (("h100-a", 80), ("h100-b", 120), ("h100-c", 100)):
+            set_values(old / host / H100_RUN, GAP_TEST, **{"blocks.widest_gap_ns": gap})
+        new = self.root / "new"
+        shutil.copytree(old, new)
+        # Fleet-wide: median 100, MAD 20, a band of 148; 5 % of 100 would call 130 real.
+        set_values(new / "h100-c" / H100_RUN, GAP_TEST, **{"blocks.widest_gap_ns": 130})
+        changes = fleet_view(load_fleet(new), load_fleet(old))["changes"]
+        self.assertEqual(([], 1), (changes["values"], changes["noise"]))
+        set_values(new / "h100-c" / H100_RUN, GAP_TEST, **{"blocks.widest_gap_ns": 400})
+        changes = fleet_view(load_fleet(new), load_fleet(old))["changes"]
+        self.assertEqual([(GAP_TEST, "blocks.widest_gap_ns")], [(v["test"], v["key"]) for v in changes["values"]])
+
+
 # The synthetic fleet: GPU models and drivers of its groups, and its families (11 x 25 = 275 tests a host).
 GROUPS = (("NVIDIA H100 80GB HBM3", "580.159.04"), ("NVIDIA H100 80GB HBM3", "580.95.05"),
           ("NVIDIA H200", "580.159.04"), ("NVIDIA A100-SXM4-80GB", "570.172.08"))
