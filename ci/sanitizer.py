@@ -66,7 +66,10 @@ EXPECTED_API_ERRORS: Dict[str, str] = {
     "StreamCapture.LegacyStreamWorkFromAnotherThreadBesideABlockingGlobalCapture": "CAPT-05 launches into the legacy stream beside a blocking capture, refused",
     "StreamCapture.CallsACaptureRefusesAndWhetherItSurvives": "CAPT-06 makes calls a capture refuses",
     "StreamCapture.QueriesOfCapturedWorkAreRefused": "CAPT-07 queries and synchronizes a capturing stream and a captured event",
-    "StreamCapture.ForkAndJoinByEventsAndTheirEndings": "CAPT-08 ends captures unjoined and from the wrong thread, and waits across capture boundaries",
+    "StreamCapture.ForkNeverJoinedEndsTheCaptureUnjoined": "CAPT-08 ends a capture with an unjoined fork",
+    "StreamCapture.AnotherThreadEndingAThreadLocalCaptureIsTheWrongThread": "CAPT-08 ends a capture from the wrong thread",
+    "StreamCapture.CaptureWaitingOnAnEventFromOutsideIsIsolation": "CAPT-08 waits on an event from outside a capture",
+    "StreamCapture.SecondCaptureWaitingOnTheFirstsEventIsAMerge": "CAPT-08 waits across two capture sequences",
 }
 # No test's child is left untracked (--target-processes application-only): under the tool (memcheck, H100,
 # CUDA 13.0) a re-executed death-test child's CUDA initialization never returned, tracked or not, so the tests

@@ -180,6 +180,78 @@ TEST_F(PriorityFlags, PlainlyCreatedStreamsHaveDefaultPriorityZero) {
   }
 }
 
+// PRIO-11's start lines: the threads arrive, then wait for "start" (enqueue) and "go" (check), which the test
+// opens. Changed and read under the team's lock.
+struct team_phases {
+  // Reason: allocation by 16 threads at once took about 2.5 s on an H100; 10 s bounds a stuck thread.
+  static constexpr auto kDeadline = std::chrono::milliseconds{10'000};
+  unsigned arrived = 0;
+  bool start = false;
+  bool go = false;
+  void arrive(sc::thread_team& team) {
+    team.update([this] { ++arrived; });
+  }
+  bool all_arrived(sc::thread_team& team, unsigned n) {
+    return team.wait_until([this, n] { return arrived >= n; }, kDeadline);
+  }
+  void open(sc::thread_team& team, bool& phase) {
+    team.update([&phase] { phase = true; });
+  }
+  void wait_for(sc::thread_team& team, const bool& phase) {
+    if (!team.wait_until([&phase] { return phase; }, kDeadline))
+      throw std::runtime_error("gave up waiting for the test thread");
+  }
+};
+
+// One PRIO-11 thread's work: a stream at every priority level (blocking and non-blocking alternating), each
+// filling a buffer with its own value and copying it back.
+class level_streams {
+ public:
+  level_streams(unsigned thread, int greatest, int least)
+      : side_(stream::create(stream_flags::non_blocking, 0, "side")) {
+    for (int p = greatest; p <= least; ++p) {
+      const auto flags = (p + static_cast<int>(thread)) % 2 == 0 ? stream_flags::blocking : stream_flags::non_blocking;
+      levels_.push_back(level{stream::create(flags, p), sc::device_buffer<std::uint32_t>(kElements),
+                              sc::pinned_buffer<std::uint32_t>(kElements),
+                              thread * 1000u + static_cast<std::uint32_t>(p - greatest) + 1u});
+    }
+  }
+  // Every level's work, behind `released`; the copy back in a side stream when `unordered`. Returns the count.
+  unsigned enqueue(const sc::event& released, bool unordered) {
+    for (level& w : levels_) {
+      SC_CHECK_CUDA(cudaStreamWaitEvent(w.s.get(), released.get(), 0));
+      SC_CHECK_CUDA(sc::kernels::launch_fill(w.s.get(), w.data.data(), kElements, w.value));
+      const stream& copier = unordered ? side_ : w.s;
+      SC_CHECK_CUDA(
+          cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, copier.get()));
+      if (unordered) SC_CHECK_CUDA(sc::synchronize_within(side_, sc::kWorkDeadline));
+    }
+    return static_cast<unsigned>(levels_.size());
+  }
+  // Waits for every level and checks its copy; the number of levels checked (throws at the first wrong element).
+  int check() const {
+    for (const level& w : levels_) {
+      SC_CHECK_CUDA(sc::synchronize_within(w.s, sc::kWorkDeadline));
+      for (std::uint32_t i = kElements; i-- > 0;)
+        if (w.back[i] != w.value)
+          throw std::runtime_error("element " + std::to_string(i) + " is " + std::to_string(w.back[i]) + ", expected " +
+                                   std::to_string(w.value));
+    }
+    return static_cast<int>(levels_.size());
+  }
+
+ private:
+  static constexpr std::uint32_t kElements = 4096;
+  struct level {
+    stream s;
+    sc::device_buffer<std::uint32_t> data;
+    sc::pinned_buffer<std::uint32_t> back;
+    std::uint32_t value;
+  };
+  stream side_;
+  std::vector<level> levels_;
+};
+
 // PRIO-11 · RT stream semantics: streams at every level, created and used from 16 host threads at once,
 // all complete with correct results. "At once" is arranged, not hoped for: the 16 threads create their
 // streams and buffers together, then, once a gate holds, enqueue their work together; every stream's
@@ -189,106 +261,55 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
   const sc::claim prio11("PRIO-11");
   SC_REQUIRE(sc::requirement::async_launches);
   constexpr unsigned kThreads = 16;
-  constexpr std::uint32_t kElements = 4096;
-  const int levels = least_ - greatest_ + 1;
-  const unsigned streams_expected = kThreads * static_cast<unsigned>(levels);
+  const unsigned streams_expected = kThreads * static_cast<unsigned>(least_ - greatest_ + 1);
   // Mutation (arrangement): each copy back runs in a side stream, not ordered after its fill.
   const bool unordered_copy = prio11.mutated(sc::mutation_kind::arrangement);
-  struct outcome {
-    std::string error;
-    int checked = 0;
-  };
-  std::vector<outcome> outcomes(kThreads);
-  unsigned ready = 0;  // these three under the team's lock
-  bool start = false;
-  bool go = false;
-  std::atomic<unsigned> enqueued{0};  // read while gated
-  unsigned enqueued_while_gated = 0;
+  std::vector<std::string> errors(kThreads);
+  std::vector<int> checked(kThreads, 0);
+  team_phases phases;  // the team's lock guards it
+  std::atomic<unsigned> enqueued{0};
   const stream hold = stream::create(stream_flags::non_blocking, 0, "hold");
   const sc::event released = sc::event::create(sc::event_flags::disable_timing);
-  // Reason: allocation by 16 threads at once took about 2.5 s on an H100; 10 s bounds a stuck thread.
-  constexpr auto kThreadDeadline = std::chrono::milliseconds{10'000};
   sc::thread_team team;
-  const auto wait_for = [&](const bool& flag) {
-    if (!team.wait_until([&] { return flag; }, kThreadDeadline))
-      throw std::runtime_error("gave up waiting for the test thread");
-  };
   team.start(kThreads, [&](unsigned t) {
     try {
       SC_CHECK_CUDA(cudaSetDevice(device()));
-      struct level {
-        stream s;
-        sc::device_buffer<std::uint32_t> data;
-        sc::pinned_buffer<std::uint32_t> back;
-        std::uint32_t value;
-      };
-      std::vector<level> work;
-      for (int p = greatest_; p <= least_; ++p) {
-        const auto flags = (p + static_cast<int>(t)) % 2 == 0 ? stream_flags::blocking : stream_flags::non_blocking;
-        work.push_back(level{stream::create(flags, p), sc::device_buffer<std::uint32_t>(kElements),
-                             sc::pinned_buffer<std::uint32_t>(kElements),
-                             t * 1000u + static_cast<std::uint32_t>(p - greatest_) + 1u});
-      }
-      const stream side = stream::create(stream_flags::non_blocking, 0, "side");
-      team.update([&] { ++ready; });
-      wait_for(start);
-      for (level& w : work) {
-        SC_CHECK_CUDA(cudaStreamWaitEvent(w.s.get(), released.get(), 0));
-        SC_CHECK_CUDA(sc::kernels::launch_fill(w.s.get(), w.data.data(), kElements, w.value));
-        if (unordered_copy) {
-          SC_CHECK_CUDA(
-              cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, side.get()));
-          SC_CHECK_CUDA(sc::synchronize_within(side, sc::kWorkDeadline));
-        } else {
-          SC_CHECK_CUDA(
-              cudaMemcpyAsync(w.back.data(), w.data.data(), w.data.bytes(), cudaMemcpyDeviceToHost, w.s.get()));
-        }
-        ++enqueued;
-      }
-      wait_for(go);
-      for (level& w : work) {
-        SC_CHECK_CUDA(sc::synchronize_within(w.s, sc::kWorkDeadline));
-        for (std::uint32_t i = kElements; i-- > 0;)
-          if (w.back[i] != w.value)
-            throw std::runtime_error("element " + std::to_string(i) + " is " + std::to_string(w.back[i]) +
-                                     ", expected " + std::to_string(w.value));
-        ++outcomes[t].checked;
-      }
+      level_streams work(t, greatest_, least_);
+      phases.arrive(team);
+      phases.wait_for(team, phases.start);
+      enqueued += work.enqueue(released, unordered_copy);
+      phases.wait_for(team, phases.go);
+      checked[t] = work.check();
     } catch (const std::exception& e) {
-      outcomes[t].error = e.what();
-      team.update([&] { ++ready; });  // a thread that failed early must not hold the start line
+      errors[t] = e.what();
+      phases.arrive(team);  // a thread that failed early must not hold the start line
     }
   });
-  const bool all_ready = team.wait_until([&] { return ready >= kThreads; }, kThreadDeadline);
   sc::gated_result all_pending{sc::gated_outcome::invalid, "not measured: the threads did not reach the start line"};
-  std::chrono::steady_clock::duration enqueue_time{};
   {
     sc::gate g;
-    if (all_ready) {
+    if (phases.all_arrived(team, kThreads)) {
       g.hold(hold);
       SC_CHECK_CUDA(cudaEventRecord(released.get(), hold.get()));
       const auto started = std::chrono::steady_clock::now();
-      team.update([&] { start = true; });
+      phases.open(team, phases.start);
       all_pending = sc::present_while_gated(
           "all " + std::to_string(streams_expected) + " streams created with their work pending",
           [&] { return enqueued.load() == streams_expected; }, g);
-      enqueue_time = std::chrono::steady_clock::now() - started;
-      enqueued_while_gated = enqueued.load();
+      sc::observe("enqueue_ms",
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+      sc::observe("streams_pending_at_once", static_cast<int>(enqueued.load()));
     }
-    team.update([&] { start = true; });
+    phases.open(team, phases.start);
     g.open();
-    team.update([&] { go = true; });
+    phases.open(team, phases.go);
   }
   team.end();
   EXPECT_TRUE(all_pending);
   for (unsigned t = 0; t < kThreads; ++t) {
-    EXPECT_EQ("", outcomes[t].error) << "thread " << t;
-    EXPECT_EQ(levels, outcomes[t].checked) << "thread " << t;
+    EXPECT_EQ("", errors[t]) << "thread " << t;
+    EXPECT_EQ(least_ - greatest_ + 1, checked[t]) << "thread " << t;
   }
-  sc::observe("threads", static_cast<int>(kThreads));
-  sc::observe("levels", levels);
-  sc::observe("streams_pending_at_once", static_cast<int>(enqueued_while_gated));
-  sc::observe("enqueue_ms", std::chrono::duration<double, std::milli>(enqueue_time).count());
 }
 
 }  // namespace

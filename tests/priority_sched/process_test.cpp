@@ -108,6 +108,49 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
       decided(sc::dispatch_complete_ns(h) < sc::dispatch_complete_ns(l), "D(high process) vs D(low process)")));
 }
 
+// SCHED-11's figures from the children's gap logs: how many blocks saw a gap (another context's turn), the runs
+// between gaps and the gaps, each observed with its median; the switch cost estimated as half of what a gap
+// exceeds a run by (a gap is the other context's run plus two switches).
+struct time_slices {
+  std::size_t blocks = 0;
+  std::size_t blocks_with_gaps = 0;
+};
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+time_slices observe_time_slices(const std::vector<std::vector<sc::kernels::gap_log>>& logs) {
+  time_slices seen;
+  std::vector<double> runs_us;
+  std::vector<double> gaps_us;
+  for (const auto& log : logs) {
+    for (const auto& g : log) {
+      ++seen.blocks;
+      seen.blocks_with_gaps += g.gaps > 0 ? 1 : 0;
+      std::uint64_t from = g.t0_ns;
+      for (std::uint32_t i = 0; i < std::min<std::uint32_t>(g.gaps, sc::kernels::kGapSlots); ++i) {
+        runs_us.push_back(static_cast<double>(g.at_ns[i] - from) / 1000.0);
+        gaps_us.push_back(static_cast<double>(g.len_ns[i]) / 1000.0);
+        from = g.at_ns[i] + g.len_ns[i];
+      }
+    }
+  }
+  sc::observe("blocks_with_gaps", static_cast<unsigned long long>(seen.blocks_with_gaps));
+  sc::observe("blocks", static_cast<unsigned long long>(seen.blocks));
+  sc::observe("gaps", static_cast<unsigned long long>(gaps_us.size()));
+  sc::observe("median_run_between_gaps_us", median_of(runs_us));
+  sc::observe("median_gap_us", median_of(gaps_us));
+  if (!gaps_us.empty()) {
+    sc::observe("shortest_gap_us", *std::min_element(gaps_us.begin(), gaps_us.end()));
+    sc::observe("longest_gap_us", *std::max_element(gaps_us.begin(), gaps_us.end()));
+  }
+  sc::observe("switch_cost_estimate_us", (median_of(gaps_us) - median_of(runs_us)) / 2.0);
+  return seen;
+}
+
 // SCHED-11 (observed; RTAS24 Fig. 6/7/9; GTRACE): two processes each fill every SM with blocks that spin
 // 20 ms and log every stretch longer than 20 us between two timer reads. Each stretch is the other
 // context's turn plus the switches: the run lengths between stretches give the time slice.
@@ -152,43 +195,12 @@ TEST_F(PrioritySched, ContextsAreTimeSliced) {
     const std::string name = i == 0 ? "a" : "b";
     EXPECT_TRUE(sc::families::residency_verdict({{&spans, threads(), name}}, properties(), "residency." + name));
   }
-  std::vector<double> runs_us;
-  std::vector<double> gaps_us;
-  std::size_t blocks_with_gaps = 0;
-  std::size_t total = 0;
-  for (const auto& log : logs) {
-    ASSERT_EQ(blocks, log.size()) << "a child's gap log could not be read";
-    for (const auto& g : log) {
-      ++total;
-      blocks_with_gaps += g.gaps > 0 ? 1 : 0;
-      std::uint64_t from = g.t0_ns;
-      for (std::uint32_t i = 0; i < std::min<std::uint32_t>(g.gaps, sc::kernels::kGapSlots); ++i) {
-        runs_us.push_back(static_cast<double>(g.at_ns[i] - from) / 1000.0);
-        gaps_us.push_back(static_cast<double>(g.len_ns[i]) / 1000.0);
-        from = g.at_ns[i] + g.len_ns[i];
-      }
-    }
-  }
-  const auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  sc::observe("blocks_with_gaps", static_cast<unsigned long long>(blocks_with_gaps));
-  sc::observe("blocks", static_cast<unsigned long long>(total));
-  sc::observe("gaps", static_cast<unsigned long long>(gaps_us.size()));
-  sc::observe("median_run_between_gaps_us", median(runs_us));
-  sc::observe("median_gap_us", median(gaps_us));
-  if (!gaps_us.empty()) {
-    sc::observe("shortest_gap_us", *std::min_element(gaps_us.begin(), gaps_us.end()));
-    sc::observe("longest_gap_us", *std::max_element(gaps_us.begin(), gaps_us.end()));
-  }
-  // The switch cost: a gap is the other context's run plus two switches.
-  sc::observe("switch_cost_estimate_us", (median(gaps_us) - median(runs_us)) / 2.0);
+  for (const auto& log : logs) ASSERT_EQ(blocks, log.size()) << "a child's gap log could not be read";
+  const time_slices seen = observe_time_slices(logs);
   EXPECT_TRUE(sched11.observed_row(
-      "contexts_time_sliced",
-      decided(blocks_with_gaps * 2 > total, std::to_string(blocks_with_gaps) + " of " + std::to_string(total) +
-                                                " blocks saw another context's turn")));
+      "contexts_time_sliced", decided(seen.blocks_with_gaps * 2 > seen.blocks,
+                                      std::to_string(seen.blocks_with_gaps) + " of " + std::to_string(seen.blocks) +
+                                          " blocks saw another context's turn")));
 }
 
 }  // namespace

@@ -57,6 +57,50 @@ saturation saturate(PrioritySched& t, const std::string& running, int running_pr
   return s;
 }
 
+// SCHED-03's row: the first high block starts no sooner than the least remaining time of the low blocks resident
+// when the latch opened (no preemption), and later only by the dispatch of a ready grid into a freed slot
+// (ready_slack); on CUPTI's clock, from the timeline `t` of the saturation `s`.
+sc::gated_result dispatch_delay(const PrioritySched& test, const sc::timeline& t, const saturation& s, bool high_first,
+                                const sc::claim& sched03) {
+  std::uint64_t opened_ns = 0;
+  for (const auto& e : t.host_events)
+    if (e.label == test.in_attempt("latch opened")) opened_ns = e.start_ns;
+  const auto low_items = t.labelled(test.in_attempt("low"));
+  const auto high_items = t.labelled(test.in_attempt("high"));
+  std::string missing;
+  if (high_first)
+    missing = "the high grid was not held behind the latch (mutation)";
+  else if (opened_ns == 0)
+    missing = "the timeline has no \"" + test.in_attempt("latch opened") + "\" event";
+  else if (low_items.size() != 1 || high_items.size() != 1 || low_items[0]->blocks.empty() ||
+           high_items[0]->blocks.empty())
+    missing = "the timeline lacks the grids' block records";
+  std::uint64_t first_high = 0;
+  std::uint64_t remaining = 0;
+  if (missing.empty()) {
+    first_high = sc::first_start_ns(high_items[0]->blocks);
+    remaining = sc::least_remaining_ns(low_items[0]->blocks, opened_ns);
+    if (remaining == 0) missing = "no low block was resident when the latch opened, on CUPTI's clock";
+    const double delay_us = (static_cast<double>(first_high) - static_cast<double>(opened_ns)) / 1000.0;
+    sc::observe("dispatch_delay_us", delay_us);
+    sc::observe("least_remaining_low_block_us", static_cast<double>(remaining) / 1000.0);
+    sc::observe("delay_minus_remaining_us", delay_us - static_cast<double>(remaining) / 1000.0);
+  }
+  // Mutation (expectation): the delay expected to be one block spin longer than the remaining time.
+  const std::uint64_t expected_ns =
+      opened_ns + remaining +
+      sched03.mutate<std::uint64_t>(sc::mutation_kind::expectation, 0, sc::families::kBlockSpinNs);
+  const sc::slack tol = test.stamp_slack();
+  const sc::slack dispatch = test.ready_slack();
+  const bool within = first_high + tol.ns() >= expected_ns && first_high <= expected_ns + dispatch.ns() + tol.ns();
+  return decided(missing.empty() ? *s.not_ready : missing, within,
+                 "first high block " +
+                     std::to_string(static_cast<long long>(first_high) - static_cast<long long>(opened_ns)) +
+                     " ns after the latch opened, least remaining low block time " + std::to_string(remaining) +
+                     " ns (at least that, less " + std::to_string(tol.ns()) + " ns, and at most " +
+                     std::to_string(dispatch.ns()) + " ns more)");
+}
+
 // SCHED-01 (observed; RTSS17 rule A2, driver docs: priority is a hint), SCHED-02 (documented in 13.x: "do
 // not preempt already-running work"), SCHED-03 (observed: the dispatch delay is the remaining block time),
 // SCHED-12 (recorded: the first wave covers every SM).
@@ -124,54 +168,15 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   EXPECT_TRUE(sched12.matches_baseline("first_blocks_on_distinct_sms", distinct == sms()));
 
   // SCHED-03: from the latch opening (host, CUPTI clock) to the first high block, against the least
-  // remaining time of the low blocks resident then: never shorter (no preemption), and longer only by the
-  // dispatch of a ready grid into a freed slot (ready_slack).
+  // remaining time of the low blocks resident then (dispatch_delay).
   if (!recorder().enabled()) {
     sched03.not_measured(
         "dispatch_delay_is_the_remaining_block_time",
         "CUPTI tracing unavailable (the latch opening is a host event on CUPTI's clock): " + sc::trace::state().reason);
     return;
   }
-  const sc::timeline t = recorder().collect();
-  std::uint64_t opened_ns = 0;
-  for (const auto& e : t.host_events)
-    if (e.label == in_attempt("latch opened")) opened_ns = e.start_ns;
-  const auto low_items = t.labelled(in_attempt("low"));
-  const auto high_items = t.labelled(in_attempt("high"));
-  std::string missing;
-  if (high_first)
-    missing = "the high grid was not held behind the latch (mutation)";
-  else if (opened_ns == 0)
-    missing = "the timeline has no \"" + in_attempt("latch opened") + "\" event";
-  else if (low_items.size() != 1 || high_items.size() != 1 || low_items[0]->blocks.empty() ||
-           high_items[0]->blocks.empty())
-    missing = "the timeline lacks the grids' block records";
-  std::uint64_t first_high_cupti = 0;
-  std::uint64_t remaining = 0;
-  if (missing.empty()) {
-    first_high_cupti = sc::first_start_ns(high_items[0]->blocks);
-    remaining = sc::least_remaining_ns(low_items[0]->blocks, opened_ns);
-    if (remaining == 0) missing = "no low block was resident when the latch opened, on CUPTI's clock";
-    const double delay_us = (static_cast<double>(first_high_cupti) - static_cast<double>(opened_ns)) / 1000.0;
-    sc::observe("dispatch_delay_us", delay_us);
-    sc::observe("least_remaining_low_block_us", static_cast<double>(remaining) / 1000.0);
-    sc::observe("delay_minus_remaining_us", delay_us - static_cast<double>(remaining) / 1000.0);
-  }
-  // Mutation (expectation): the delay expected to be one block spin longer than the remaining time.
-  const std::uint64_t expected_ns =
-      opened_ns + remaining +
-      sched03.mutate<std::uint64_t>(sc::mutation_kind::expectation, 0, sc::families::kBlockSpinNs);
-  const sc::slack dispatch = ready_slack();
-  const bool within =
-      first_high_cupti + tol.ns() >= expected_ns && first_high_cupti <= expected_ns + dispatch.ns() + tol.ns();
-  EXPECT_TRUE(sched03.observed_row(
-      "dispatch_delay_is_the_remaining_block_time",
-      decided(missing.empty() ? *s.not_ready : missing, within,
-              "first high block " +
-                  std::to_string(static_cast<long long>(first_high_cupti) - static_cast<long long>(opened_ns)) +
-                  " ns after the latch opened, least remaining low block time " + std::to_string(remaining) +
-                  " ns (at least that, less " + std::to_string(tol.ns()) + " ns, and at most " +
-                  std::to_string(dispatch.ns()) + " ns more)")));
+  EXPECT_TRUE(sched03.observed_row("dispatch_delay_is_the_remaining_block_time",
+                                   dispatch_delay(*this, recorder().collect(), s, high_first, sched03)));
 }
 
 // SCHED-06 (observed; RTSS17 rules G2-G3, X1): at equal priority, a later grid's blocks start only once the
