@@ -2,7 +2,7 @@
 # Environment matrix: runs the GPU families once with CUDA_LAUNCH_BLOCKING=1 and once with
 # CUDA_DEVICE_MAX_CONNECTIONS=1 set in the calling environment. Tests whose arrangement cannot hold there
 # must skip at once with their reason (sc::requirement, fixtures/include/sc/fixtures/environment.hpp), so
-# both runs pass and take about as long as a plain run; the environment entries that set a variable
+# both runs pass and take about as long as a plain run; the environment variants that set a variable
 # themselves (default_streams.launch_blocking.*, conn1.*, ...) still run their own checks.
 #
 #   ci/env_matrix.sh BUILD_DIR [LABEL_REGEX]      LABEL_REGEX default: ^gpu$ (every GPU family)

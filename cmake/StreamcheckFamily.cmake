@@ -9,12 +9,12 @@
 #   <exe>_ptds with -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 (tests named <family>.ptds.*), and
 #   NVCC_PER_THREAD_SOURCES (.cu only) also as <exe>_ptds_nvcc with nvcc --default-stream=per-thread
 #   (<family>.ptds_nvcc.*).
-# - ENV_VARIANT triples: the tests a filter selects also run in an environment entry <family>.<name>.* with
+# - ENV_VARIANT triples: the tests a filter selects also run in an environment variant <family>.<name>.* with
 #   the variable set before CUDA starts; they leave the default entries unless their pattern starts with '+'
 #   ("+A:B": A's tests run in both, B's in the entry only).
 # - The ctest entries are made when ctest reads the folder (StreamcheckEntries.cmake), from the tests each
 #   executable lists, in the mode STREAMCHECK_MODE names at that moment: one entry per test (isolated, the
-#   default), or one process per executable and environment entry (fast), where the tests ISOLATED names
+#   default), or one process per executable and environment variant (fast), where the tests ISOLATED names
 #   keep an entry of their own. Labels: the family, and `gpu` or `nogpu` (NOGPU: host tests, no CUDA), and
 #   `two_gpus` for the tests TWO_GPUS names (tests that need two GPUs; each is ISOLATED as well).
 # - TIMEOUT (default 60 s) bounds one test's entry; a fast entry may take 900 s (StreamcheckEntries.cmake).
@@ -97,7 +97,7 @@ function(sc_behavior_family)
       endforeach()
       list(JOIN plain ":" plain)
       string(APPEND calls "sc_entries(EXE [==[$<TARGET_FILE:${target}>]==] PREFIX ${prefix}${name}. "
-                          "FILTER [==[${plain}]==] ENTRY ${name} SETS [==[${setting}]==] ${common})\n")
+                          "FILTER [==[${plain}]==] VARIANT ${name} SETS [==[${setting}]==] ${common})\n")
     endwhile()
     set(rest "*")
     if(excluded)
@@ -107,13 +107,13 @@ function(sc_behavior_family)
     string(APPEND calls "sc_entries(EXE [==[$<TARGET_FILE:${target}>]==] PREFIX ${prefix} "
                         "FILTER [==[${rest}]==] ${common})\n")
   endforeach()
-  # Every pattern of an environment entry must select a test of the family (a renamed test would otherwise
+  # Every pattern of an environment variant must select a test of the family (a renamed test would otherwise
   # lose its entry without a word).
   set(remaining ${arg_ENV_VARIANT})
   while(remaining)
     list(POP_FRONT remaining name filter setting)
     string(REGEX REPLACE "(^|:)\\+" "\\1" filter "${filter}")
-    string(APPEND calls "sc_patterns_select(FAMILY ${arg_FAMILY} ENTRY ${name} FILTER [==[${filter}]==] "
+    string(APPEND calls "sc_patterns_select(FAMILY ${arg_FAMILY} VARIANT ${name} FILTER [==[${filter}]==] "
                         "EXES [==[${all_exes}]==])\n")
   endwhile()
   file(GENERATE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/sc_entries.cmake" CONTENT "${calls}")

@@ -9,7 +9,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from synthetic import env_doc, gtest_xml, make_run, write
+from synthetic import env_doc, make_run, write
 
 CI = Path(__file__).resolve().parents[2] / "ci"
 

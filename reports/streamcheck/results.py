@@ -397,7 +397,7 @@ def merge_outcome(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> None
 
 def run_mode(env: Dict[str, Any]) -> str:
     """How the run's tests were run (env.json 1.2 run.mode): "isolated" (one process per test; also every run
-    before 1.2) or "fast" (one process per family executable and environment entry)."""
+    before 1.2) or "fast" (one process per family executable and environment variant)."""
     mode = dig(env, "run", "mode")
     return mode if isinstance(mode, str) and mode else "isolated"
 
@@ -472,7 +472,6 @@ def load_run(run_dir: Path) -> Dict[str, Any]:
     tests maps the ctest name to the test's record (new_test()); problems lists the files left out."""
     run_dir = Path(run_dir)
     env = load_env(run_dir)
-    env_path = run_dir / "env.json"
     run_id = dig(env, "run", "id")
     run_id = str(run_id) if run_id else run_dir.resolve().name
     run: Dict[str, Any] = {"dir": str(run_dir), "id": run_id, "env": env, "tests": {}, "instruments": {},

@@ -2,7 +2,7 @@
 # file and calls sc_entries() once per executable and entry, so the ctest entries follow the tests each
 # executable lists and the mode chosen when ctest runs (STREAMCHECK_MODE):
 #   isolated (unset): one entry per test, <prefix><Suite>.<Test>, one process per test;
-#   fast: one entry per executable and environment entry, <prefix>fast, one process for its tests, and an
+#   fast: one entry per executable and environment variant, <prefix>fast, one process for its tests, and an
 #         entry of its own for each test its family calls ISOLATED (a test that must own its process).
 # Every entry writes GoogleTest's XML to <its run's folder>/gtest/<entry>.xml. `cmake -DSC_FAIL=<text> -P <this file>`
 # fails with the text: the entry ctest runs where a family cannot be listed or a pattern selects nothing.
@@ -78,12 +78,12 @@ function(_sc_failing name text labels)
   set_tests_properties("${name}" PROPERTIES LABELS "${labels}")
 endfunction()
 
-# sc_entries(EXE <exe> PREFIX <prefix> FILTER <gtest filter> [ENTRY <name> SETS <VAR=value>] FAMILY <label>
+# sc_entries(EXE <exe> PREFIX <prefix> FILTER <gtest filter> [VARIANT <name> SETS <VAR=value>] FAMILY <label>
 #            KIND gpu|nogpu TIMEOUT <s> RESULTS <run folder> ISOLATED <patterns> [TWO_GPUS <patterns>])
 # The tests TWO_GPUS selects also get the label two_gpus (ci/run_suite.sh runs them on pairs of GPUs); each must
 # be ISOLATED too, so that no fast entry mixes them with one-GPU tests.
 function(sc_entries)
-  cmake_parse_arguments(arg "" "EXE;PREFIX;FILTER;ENTRY;SETS;FAMILY;KIND;TIMEOUT;RESULTS;ISOLATED;TWO_GPUS" ""
+  cmake_parse_arguments(arg "" "EXE;PREFIX;FILTER;VARIANT;SETS;FAMILY;KIND;TIMEOUT;RESULTS;ISOLATED;TWO_GPUS" ""
                         ${ARGN})
   set(labels "${arg_FAMILY};${arg_KIND}")
   set(mode "$ENV{STREAMCHECK_MODE}")
@@ -112,9 +112,9 @@ function(sc_entries)
     return()
   endif()
   set(args "--streamcheck-results=${arg_RESULTS}")
-  if(arg_ENTRY)
+  if(arg_VARIANT)
     string(REGEX REPLACE "=.*" "" variable "${arg_SETS}")
-    list(APPEND args "--streamcheck-entry=${arg_ENTRY},${variable}")
+    list(APPEND args "--streamcheck-variant=${arg_VARIANT},${variable}")
   endif()
   set(shared "")
   if(mode STREQUAL "fast")
@@ -156,11 +156,11 @@ function(sc_entries)
   endforeach()
 endfunction()
 
-# sc_patterns_select(FAMILY <label> ENTRY <name> FILTER <patterns> EXES <exe;...>): a failing entry unless
-# every pattern of an environment entry selects a test of one of the family's executables (a renamed test
+# sc_patterns_select(FAMILY <label> VARIANT <name> FILTER <patterns> EXES <exe;...>): a failing entry unless
+# every pattern of an environment variant selects a test of one of the family's executables (a renamed test
 # would otherwise lose its entry without a word).
 function(sc_patterns_select)
-  cmake_parse_arguments(arg "" "FAMILY;ENTRY;FILTER" "EXES" ${ARGN})
+  cmake_parse_arguments(arg "" "FAMILY;VARIANT;FILTER" "EXES" ${ARGN})
   set(all "")
   string(REPLACE ":" ";" patterns "${arg_FILTER}")
   set(missing "")
@@ -178,8 +178,8 @@ function(sc_patterns_select)
   endforeach()
   if(missing AND all)
     list(JOIN missing "', '" missing)
-    _sc_failing("${arg_FAMILY}.${arg_ENTRY}.PatternSelectsNoTest"
-                "environment entry '${arg_ENTRY}': '${missing}' selects no test of ${arg_FAMILY}; a test was renamed or removed: update ENV_VARIANT in its CMakeLists.txt"
+    _sc_failing("${arg_FAMILY}.${arg_VARIANT}.PatternSelectsNoTest"
+                "environment variant '${arg_VARIANT}': '${missing}' selects no test of ${arg_FAMILY}; a test was renamed or removed: update ENV_VARIANT in its CMakeLists.txt"
                 "${arg_FAMILY}")
   endif()
 endfunction()

@@ -93,13 +93,13 @@ TEST(TestMain, StreamcheckArgumentsAreTakenOutOfArgv) {
 
 // The prefix of the ctest names: the family, the build (the legacy build adds nothing) and the entry.
 TEST(TestMain, EntryAndTheVariableItSetsMakeThePrefix) {
-  const taken_arguments t = take({"--streamcheck-entry=launch_blocking,CUDA_LAUNCH_BLOCKING"}, "ptds");
+  const taken_arguments t = take({"--streamcheck-variant=launch_blocking,CUDA_LAUNCH_BLOCKING"}, "ptds");
   EXPECT_EQ("", t.problem);
   EXPECT_TRUE(t.kept.empty());
-  EXPECT_EQ("launch_blocking", t.context.entry);
-  EXPECT_EQ("CUDA_LAUNCH_BLOCKING", t.context.entry_sets);
+  EXPECT_EQ("launch_blocking", t.context.variant);
+  EXPECT_EQ("CUDA_LAUNCH_BLOCKING", t.context.variant_sets);
   EXPECT_EQ("fam.ptds.launch_blocking.", t.context.test_prefix);
-  for (const char* bad : {"--streamcheck-entry=conn1", "--streamcheck-entry=,X", "--streamcheck-entry=conn1,"})
+  for (const char* bad : {"--streamcheck-variant=conn1", "--streamcheck-variant=,X", "--streamcheck-variant=conn1,"})
     EXPECT_NE(std::string::npos, take({bad}).problem.find("NAME,VARIABLE")) << bad;
 }
 

@@ -55,10 +55,10 @@ sc_entries(EXE "${exe}" PREFIX fam. FILTER "*-Fam.One*:Other.Axb" ${common})
 take(got)
 expect("isolated default entries" "${got}"
        "fam.Fam.Plain --gtest_filter=Fam.Plain;fam.Fam.Dotty --gtest_filter=Fam.Dotty;fam.Other.FirstLaunch --gtest_filter=Other.FirstLaunch;fam.P/Sweep.Case/0 --gtest_filter=P/Sweep.Case/0")
-sc_entries(EXE "${exe}" PREFIX fam.conn1. FILTER "Fam.One*:Other.A.b" ENTRY conn1 SETS "CUDA_DEVICE_MAX_CONNECTIONS=1" ${common})
+sc_entries(EXE "${exe}" PREFIX fam.conn1. FILTER "Fam.One*:Other.A.b" VARIANT conn1 SETS "CUDA_DEVICE_MAX_CONNECTIONS=1" ${common})
 take(got)
-expect("isolated environment entry" "${got}" "fam.conn1.Fam.OneConnection --gtest_filter=Fam.OneConnection")
-expect_property("ENVIRONMENT;CUDA_DEVICE_MAX_CONNECTIONS=1" "the environment entry does not set its variable")
+expect("isolated environment variant" "${got}" "fam.conn1.Fam.OneConnection --gtest_filter=Fam.OneConnection")
+expect_property("ENVIRONMENT;CUDA_DEVICE_MAX_CONNECTIONS=1" "the environment variant does not set its variable")
 expect_property("RESOURCE_GROUPS;gpus:1" "a GPU entry asks CTest for no GPU")
 
 # A test TWO_GPUS names gets the label two_gpus; one that is not ISOLATED too is a failing entry.
@@ -78,11 +78,11 @@ take(got)
 expect("fast default entries" "${got}"
        "fam.Other.FirstLaunch --gtest_filter=Other.FirstLaunch;fam.fast --gtest_filter=Fam.Plain:Fam.Dotty:Other.Axb:P/Sweep.Case/0")
 
-# A pattern of an environment entry that selects nothing is a failing entry; one that selects is none.
-sc_patterns_select(FAMILY fam ENTRY conn1 FILTER "Fam.One*:Fam.Renamed" EXES "${exe}")
+# A pattern of an environment variant that selects nothing is a failing entry; one that selects is none.
+sc_patterns_select(FAMILY fam VARIANT conn1 FILTER "Fam.One*:Fam.Renamed" EXES "${exe}")
 take(got)
 expect("a pattern selecting nothing" "${got}" "fam.conn1.PatternSelectsNoTest ")
-sc_patterns_select(FAMILY fam ENTRY conn1 FILTER "Fam.One*" EXES "${exe}")
+sc_patterns_select(FAMILY fam VARIANT conn1 FILTER "Fam.One*" EXES "${exe}")
 take(got)
 expect("patterns that select" "${got}" "")
 

@@ -35,9 +35,9 @@ TEST(Requirements, LaunchBlockingRefusesAsyncLaunchesOnlyWhenItIsOne) {
   EXPECT_TRUE(says(why, "LaunchReturnsOnlyAfterTheKernelWithLaunchBlocking"))
       << "names the test that still runs: " << why;
   // The entry that sets it is named as its source, and the requirement still fails there.
-  env.entry = "launch_blocking";
-  env.entry_sets = {"CUDA_LAUNCH_BLOCKING"};
-  EXPECT_TRUE(says(sc::why_not(requirement::async_launches, env), "set by the ctest entry 'launch_blocking'"));
+  env.variant = "launch_blocking";
+  env.variant_sets = {"CUDA_LAUNCH_BLOCKING"};
+  EXPECT_TRUE(says(sc::why_not(requirement::async_launches, env), "set by the environment variant 'launch_blocking'"));
   // Nothing else depends on it.
   for (const requirement r : sc::all_requirements()) {
     if (r == requirement::async_launches) continue;
@@ -51,21 +51,21 @@ TEST(Requirements, AnEntryExemptsOnlyTheVariableItSetsItself) {
   EXPECT_NE("", sc::why_not(requirement::own_connection_count, env)) << "inherited by a default entry";
   // An entry that sets another variable (the eager or launch_blocking entry) does not make an inherited
   // connection count its own: the loophole through which an ordering test could run on a shared queue.
-  env.entry = "eager";
-  env.entry_sets = {"CUDA_MODULE_LOADING"};
+  env.variant = "eager";
+  env.variant_sets = {"CUDA_MODULE_LOADING"};
   EXPECT_NE("", sc::why_not(requirement::own_connection_count, env));
-  env.entry = "conn1";
-  env.entry_sets = {"CUDA_DEVICE_MAX_CONNECTIONS"};
+  env.variant = "conn1";
+  env.variant_sets = {"CUDA_DEVICE_MAX_CONNECTIONS"};
   EXPECT_EQ("", sc::why_not(requirement::own_connection_count, env));
 }
 
 TEST(Requirements, DefaultConnectionsRefuseAnySetCountAndSayWhy) {
   environment_facts env;
   env.max_connections = "32";
-  env.entry = "conn32";
-  env.entry_sets = {"CUDA_DEVICE_MAX_CONNECTIONS"};
+  env.variant = "conn32";
+  env.variant_sets = {"CUDA_DEVICE_MAX_CONNECTIONS"};
   const std::string why = sc::why_not(requirement::default_connections, env);
-  EXPECT_TRUE(says(why, "CUDA_DEVICE_MAX_CONNECTIONS=32 (set by the ctest entry 'conn32')")) << why;
+  EXPECT_TRUE(says(why, "CUDA_DEVICE_MAX_CONNECTIONS=32 (set by the environment variant 'conn32')")) << why;
   EXPECT_TRUE(says(why, "false dependency")) << why;
   env.max_connections.reset();
   EXPECT_EQ("", sc::why_not(requirement::default_connections, env));
