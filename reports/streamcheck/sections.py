@@ -16,7 +16,7 @@ from .page_parts import badge, dash, environment_tables, kv_list, test_anchor, t
 from .results import SHARED_GPU, outcome
 from .templates import EMPTY, attrs, fill, join
 from .test_row import test_row
-from .timeline import timeline_summary
+from .timeline import timeline_legend, timeline_summary
 from .timeline_model import timeline_model, timeline_state
 
 Model = Dict[str, Any]
@@ -201,7 +201,9 @@ def families_section(model: Model) -> Markup:
     by_family: Dict[str, List[Dict[str, Any]]] = {}
     for t in model["tests"].values():
         by_family.setdefault(t["family"], []).append(t)
+    drawn = any(timeline_state(t) == "drawn" for t in model["tests"].values())
     return fill("families", filters=fill("filters"), empty=EMPTY if by_family else fill("no_results"),
+                key=fill("timeline_key", legend=timeline_legend()) if drawn else EMPTY,
                 families=join(family_table(model, family, by_family[family]) for family in sorted(by_family)))
 
 

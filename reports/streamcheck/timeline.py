@@ -519,10 +519,10 @@ def legend_css() -> str:
                    for label, f, s, extra in legend_keys())
 
 
-def timeline_legend(with_copies: bool) -> Markup:
+def timeline_legend() -> Markup:
+    """The key of every timeline drawing, written once above the family tables (each timeline links to it)."""
     keys = [fill("legend_key", label=label, key=slug(label)) for label, _, _, _ in legend_keys()]
-    if with_copies:
-        keys.append(fill("legend_copies"))
+    keys.append(fill("legend_copies"))
     keys.append(fill("legend_unlabelled"))
     return join(keys)
 
@@ -622,8 +622,7 @@ def timeline_html(tl: Dict[str, Any], anchor: str, trace: str) -> Markup:
             drawings.insert(0, drawing(caption, zoom_svg, "timelines/%s-zoom.svg" % anchor))
 
     notes = notes_first + left_out_notes(model, stats)
-    return fill("timeline", anchor=anchor, summary=timeline_summary(model), trace=trace,
-                legend=timeline_legend(bool(model["copies"]["count"])), drawings=join(drawings, "\n"),
+    return fill("timeline", anchor=anchor, summary=timeline_summary(model), trace=trace, drawings=join(drawings, "\n"),
                 clock=clock_line(tl, model), notes=join(fill("tl_note", text=note) for note in notes))
 
 
