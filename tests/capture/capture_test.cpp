@@ -18,7 +18,6 @@ TEST_F(StreamCapture, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
   const sc::claim capt01("CAPT-01");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
-  // Mutation (arrangement): the mark goes into another stream, which is not capturing.
   const sc::stream& target = capt01.mutated(sc::mutation_kind::arrangement) ? other : s;
   sc::marks m;
   sc::graph g;
@@ -50,7 +49,6 @@ TEST_F(StreamCapture, GraphLaunchWaitsForEarlierWorkInItsStream) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream recording = make(stream_flags::non_blocking, "recording");
   const sc::stream free = make(stream_flags::non_blocking, "free");
-  // Mutation (arrangement): the graph is launched into another, free stream.
   const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? free : s;
   sc::marks m;
   const sc::graph g = graph_of_mark(recording, m, 1);
@@ -76,7 +74,6 @@ TEST_F(StreamCapture, LaterWorkInTheStreamWaitsForTheGraph) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream recording = make(stream_flags::non_blocking, "recording");
   const sc::stream free = make(stream_flags::non_blocking, "free");
-  // Mutation (arrangement): the graph is launched into another, free stream, so nothing orders mark 2 after it.
   const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? free : s;
   sc::marks m;
   sc::gate gate;  // held by a node of the graph, so made before it

@@ -30,7 +30,6 @@ sc::event fork(const sc::stream& from, const sc::stream& to) {
 // launched graph runs both.
 TEST_F(StreamCapture, ForkJoinedBackEndsAsOneGraphOfBothStreams) {
   const sc::claim capt08("CAPT-08");
-  // Mutation (arrangement): t is not joined back.
   const bool joined = !capt08.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream t = make(stream_flags::non_blocking, "t");
@@ -59,7 +58,6 @@ TEST_F(StreamCapture, ForkJoinedBackEndsAsOneGraphOfBothStreams) {
 // whether the forked stream still captures afterwards is recorded.
 TEST_F(StreamCapture, ForkNeverJoinedEndsTheCaptureUnjoined) {
   const sc::claim capt08("CAPT-08");
-  // Mutation (arrangement): the fork is joined back.
   const bool joined = capt08.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream t = make(stream_flags::non_blocking, "t");
@@ -79,7 +77,6 @@ TEST_F(StreamCapture, ForkNeverJoinedEndsTheCaptureUnjoined) {
 // own thread ends it afterwards).
 TEST_F(StreamCapture, AnotherThreadEndingAThreadLocalCaptureIsTheWrongThread) {
   const sc::claim capt08("CAPT-08");
-  // Mutation (arrangement): the capture's own thread ends it.
   const bool own_thread = capt08.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   sc::capture c(s, cudaStreamCaptureModeThreadLocal);
@@ -99,7 +96,6 @@ TEST_F(StreamCapture, AnotherThreadEndingAThreadLocalCaptureIsTheWrongThread) {
 // complete) gets it; the status and the ending after it are recorded.
 TEST_F(StreamCapture, CaptureWaitingOnAnEventFromOutsideIsIsolation) {
   const sc::claim capt08("CAPT-08");
-  // Mutation (arrangement): the event is recorded in the capture first, so the wait is an ordinary one.
   const bool inside = capt08.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream t = make(stream_flags::non_blocking, "t");
@@ -120,7 +116,6 @@ TEST_F(StreamCapture, CaptureWaitingOnAnEventFromOutsideIsIsolation) {
 // capture and gets it; the statuses and endings after it are recorded.
 TEST_F(StreamCapture, SecondCaptureWaitingOnTheFirstsEventIsAMerge) {
   const sc::claim capt08("CAPT-08");
-  // Mutation (arrangement): t is not capturing, so the wait is a fork into s's capture.
   const bool t_captures = !capt08.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream t = make(stream_flags::non_blocking, "t");

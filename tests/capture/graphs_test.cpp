@@ -25,7 +25,6 @@ TEST_F(StreamCapture, OneExecutableGraphIsSerializedAcrossStreams) {
   const sc::claim capt10("CAPT-10");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
-  // Mutation (arrangement): the second launch uses another instantiation of the graph.
   const bool other_instance = capt10.mutated(sc::mutation_kind::arrangement);
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
   const sc::stream s2 = make(stream_flags::non_blocking, "s2");
@@ -71,7 +70,6 @@ TEST_F(StreamCapture, OneExecutableGraphIsSerializedAcrossStreams) {
 TEST_F(StreamCapture, ParameterUpdatesReachLaterLaunchesOnly) {
   const sc::claim capt11("CAPT-11");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): the node is changed before the first launch.
   const bool early = capt11.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream recording = make(stream_flags::non_blocking, "recording");

@@ -24,7 +24,6 @@ constexpr std::size_t kBytes = 256;
 // capture ends with its graph.
 TEST_F(StreamCapture, UnsafeCallOnTheCapturingThreadPerMode) {
   const sc::claim capt02("CAPT-02");
-  // Mutation (arrangement): a call that is not potentially unsafe (cudaGetDevice) instead of cudaMalloc.
   const bool safe_call = capt02.mutated(sc::mutation_kind::arrangement);
   // The rules are the thread's: this thread is in Global mode (the default) for the test, whatever it was before.
   const sc::thread_capture_mode global(cudaStreamCaptureModeGlobal);
@@ -65,7 +64,6 @@ TEST_F(StreamCapture, UnsafeCallOnTheCapturingThreadPerMode) {
 // capture is Global and the other thread's mode is Global. What ending the capture returns is recorded.
 TEST_F(StreamCapture, UnsafeCallFromAnotherThreadPerMode) {
   const sc::claim capt03("CAPT-03");
-  // Mutation (arrangement): in the Global/Global cell the other thread sets its mode to Relaxed.
   const bool relax = capt03.mutated(sc::mutation_kind::arrangement);
   const int dev = device();
   for (const cudaStreamCaptureMode capture_mode : kModes) {

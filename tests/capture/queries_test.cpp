@@ -43,7 +43,6 @@ call_in_capture in_a_capture_of(const sc::stream& s, const std::function<cudaErr
 // refused, each in a capture of its own, which must then end with an error.
 TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
   const sc::claim capt07("CAPT-07");
-  // Mutation (arrangement): the stream and the event asked about are another stream's, which is not capturing.
   const bool elsewhere = capt07.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
@@ -87,7 +86,6 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
 TEST_F(StreamCapture, ExternalEventRecordCompletesAfterTheWorkAheadOfIt) {
   const sc::claim capt07("CAPT-07");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): the external record is captured ahead of the gate, so no held work is ahead of it.
   const bool first = capt07.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");

@@ -72,7 +72,6 @@ TEST_F(StreamCapture, DeviceWideCallsFromAnotherThreadPerMode) {
 // after it, what ending the capture returned, and how many nodes the graph has.
 TEST_F(StreamCapture, CallsACaptureRefusesAndWhetherItSurvives) {
   const sc::claim capt06("CAPT-06");
-  // Mutation (arrangement): the calls go into another stream, which is not capturing.
   const bool elsewhere = capt06.mutated(sc::mutation_kind::arrangement);
   const sc::stream recording = make(stream_flags::non_blocking, "recording");
   const sc::stream other = make(stream_flags::non_blocking, "other");

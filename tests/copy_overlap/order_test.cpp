@@ -41,7 +41,6 @@ TEST_F(CopyOverlap, CopiesMemsetsAndKernelsOfOneStreamRunInOrder) {
   sc::marks m;
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
-  // Mutation (arrangement): the H2D copy goes into another stream, held until s has finished.
   const bool unordered = copy01.mutated(sc::mutation_kind::arrangement);
   sc::gate later;
   hold(later, other);
@@ -94,9 +93,7 @@ TEST_F(CopyOverlap, PinnedAndDeviceCopiesAndAsyncMemsetsReturnWhileTheStreamIsGa
   const sc::claim copy02("COPY-02");
   const sc::claim copy11("COPY-11");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
-  // Mutation (arrangement, COPY-02): the host buffers are pageable instead of pinned.
   const bool pageable_host = copy02.mutated(sc::mutation_kind::arrangement);
-  // Mutation (arrangement, COPY-11): the memset is followed by a synchronize of its stream.
   const bool then_sync = copy11.mutated(sc::mutation_kind::arrangement);
   sc::pinned_buffer<std::uint32_t> pinned_host(n);
   sc::families::pageable plain_host(kCopyBytes);
@@ -138,7 +135,6 @@ TEST_F(CopyOverlap, SynchronousMemsetOfDeviceMemoryReturnsBeforeItRuns) {
   sc::device_buffer<std::uint32_t> dev(n);
   sc::device_buffer<std::uint32_t> unset_when_read(1);  // words the kernel after the memset found not set
   sc::mapped<std::uint32_t> pinned_target(n);
-  // Mutation (arrangement): the documented call targets pinned host memory instead of device memory.
   const bool pinned = copy11.mutated(sc::mutation_kind::arrangement);
   void* target = pinned ? static_cast<void*>(pinned_target.host()) : static_cast<void*>(dev.data());
   const sc::stream legacy = sc::stream::legacy();

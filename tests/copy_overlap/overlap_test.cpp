@@ -39,7 +39,6 @@ TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
   sc::device_buffer<std::uint32_t> dst(n);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  // Mutation (arrangement): the copy goes into A, behind the gate (one stream instead of two).
   const sc::stream& target = copy03.mutated(sc::mutation_kind::arrangement) ? a : b;
   const sc::gated_result done =
       completes_beside_gate(a, "a pinned H2D copy in " + target.name() + " and its synchronize", [&] {
@@ -72,7 +71,6 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::stream c = make(stream_flags::non_blocking, "c");
-  // Mutation (arrangement): the D2H copy goes into B after the H2D copy (one stream instead of two).
   const sc::stream& d2h_stream = copy04.mutated(sc::mutation_kind::arrangement) ? b : c;
   // Both copies wait on a start gate that opens once both are queued, so they start together however long
   // the host took between the two calls: on two H100s testing at once, the shorter copy was once less than
@@ -118,7 +116,6 @@ TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
   sc::device_buffer<std::uint32_t> dst(n);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  // Mutation (arrangement): the copy goes into A, behind the gate.
   const sc::stream& target = copy06.mutated(sc::mutation_kind::arrangement) ? a : b;
   const sc::gated_result done =
       completes_beside_gate(a, "a pageable H2D copy in " + target.name() + " and its synchronize", [&] {
@@ -230,7 +227,6 @@ TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
     SC_CHECK_CUDA(synchronize_within(s, sc::kWorkDeadline));
   }
   const sm_room free_room = try_beside_grid_gate(*this, "some_free", some_free, threads);
-  // Mutation (arrangement): the "full" grid is the some-SMs-free one, so the control kernel runs.
   const bool mutated = copy12.mutated(sc::mutation_kind::arrangement);
   const sm_room full_room = try_beside_grid_gate(*this, "full", mutated ? some_free : full, threads);
   const sm_room one_room = try_beside_grid_gate(*this, "one_per_sm", sms, threads);

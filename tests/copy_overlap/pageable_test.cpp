@@ -26,7 +26,6 @@ TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
   pageable plain(kCopyBytes, 3u);
   sc::pinned_buffer<std::uint32_t> pinned(n);
   sc::device_buffer<std::uint32_t> dev(n);
-  // Mutation (arrangement): the copies come from pinned memory instead.
   const bool use_pinned = copy05.mutated(sc::mutation_kind::arrangement);
   const std::uint32_t* src = use_pinned ? pinned.data() : plain.data();
   const sc::stream s = make(stream_flags::non_blocking, "s");
@@ -73,7 +72,6 @@ TEST_F(CopyOverlap, PageableDeviceToHostCopyAgainstAGatedStream) {
   pageable plain(kCopyBytes);
   sc::pinned_buffer<std::uint32_t> pinned(n);
   sc::device_buffer<std::uint32_t> dev(n);
-  // Mutation (arrangement): the destination is pinned memory.
   std::uint32_t* dst = copy07.mutated(sc::mutation_kind::arrangement) ? pinned.data() : plain.data();
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::return_observation seen =
@@ -121,7 +119,6 @@ TEST_F(CopyOverlap, SynchronousCopyRules) {
   pageable plain(bytes, 9u);
   sc::device_buffer<std::uint32_t> x(n);
   sc::device_buffer<std::uint32_t> y(n);
-  // Mutation (arrangement): the gate holds a non-blocking stream instead of the legacy stream.
   const bool elsewhere = copy09.mutated(sc::mutation_kind::arrangement);
   const sc::stream nb = make(stream_flags::non_blocking, "nb");
   const sc::stream legacy = sc::stream::legacy();

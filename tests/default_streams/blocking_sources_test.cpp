@@ -262,7 +262,6 @@ TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
 TEST_F(DefaultStreams, SynchronousMemsetAndDeviceCopyAreLegacyStreamWork) {
   const sc::claim dflt18("DFLT-18", sc::verdict_kind::documented);
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): the mark meant for s2 goes into the gated s1.
   const bool into_gated = dflt18.mutated(sc::mutation_kind::arrangement);
   sc::device_buffer<char> memory(2 * kBytes);
   struct call {

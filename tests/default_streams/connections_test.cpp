@@ -198,7 +198,6 @@ TEST_F(DefaultStreams, WithOneConnectionAPendingKernelHoldsBackAnotherStream) {
   if (!variable_is("CUDA_DEVICE_MAX_CONNECTIONS", "1"))
     GTEST_SKIP() << "needs CUDA_DEVICE_MAX_CONNECTIONS=1 before CUDA starts (ctest entry default_streams.conn1.*)";
   held_back_arrangement how;
-  // Mutation (arrangement): nothing pending in A, so nothing shares B's queue position.
   how.drop_pending = !dflt15.mutated(sc::mutation_kind::arrangement);
   independent_work_held_back(*this, dflt15, "held_back", how);
 }
@@ -209,7 +208,6 @@ TEST_F(DefaultStreams, WithDefaultConnectionsAPendingKernelDoesNotHoldBackAnothe
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
   held_back_arrangement how;
-  // Mutation (arrangement): B's mark goes behind the gate in A.
   how.b_behind_gate = dflt15.mutated(sc::mutation_kind::arrangement);
   independent_work_held_back(*this, dflt15, "default.held_back", how);
 }
@@ -219,7 +217,6 @@ TEST_F(DefaultStreams, WithDefaultConnectionsAPendingKernelDoesNotHoldBackAnothe
 TEST_F(DefaultStreams, LaunchReturnsBeforeTheKernelEnds) {
   const sc::claim dflt22("DFLT-22");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): the call also synchronizes the gate's stream.
   const bool then_sync = dflt22.mutated(sc::mutation_kind::arrangement);
   EXPECT_TRUE(gate_launch_while_gated(*this, then_sync).returned) << "the launch waited for its kernel";
 }

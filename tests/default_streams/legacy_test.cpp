@@ -63,7 +63,6 @@ TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
   SC_REQUIRE_CONCURRENT_KERNELS();
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  // Mutation (arrangement): the mark queues behind the gate in a.
   const sc::stream& second = dflt01.mutated(sc::mutation_kind::arrangement) ? a : b;
   const sc::observation seen = sc::measure_within(sc::kObservedAttempts, [&] {
     sc::marks m;
@@ -81,7 +80,6 @@ TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
 TEST_F(DefaultStreams, QueryOfTheLegacyStreamWhileABlockingStreamIsBusy) {
   const sc::claim dflt10("DFLT-10");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): the busy streams swap kinds.
   const bool swapped = dflt10.mutated(sc::mutation_kind::arrangement);
   for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
     const std::string kind = flags == stream_flags::blocking ? "blocking" : "non_blocking";
@@ -107,7 +105,6 @@ TEST_F(DefaultStreams, QueryOfTheLegacyStreamWhileABlockingStreamIsBusy) {
 TEST_F(DefaultStreams, SynchronizeOfAnEmptyBlockingStreamAfterLegacyWork) {
   const sc::claim dflt11("DFLT-11");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): s1 is not empty: a mark waits in it behind the legacy gate.
   const bool pending = dflt11.mutated(sc::mutation_kind::arrangement);
   sc::marks m;
   const sc::stream s1 = make(stream_flags::blocking, "s1");
@@ -126,7 +123,6 @@ TEST_F(DefaultStreams, SynchronizeOfAnEmptyBlockingStreamAfterLegacyWork) {
 TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) {
   const sc::claim dflt12("DFLT-12");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): the gated streams swap kinds.
   const bool swapped = dflt12.mutated(sc::mutation_kind::arrangement);
   for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
     const std::string kind = flags == stream_flags::blocking ? "blocking" : "non_blocking";

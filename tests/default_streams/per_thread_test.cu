@@ -119,7 +119,6 @@ TEST_F(PerThreadStreams, PerThreadStreamsOfTwoThreadsAreDistinctAndIndependent) 
   hold(g, per_thread_);  // this thread's per-thread stream
   ASSERT_TRUE(g.wait_started());
   cudaError_t in_thread = cudaSuccess;
-  // Mutation (arrangement): B's mark goes into A's per-thread stream.
   const bool same_thread = dflt08.mutated(sc::mutation_kind::arrangement);
   std::thread b([&] {
     in_thread = cudaSetDevice(device());

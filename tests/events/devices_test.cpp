@@ -29,7 +29,6 @@ using sc::families::EventsAcrossDevices;
 // the control therefore goes before the wait.
 TEST_F(EventsAcrossDevices, WaitOnAnEventRecordedOnAnotherDevice) {
   const sc::claim evt14("EVT-14");
-  // Mutation (arrangement): B does not wait.
   const bool no_wait = evt14.mutated(sc::mutation_kind::arrangement);
   const sc::stream a = make(stream_flags::non_blocking, "A@dev" + std::to_string(device()));
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
@@ -171,7 +170,6 @@ TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
   const std::string loading = module_loading();
   const bool eager = loading == "EAGER";
   sc::observe("module_loading", loading);
-  // Mutation (arrangement): the call also synchronizes the gated device, so it cannot return while gated.
   const bool mutated = dflt20.mutated(sc::mutation_kind::arrangement);
   const sc::stream a = make(stream_flags::non_blocking, "A@dev" + std::to_string(device()));
   use(peer());

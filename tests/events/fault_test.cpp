@@ -56,7 +56,6 @@ TEST_F(EventsAndWaits, DriverStreamCallsReportAnEarlierAsynchronousError) {
   const sc::claim evt18("EVT-18");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::death_test_children);
-  // Mutation (arrangement): an empty kernel instead of the trapping one, so nothing faults.
   const bool trap = !evt18.mutated(sc::mutation_kind::arrangement);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const sc::child_channel channel("EVT18");

@@ -158,7 +158,6 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeSleepsUnderBlockingSync) {
 TEST_F(EventsAndWaits, TwentyThreadsKeepEveryDependency) {
   const sc::claim evt15("EVT-15");
   constexpr unsigned kThreads = 20;
-  // Mutation (arrangement): thread 10 does not wait for thread 9.
   const unsigned skipped = evt15.mutated(sc::mutation_kind::arrangement) ? 10u : kThreads;
   sc::marks m;
   std::vector<sc::event> events;

@@ -28,7 +28,6 @@ TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
   SC_CHECK_CUDA(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
   const sc::stream doomed = sc::stream::view(raw, "doomed");
   recorder().track(doomed);
-  // Mutation (arrangement): the stream is synchronized before it is destroyed.
   const bool sync_first = evt09.mutated(sc::mutation_kind::arrangement);
   std::optional<sc::gated_result> still_held;
   sc::gate g;
@@ -69,7 +68,6 @@ TEST_F(EventsAndWaits, DestroyingAPendingEventKeepsItsWaits) {
   const sc::stream b = make(stream_flags::non_blocking, "B");
   cudaEvent_t raw = nullptr;
   SC_CHECK_CUDA(cudaEventCreateWithFlags(&raw, cudaEventDisableTiming));
-  // Mutation (arrangement): B does not wait on the event.
   const bool no_wait = evt10.mutated(sc::mutation_kind::arrangement);
   std::optional<sc::gated_result> still_held;
   sc::gate g;
@@ -103,7 +101,6 @@ TEST_F(EventsAndWaits, InvalidArgumentsAreRefusedByName) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
   record(e, s, "e");
-  // Mutation (arrangement): the wait is made with flags 0, a valid value.
   const unsigned bad_flags = evt11.mutate<unsigned>(sc::mutation_kind::arrangement, 0x2u, 0u);
   const cudaError_t wait_flags = sc::taking_last_error(cudaStreamWaitEvent(s.get(), e.get(), bad_flags));
   cudaEvent_t ipc = nullptr;

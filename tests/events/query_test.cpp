@@ -62,7 +62,6 @@ TEST_F(EventsAndWaits, NeverRecordedEventQueriesAndSynchronizesAsDone) {
   const sc::claim evt04("EVT-04");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
-  // Mutation (arrangement): the event is recorded behind the gate first.
   const bool recorded = evt04.mutated(sc::mutation_kind::arrangement);
   sc::gate g;
   hold(g, s);
@@ -92,7 +91,6 @@ TEST_F(EventsAndWaits, StreamQueryReportsPendingWork) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   EXPECT_CUDA_EQ(cudaSuccess, cudaStreamQuery(s.get())) << "a new, empty stream";
-  // Mutation (arrangement): the stream queried is another, idle one.
   const sc::stream& queried = evt05.mutated(sc::mutation_kind::arrangement) ? idle : s;
   const sc::return_observation pending = call_while_held(s, [&] { return cudaStreamQuery(queried.get()); });
   drain();
@@ -120,7 +118,6 @@ TEST_F(EventsAndWaits, DriverStreamQueryReportsPendingWork) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   EXPECT_CU_EQ(CUDA_SUCCESS, sc::driver().cuStreamQuery(s.get())) << "a new, empty stream";
-  // Mutation (arrangement): the stream queried is another, idle one.
   const sc::stream& queried = evt16.mutated(sc::mutation_kind::arrangement) ? idle : s;
   CUresult code = CUDA_ERROR_UNKNOWN;
   const sc::return_observation pending =
@@ -139,7 +136,6 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeWaitsForTheGate) {
   const sc::claim evt17("EVT-17");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
-  // Mutation (arrangement): the stream synchronized is another, idle one.
   const sc::stream& synchronized = evt17.mutated(sc::mutation_kind::arrangement) ? idle : s;
   sc::gate g;
   hold(g, s);
@@ -161,7 +157,6 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeWaitsForTheGate) {
 // The thread is a new one that made no runtime call, and cuCtxGetCurrent shows that it has no context.
 TEST_F(EventsAndWaits, DriverStreamCallsWithoutACurrentContext) {
   const sc::claim evt20("EVT-20");
-  // Mutation (arrangement): the thread makes the device's primary context current first (cudaSetDevice).
   const bool bind = evt20.mutated(sc::mutation_kind::arrangement);
   const sc::driver_api& drv = sc::driver();
   const int dev = device();
@@ -192,7 +187,6 @@ TEST_F(EventsAndWaits, EventQueryAndSynchronizeFollowTheCapturedWork) {
   const sc::claim evt06("EVT-06");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
-  // Mutation (arrangement): the event is recorded before the gate, so it captures nothing pending.
   const bool early = evt06.mutated(sc::mutation_kind::arrangement);
   if (early) record(e, s, "e");
   sc::gate g;
@@ -225,7 +219,6 @@ TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
   const sc::event never = sc::event::create();
   const sc::event untimed_a = sc::event::create(sc::event_flags::disable_timing);
   const sc::event untimed_b = sc::event::create(sc::event_flags::disable_timing);
-  // Mutation (arrangement): the end event is recorded before the gate, so nothing is pending.
   const bool early = evt07.mutated(sc::mutation_kind::arrangement);
   record(begin, s, "begin");
   if (early) record(end, s, "end");
@@ -304,7 +297,6 @@ TEST_F(EventsAndWaits, ElapsedTimeAroundAWaitCoversTheWait) {
   const sc::event e2 = sc::event::create();
   const sc::event e3 = sc::event::create();
   const sc::event opened = sc::event::create(sc::event_flags::disable_timing);
-  // Mutation (arrangement): the end event is recorded ahead of the wait.
   const bool ahead = evt08.mutated(sc::mutation_kind::arrangement);
   record(e2, s, "e2");
   SC_CHECK_CUDA(cudaEventSynchronize(e2.get()));  // e2 is complete before the gate is even enqueued
@@ -340,7 +332,6 @@ TEST_F(EventsAndWaits, StreamSynchronizeWaitsOnlyForItsStream) {
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
   const sc::stream nb = make(stream_flags::non_blocking, "s2_non_blocking");
   const sc::stream bl = make(stream_flags::blocking, "s2_blocking");
-  // Mutation (arrangement): the stream synchronized is the gated one.
   const bool same = evt12.mutated(sc::mutation_kind::arrangement);
   for (const sc::stream* s2 : {&nb, &bl}) {
     SCOPED_TRACE(s2->name());

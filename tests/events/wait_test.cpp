@@ -28,7 +28,6 @@ constexpr std::uint32_t kElements = 4096;
 // closed, and after the release the consumer must have seen V everywhere.
 TEST_F(EventsAndWaits, WaitHoldsLaterWorkForEveryPairOfStreamKinds) {
   const sc::claim evt01("EVT-01");
-  // Mutation (arrangement): no wait; B's mark is then free to run while A is held.
   const bool no_wait = evt01.mutated(sc::mutation_kind::arrangement);
   sc::device_buffer<std::uint32_t> mismatches(1);
   sc::marks m;
@@ -91,7 +90,6 @@ TEST_F(EventsAndWaits, WaitHoldsLaterWorkForEveryPairOfStreamKinds) {
 // the gate is closed (it bound to C's finished record).
 TEST_F(EventsAndWaits, WaitBindsToTheRecordCurrentAtCallTime) {
   const sc::claim evt02("EVT-02");
-  // Mutation (arrangement): B's wait is made after the re-record, so it binds to C's record.
   const bool late_wait = evt02.mutated(sc::mutation_kind::arrangement);
   sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "A");
@@ -196,7 +194,6 @@ TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
 // closed, and synchronizing B then succeeds.
 TEST_F(EventsAndWaits, WaitOnANeverRecordedEventIsANoOp) {
   const sc::claim evt03("EVT-03");
-  // Mutation (arrangement): the event is recorded in the gated stream first.
   const bool recorded = evt03.mutated(sc::mutation_kind::arrangement);
   sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "A");

@@ -31,7 +31,6 @@ TEST_F(HostFuncs, UserDataStreamAndStatusArriveUnchanged) {
   const sc::claim host04("HOST-04");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
-  // Mutation (arrangement): the callback is added to another stream than the one it is checked against.
   const bool misplaced = host04.mutated(sc::mutation_kind::arrangement);
   host_record& fn = launch_host_func(s, "host func");
   host_record& cb = add_callback(misplaced ? other : s, "callback");
@@ -67,7 +66,6 @@ TEST_F(HostFuncs, DriverCallbackRunsAfterEarlierWorkWithItsArguments) {
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
-  // Mutation (arrangement): the callback is added to another, idle stream.
   const sc::stream& target = host16.mutated(sc::mutation_kind::arrangement) ? idle : s;
   // Static: a callback still pending when a failed step ends the test writes here after the test returned.
   static driver_callback_seen seen;
@@ -96,7 +94,6 @@ TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
   const sc::claim host09("HOST-09");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
-  // Mutation (arrangement): each call is followed by a synchronize of its stream.
   const bool then_sync = host09.mutated(sc::mutation_kind::arrangement);
   struct enqueue {
     const char* name;
@@ -135,7 +132,6 @@ TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
 TEST_F(HostFuncs, InvalidArgumentsAreRefusedByName) {
   const sc::claim host12("HOST-12", sc::verdict_kind::documented);
   const sc::stream s = make(stream_flags::non_blocking, "s");
-  // Mutation (arrangement): flags 0, which are valid.
   const unsigned flags = host12.mutate(sc::mutation_kind::arrangement, 1u, 0u);
   std::atomic<int> calls{0};
   const cudaError_t bad_flags = sc::taking_last_error(cudaStreamAddCallback(s.get(), count_call, &calls, flags));
@@ -171,7 +167,6 @@ TEST_F(HostFuncs, InvalidArgumentsAreRefusedByName) {
 TEST_F(HostFuncs, CaptureTakesHostFunctionsAsHostNodesAndRefusesCallbacks) {
   const sc::claim host13("HOST-13");
   const sc::stream s = make(stream_flags::non_blocking, "s");
-  // Mutation (arrangement): capture is never begun.
   const bool capturing = !host13.mutated(sc::mutation_kind::arrangement);
   // Two captures: a refused call may invalidate the capture it was made in.
   const auto captured = [&](const std::function<cudaError_t()>& call, cudaError_t& code, cudaError_t& ended) {

@@ -51,7 +51,6 @@ TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
   sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  // Mutation (arrangement): the mark goes behind the latch in A.
   const bool behind = host07.mutated(sc::mutation_kind::arrangement);
   sc::host_latch latch;
   hold(latch, a);
@@ -77,7 +76,6 @@ TEST_F(HostFuncs, OtherThreadsCallsWhileACallbackWaits) {
   // The other process sets up its context before anything is held (that takes far longer than a window).
   sc::child_probe other_process("launch-sync", device());
   ASSERT_TRUE(other_process.wait_ready(kChildReadyDeadline)) << other_process.problem();
-  // Mutation (arrangement): the thread's calls also synchronize stream A, so they must wait for the callback.
   const bool wait_for_a = host08.mutated(sc::mutation_kind::arrangement);
   sc::thread_probe calls("cudaEventRecord + cudaStreamQuery on stream B", [&] {
     cudaError_t code = cudaEventRecord(e.get(), b.get());

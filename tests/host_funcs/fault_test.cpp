@@ -80,7 +80,6 @@ TEST_F(HostFuncs, AfterADeviceFaultCallbacksGetTheErrorAndHostFunctionsAreSkippe
   const sc::claim host11("HOST-11");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::death_test_children);
-  // Mutation (arrangement): an empty kernel instead of the trapping one, so nothing faults.
   const bool trap = !host11.mutated(sc::mutation_kind::arrangement);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const sc::child_channel channel("HOST11");

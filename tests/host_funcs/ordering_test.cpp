@@ -30,7 +30,6 @@ TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
   sc::mapped<std::uint32_t> data(kElements);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
-  // Mutation (arrangement): the host function goes into another stream, not ordered after the fill.
   const bool unordered = host01.mutated(sc::mutation_kind::arrangement);
   std::atomic<std::uint32_t> wrong{0};
   sc::gate g;
@@ -59,7 +58,6 @@ TEST_F(HostFuncs, HostFunctionBlocksLaterWorkInItsStream) {
   sc::marks m;
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
-  // Mutation (arrangement): the mark goes into another stream.
   const bool elsewhere = host02.mutated(sc::mutation_kind::arrangement);
   sc::host_latch latch;
   hold(latch, s);
@@ -82,7 +80,6 @@ TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
   sc::marks m;
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream late = make(stream_flags::non_blocking, "late");
-  // Mutation (arrangement): host function 3 goes into a stream held by a gate until the end.
   const bool displaced = host03.mutated(sc::mutation_kind::arrangement);
   std::vector<host_record*> fns;
   std::vector<unsigned> marks_seen(kFunctions, 0);
@@ -121,7 +118,6 @@ TEST_F(HostFuncs, NegativeControlHostFunctionsOfTwoStreamsHaveNoFixedOrder) {
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  // Mutation (arrangement): the second host function goes into the gated stream too.
   const bool joined = host03.mutated(sc::mutation_kind::arrangement);
   sc::gate g;
   hold(g, a);
@@ -145,7 +141,6 @@ TEST_F(HostFuncs, HostFunctionWaitsForWorkJoinedByAnEventWait) {
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::event joined = sc::event::create(sc::event_flags::disable_timing);
-  // Mutation (arrangement): B does not wait for the event.
   const bool no_wait = host10.mutated(sc::mutation_kind::arrangement);
   sc::gate g;
   hold(g, a);

@@ -22,7 +22,6 @@ TEST_F(HostFuncs, CudaCallsInsideAHostFunction) {
   const sc::claim host05("HOST-05");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
-  // Mutation (arrangement): the same calls are made on the test thread, outside any host function.
   const bool outside = host05.mutated(sc::mutation_kind::arrangement);
   void* allocated = nullptr;
   cudaError_t malloc_rc = cudaSuccess;
@@ -50,7 +49,6 @@ TEST_F(HostFuncs, CudaCallsInsideAHostFunction) {
 TEST_F(HostFuncs, HostFunctionsRunOnADriverThread) {
   const sc::claim host14("HOST-14");
   constexpr int kStreams = 4;
-  // Mutation (arrangement): the functions are called directly on the test thread instead of enqueued.
   const bool direct = host14.mutated(sc::mutation_kind::arrangement);
   std::vector<sc::stream> streams;
   for (int i = 0; i < kStreams; ++i) streams.push_back(make(stream_flags::non_blocking, "s" + std::to_string(i)));

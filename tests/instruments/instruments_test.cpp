@@ -44,7 +44,6 @@ TEST_F(Instruments, GlobaltimerTickIsMeasured) {
   const sc::claim inst01("INST-01");
   sc::mapped<sc::kernels::timer_probe> probe(1);
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
-  // Mutation (arrangement): one read only, so the probe cannot see the timer advance.
   const unsigned reads = inst01.mutate(sc::mutation_kind::arrangement, 4 * sc::kTimerProbeReads, 1u);
   SC_CHECK_CUDA(sc::kernels::launch_timer_probe(s.get(), probe.device(), reads));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
@@ -113,7 +112,6 @@ TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
   while (sc::load_acquire(beacon.host()->now_ns) - gpu_start < kSpanNs / 10 * 9)
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the beacon's stamp stopped advancing";
-  // Mutation (arrangement): the second pair reads the beacon's start stamp, a GPU clock that stood still.
   const bool stale = inst02.mutated(sc::mutation_kind::arrangement);
   const clock_pair last = tightest_pair(stale ? beacon.host()->start_ns : beacon.host()->now_ns, kSamples);
   // A pair read after the beacon ended holds a stamp that had stopped: no rate can be made of it.
@@ -228,7 +226,6 @@ TEST_F(Instruments, SmIdsAreBelowNsmidAndRecordedAtBothEnds) {
   const unsigned blocks = static_cast<unsigned>(properties().multiProcessorCount);
   sc::mapped<sc::kernels::block_record> records(blocks);
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
-  // Mutation (arrangement): one block fewer is launched than checked, so one record was never written.
   const unsigned launched = inst08.mutate(sc::mutation_kind::arrangement, blocks, blocks - 1);
   SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), launched, 1024, 1'000'000));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));

@@ -81,7 +81,6 @@ TEST_F(Instruments, NvtxRangesReachCuptiWhenRouted) {
   const sc::claim inst06("INST-06");
   SC_REQUIRE_TRACING();
   if (!sc::trace::state().nvtx_routed) GTEST_SKIP() << "NVTX is not routed here: " << sc::trace::state().nvtx_detail;
-  // Mutation (arrangement): the probe range is never pushed, so CUPTI cannot have it.
   if (!inst06.mutated(sc::mutation_kind::arrangement)) {
     const nvtx3::scoped_range_in<sc::nvtx_domain> probe{"INST-06 probe"};
   }
@@ -125,7 +124,6 @@ TEST_F(Instruments, CuptiRecordsCarryStreamIdsAndMemoryKinds) {
   const sc::stream legacy = sc::stream::legacy();
   const std::vector<const sc::stream*> streams{&s1, &s2, &legacy};
   for (const sc::stream* s : streams) recorder().track(*s);
-  // Mutation (arrangement): s1's kernel is launched into s2, so its record carries s2's id.
   const bool misroute = inst07.mutated(sc::mutation_kind::arrangement);
   for (const sc::stream* s : streams) {
     auto label = recorder().label("empty@" + s->name());

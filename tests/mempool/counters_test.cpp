@@ -30,7 +30,6 @@ constexpr long long as_count(std::uint64_t bytes) { return static_cast<long long
 // frees, the device) is recorded, each in a cycle of its own, after s was seen idle by cudaStreamQuery.
 TEST_F(MemoryPools, ReleaseThresholdDecidesWhatASynchronizeKeeps) {
   const sc::claim mpool09("MPOOL-09");
-  // Mutation (arrangement): the pool measured for the stream synchronize keeps every byte (threshold maximum).
   const bool keep = mpool09.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
@@ -88,7 +87,6 @@ TEST_F(MemoryPools, ReleaseThresholdDecidesWhatASynchronizeKeeps) {
 TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
   const sc::claim mpool10("MPOOL-10");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): the first trim comes after the gate opened and s was synchronized.
   const bool late = mpool10.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = sc::mem_pool::create(device());
   pool.set_bytes(cudaMemPoolAttrReleaseThreshold, UINT64_MAX);
@@ -133,7 +131,6 @@ TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
 // used bytes, nor their high mark below them. A non-zero reset is refused with cudaErrorInvalidValue.
 TEST_F(MemoryPools, UsageCountersAgreeWithTheAllocations) {
   const sc::claim mpool12("MPOOL-12");
-  // Mutation (arrangement): the first block's free is skipped.
   const bool no_free = mpool12.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = sc::mem_pool::create(device());
   pool.set_bytes(cudaMemPoolAttrReleaseThreshold, UINT64_MAX);

@@ -39,7 +39,6 @@ sc::graph allocating_graph(const sc::stream& s, std::size_t bytes, std::uint32_t
 // launches twice with nothing freed in between.
 TEST_F(MemoryPools, CapturedAllocationsAreGraphMemoryNodes) {
   const sc::claim mpool11("MPOOL-11");
-  // Mutation (arrangement): (b)'s graph is instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch.
   const bool auto_free = mpool11.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream recording = make(stream_flags::non_blocking, "recording");

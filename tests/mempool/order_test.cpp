@@ -24,7 +24,6 @@ using sc::families::MemoryPools;
 TEST_F(MemoryPools, AllocationReturnsWhileItsStreamIsGatedAndIsValidThere) {
   const sc::claim mpool01("MPOOL-01");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): the stream is synchronized after the allocation, so the call cannot return while gated.
   const bool then_sync = mpool01.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = sc::mem_pool::create(device());
   const sc::stream s = make(stream_flags::non_blocking, "s");

@@ -45,7 +45,6 @@ void expect_reused_in_order(MemoryPools& t, cudaError_t allocated, const std::ui
 TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
   const sc::claim mpool04("MPOOL-04");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): b does not wait on the event, so no dependency on the free exists.
   const bool no_edge = mpool04.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = one_block_pool(true, false, false);
   const sc::stream a = make(stream_flags::non_blocking, "a");
@@ -90,7 +89,6 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
 // arrangement with the policy off is recorded (`without_the_policy.*`).
 TEST_F(MemoryPools, CompletedFreeIsReusedWithoutAnEdge) {
   const sc::claim mpool05("MPOOL-05");
-  // Mutation (arrangement): the policy is off in the measured pool too.
   const bool off = mpool05.mutated(sc::mutation_kind::arrangement);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
@@ -193,7 +191,6 @@ reuse_seen reuse_behind_a_gate(MemoryPools& t, const sc::mem_pool& pool, const s
 TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
   const sc::claim mpool06("MPOOL-06", sc::verdict_kind::documented);
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): the policy is off, so nothing lets b reuse a pending free.
   const bool off = mpool06.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = one_block_pool(false, false, !off);
   const sc::stream a = make(stream_flags::non_blocking, "a");
@@ -294,7 +291,6 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
 TEST_F(MemoryPools, ReuseAddsAHiddenDependencyBetweenPerThreadStreams) {
   const sc::claim mpool06("MPOOL-06", sc::verdict_kind::observed);
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): the policy is off, so nothing lets the other thread reuse a pending free.
   const bool off = mpool06.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = one_block_pool(false, false, !off);
   const reuse_seen seen = reuse_across_per_thread_streams(*this, pool, device());
@@ -319,7 +315,6 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependencyBetweenPerThreadStreams) {
 TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   const sc::claim mpool07("MPOOL-07", sc::verdict_kind::documented);
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): internal dependencies are allowed, so the pending free can be reused.
   const bool allow = mpool07.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = sc::mem_pool::create(device(), block_bytes());
   pool.set_reuse(false, false, allow);

@@ -21,7 +21,6 @@ using sc::families::MemoryPools;
 TEST_F(MemoryPools, PerThreadStreamsOfTwoThreadsAreTwoStreamsForReuse) {
   const sc::claim mpool08("MPOOL-08");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Mutation (arrangement): the other thread's allocation is made on this thread, in its per-thread stream.
   const bool same_thread = mpool08.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = one_block_pool(true, false, false);
   const sc::stream mine = sc::stream::per_thread();

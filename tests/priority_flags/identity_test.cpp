@@ -20,7 +20,6 @@ TEST_F(PriorityFlags, StreamIdsAreUniqueForTheProgramsLifetime) {
   constexpr int kRounds = 3;
   constexpr int kPerRound = 8;
   std::vector<unsigned long long> ids;
-  // Mutation (arrangement): the first stream's id is asked of the per-thread handle instead.
   const bool misread = prio12.mutated(sc::mutation_kind::arrangement);
   for (int round = 0; round < kRounds; ++round) {
     std::vector<stream> streams;  // destroyed at the end of each round

@@ -47,7 +47,6 @@ TEST_F(PriorityFlags, RuntimeRangeHasLeastAtOrAboveGreatest) {
   const sc::claim prio01("PRIO-01");
   int least = 0;
   int greatest = 0;
-  // Mutation (arrangement): the out-pointers are passed the wrong way round.
   if (prio01.mutated(sc::mutation_kind::arrangement))
     EXPECT_CUDA_EQ(cudaSuccess, cudaDeviceGetStreamPriorityRange(&greatest, &least));
   else
@@ -75,7 +74,6 @@ TEST_F(PriorityFlags, DriverRangeEqualsRuntimeRange) {
   const sc::claim prio02("PRIO-02");
   int least = 0;
   int greatest = 0;
-  // Mutation (arrangement): the driver's out-pointers are passed the wrong way round.
   if (prio02.mutated(sc::mutation_kind::arrangement))
     EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuCtxGetStreamPriorityRange(&greatest, &least));
   else
@@ -262,7 +260,6 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
   SC_REQUIRE(sc::requirement::async_launches);
   constexpr unsigned kThreads = 16;
   const unsigned streams_expected = kThreads * static_cast<unsigned>(least_ - greatest_ + 1);
-  // Mutation (arrangement): each copy back runs in a side stream, not ordered after its fill.
   const bool unordered_copy = prio11.mutated(sc::mutation_kind::arrangement);
   std::vector<std::string> errors(kThreads);
   std::vector<int> checked(kThreads, 0);

@@ -37,7 +37,6 @@ TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
   const std::optional<int> middle = middle_priority(*this);
   if (!middle)
     GTEST_SKIP() << "the device has " << least() - greatest() + 1 << " stream priority levels; this needs three";
-  // Mutation (arrangement): the graph is launched into a stream of the lowest priority.
   const int launch_priority = capt12.mutated(sc::mutation_kind::arrangement) ? least() : greatest();
   std::vector<pending_grid> specs;
   specs.push_back({"plain_middle", *middle, *middle, wave()});
@@ -68,7 +67,6 @@ TEST_F(PrioritySched, GraphRunsAtItsNodePriorityWithTheFlag) {
   const std::optional<int> middle = middle_priority(*this);
   if (!middle)
     GTEST_SKIP() << "the device has " << least() - greatest() + 1 << " stream priority levels; this needs three";
-  // Mutation (arrangement): the flagged graph is instantiated without the flag.
   const unsigned long long flag = capt12.mutated(sc::mutation_kind::arrangement)
                                       ? 0ull
                                       : static_cast<unsigned long long>(cudaGraphInstantiateFlagUseNodePriority);

@@ -85,7 +85,6 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
   // Levels from lowest to highest priority (numerically falling).
   std::vector<int> levels;
   for (int p = least(); p >= greatest(); --p) levels.push_back(p);
-  // Mutation (arrangement): every level's grid at the lowest priority.
   const bool mutated = sched05.mutated(sc::mutation_kind::arrangement);
   std::vector<pending_grid> specs;
   for (int p : levels) specs.push_back({"level" + std::to_string(p), mutated ? least() : p, p, wave()});
@@ -206,7 +205,6 @@ TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
   sc::observe("cluster.size", static_cast<int>(kCluster));
   sc::observe("cluster.max_active", clusters);
   sc::observe("small.threads", static_cast<int>(small));
-  // Mutation (arrangement): the cluster grid at the lowest priority.
   const bool mutated = sched08.mutated(sc::mutation_kind::arrangement);
   sched_grid* low = nullptr;
   sched_grid* high = nullptr;

@@ -174,7 +174,6 @@ TEST_F(PrioritySched, ContextsAreTimeSliced) {
   };
   const std::string a_file = scratch("a");
   const std::string b_file = scratch("b");
-  // Mutation (arrangement): only one process runs.
   const bool alone = sched11.mutated(sc::mutation_kind::arrangement);
   sc::child_probe a("gaps", device(), args(a_file));
   std::vector<sc::child_probe*> children{&a};

@@ -116,12 +116,9 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   int preemption = 0;
   SC_CHECK_CUDA(cudaDeviceGetAttribute(&preemption, cudaDevAttrComputePreemptionSupported, device()));
 
-  // Mutation SCHED-09 (expectation): the attribute read as its opposite.
   const bool preempts = sched09.mutate(sc::mutation_kind::expectation, preemption != 0, preemption == 0);
-  // Mutation SCHED-01 (arrangement): both grids at the lowest priority.
   const int high_priority = sched01.mutated(sc::mutation_kind::arrangement) ? least() : greatest();
   EXPECT_TRUE(sched09.matches_baseline("compute_preemption_supported", preempts));
-  // Mutation SCHED-02 (arrangement): the high grid is not held and is launched first.
   const bool high_first = sched02.mutated(sc::mutation_kind::arrangement);
   const saturation s = saturate(*this, "low", least(), "high", high_priority, high_first);
   if (!s.not_ready) return;
@@ -183,7 +180,6 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
 // earlier grid is fully dispatched (one FIFO, head of line).
 TEST_F(PrioritySched, EqualPriorityIsFirstInFirstOut) {
   const sc::claim sched06("SCHED-06");
-  // Mutation (arrangement): the later grid at the highest priority.
   const bool mutated = sched06.mutated(sc::mutation_kind::arrangement);
   const saturation s = saturate(*this, "earlier", least(), "later", mutated ? greatest() : least(), false);
   if (!s.not_ready) return;
