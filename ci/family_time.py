@@ -65,32 +65,34 @@ def main() -> int:
         if test["setup_ms"] is not None:
             setup[name] = test["setup_ms"] / 1000.0
 
-    # family -> entries, ctest wall of all, entries with an observation, their ctest wall, fixture, set-up,
-    # longest body
-    rows = defaultdict(lambda: [0, 0.0, 0, 0.0, 0.0, 0.0, 0.0])
+    # Per family: its entries, their ctest wall, the entries with an observation file, their process start
+    # and exit (ctest wall less the fixture times inside); and the set-up, bodies and longest body of its tests.
+    # A fast entry of the suite holds many families' tests: its start and exit count for the entry's first
+    # name component ("suite"), its tests' set-up and bodies for their own families.
+    rows = defaultdict(lambda: {"entries": 0, "wall": 0.0, "seen": 0, "start_exit": 0.0, "setup": 0.0,
+                                "bodies": 0.0, "longest": 0.0, "longest_test": "-"})
     counted = set()  # the tests whose fixture times the table sums
-    longest = {}
     for name, seconds in wall.items():
         if name.startswith("streamcheck.run.") or (args.label and not name.startswith(args.label + ".")):
             continue
-        family = name.split(".")[0]
-        r = rows[family]
-        r[0] += 1
-        r[1] += seconds
-        # Fast mode: one entry ran many tests in one process (its list names them); its set-up and
-        # bodies are the sums of its tests'. An isolated entry is its one test.
+        r = rows[name.split(".")[0]]
+        r["entries"] += 1
+        r["wall"] += seconds
+        # Fast mode: one entry ran many tests in one process (its list names them). An isolated entry is its
+        # one test.
         inside = [t for t in run["entries"].get(name, [name]) if t in fixture]
-        if inside:
-            r[2] += 1
-            r[3] += seconds
-            for t in inside:
-                counted.add(t)
-                r[4] += fixture[t]
-                r[5] += setup.get(t, 0.0)
-                body = fixture[t] - setup.get(t, 0.0)
-                if body > r[6]:
-                    r[6] = body
-                    longest[family] = t
+        if not inside:
+            continue
+        r["seen"] += 1
+        r["start_exit"] += seconds - sum(fixture[t] for t in inside)
+        for t in inside:
+            counted.add(t)
+            own = rows[t.split(".")[0]]
+            own["setup"] += setup.get(t, 0.0)
+            body = fixture[t] - setup.get(t, 0.0)
+            own["bodies"] += body
+            if body > own["longest"]:
+                own["longest"], own["longest_test"] = body, t
     if not rows:
         print("family_time: no test entries matched", file=sys.stderr)
         return 1
@@ -99,13 +101,15 @@ def main() -> int:
     print("%-18s %7s %9s %12s %10s %9s  %s" % ("family", "entries", "ctest s", "start+exit s", "set-up s",
                                              "bodies s", "longest body"))
     for family in sorted(rows):
-        n, w, seen, w_seen, f, s, top = rows[family]
-        if seen == 0:
-            print("%-18s %7d %9.2f %12s %10s %9s  (no observation files: host tests)" % (family, n, w, "-", "-", "-"))
+        r = rows[family]
+        if r["seen"] == 0 and r["bodies"] == 0.0:
+            print("%-18s %7d %9.2f %12s %10s %9s  (no observation files: host tests)"
+                  % (family, r["entries"], r["wall"], "-", "-", "-"))
             continue
         print("%-18s %7d %9.2f %12.2f %10.2f %9.2f  %.2f s %s%s" % (
-            family, n, w, w_seen - f, s, f - s, top, longest.get(family, "-"),
-            "" if seen == n else "  (%d entries without an observation file)" % (n - seen)))
+            family, r["entries"], r["wall"], r["start_exit"], r["setup"], r["bodies"], r["longest"],
+            r["longest_test"], "" if r["seen"] == r["entries"] else
+            "  (%d entries without an observation file)" % (r["entries"] - r["seen"])))
     print_setup_steps({n: t for n, t in run["tests"].items() if n in counted})
     return 0
 

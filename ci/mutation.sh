@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mutation job: for each catalog ID, run its family with STREAMCHECK_MUTATE=<ID> (the tests then drop
-# that ID's edge or expectation) and require that exactly the tests claiming that ID fail.
+# that ID's edge or expectation) and require that exactly the tests claiming that ID fail. The family's
+# entries alone are made (STREAMCHECK_FAMILIES): in fast mode, its tests alone share the process.
 #
 #   ci/mutation.sh BUILD_DIR LABEL ID [ID ...]
 #   STREAMCHECK_MODE=fast ci/mutation.sh BUILD_DIR LABEL ID ...   (the same in fast mode)
@@ -18,7 +19,7 @@ echo "mutation: mode ${STREAMCHECK_MODE:-isolated}"
 failed=0
 lines=()
 for id in "$@"; do
-  STREAMCHECK_MUTATE="$id" ctest_run "$build" -L "^${label}\$" -j "${MUTATION_JOBS:-4}" --timeout 120 \
+  STREAMCHECK_FAMILIES="$label" STREAMCHECK_MUTATE="$id" ctest_run "$build" -L "^${label}\$" -j "${MUTATION_JOBS:-4}" --timeout 120 \
     >"$build/mutation-${STREAMCHECK_MODE:-isolated}-$id.log" 2>&1
   line=$(python3 "$src/ci/mutation_check.py" "${run:-no run folder}" "$id")
   status=$?

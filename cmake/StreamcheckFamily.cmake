@@ -1,47 +1,72 @@
-# sc_behavior_family: one behavior family = one folder = one executable per build = one CTest label.
+# sc_behavior_family: one behavior family = one folder (tests/<family>/, the folder's name is the family's) = one
+# CTest label.
 #
 # sc_behavior_family(FAMILY <label> SOURCES <file>... [NOGPU] [TIMEOUT <seconds>]
 #                    [PER_THREAD_SOURCES <file>...] [NVCC_PER_THREAD_SOURCES <file.cu>...]
 #                    [ENV_VARIANT <name> <gtest-filter> <VAR=value>]... [ISOLATED <gtest-pattern>...]
 #                    [TWO_GPUS <gtest-pattern>...])
 #
-# - Builds: the main executable (legacy default stream) from every source; PER_THREAD_SOURCES also as
-#   <exe>_ptds with -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 (tests named <family>.ptds.*), and
-#   NVCC_PER_THREAD_SOURCES (.cu only) also as <exe>_ptds_nvcc with nvcc --default-stream=per-thread
-#   (<family>.ptds_nvcc.*).
+# - Builds: the GPU families' sources go into the suite's executables, one per build (sc_suite_executables):
+#   sc_suite (legacy default stream) from every source; PER_THREAD_SOURCES also into sc_suite_ptds with
+#   -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 (tests named <family>.ptds.*), and NVCC_PER_THREAD_SOURCES (.cu only)
+#   also into sc_suite_ptds_nvcc with nvcc --default-stream=per-thread (<family>.ptds_nvcc.*). A NOGPU family
+#   (host tests, no CUDA) has an executable of its own, sc_<family>_tests.
 # - ENV_VARIANT triples: the tests a filter selects also run in an environment variant <family>.<name>.* with
 #   the variable set before CUDA starts; they leave the default entries unless their pattern starts with '+'
-#   ("+A:B": A's tests run in both, B's in the entry only).
-# - The ctest entries are made when ctest reads the folder (StreamcheckEntries.cmake), from the tests each
+#   ("+A:B": A's tests run in both, B's in the variant only).
+# - The ctest entries are made when ctest reads the build folder (runner/cmake/entries.py), from the tests each
 #   executable lists, in the mode STREAMCHECK_MODE names at that moment: one entry per test (isolated, the
-#   default), or one process per executable and environment variant (fast), where the tests ISOLATED names
-#   keep an entry of their own. Labels: the family, and `gpu` or `nogpu` (NOGPU: host tests, no CUDA), and
+#   default), or one process per executable and environment variant (fast), where the tests ISOLATED names keep
+#   an entry of their own. Labels: the family (a fast entry has every family it holds), `gpu` or `nogpu`, and
 #   `two_gpus` for the tests TWO_GPUS names (tests that need two GPUs; each is ISOLATED as well).
-# - TIMEOUT (default 60 s) bounds one test's entry; a fast entry may take 900 s (StreamcheckEntries.cmake).
+# - TIMEOUT (default 60 s) bounds one test's entry; a fast entry may take 900 s (entries.py).
 set(SC_RUN_FIXTURE streamcheck_run)
 
-function(_sc_add_family_executable exe family variant)
-  # The names the test main gives the executable's tests (runner/src/main.cpp).
-  set(names "${CMAKE_CURRENT_BINARY_DIR}/${exe}_names.cpp")
-  file(GENERATE OUTPUT "${names}" CONTENT "namespace sc {\nextern const char* const kFamily = \"${family}\";\n\
-extern const char* const kBuild = \"${variant}\";\n}  // namespace sc\n")
+# A CMake list as a JSON array of strings.
+function(_sc_json_list out)
+  set(items "")
+  foreach(item IN LISTS ARGN)
+    string(REPLACE "\\" "\\\\" item "${item}")
+    string(REPLACE "\"" "\\\"" item "${item}")
+    list(APPEND items "\"${item}\"")
+  endforeach()
+  list(JOIN items ", " items)
+  set(${out} "[${items}]" PARENT_SCOPE)
+endfunction()
+
+# Compiles a family's sources for one build ("legacy", "ptds", "ptds_nvcc") into an object library the suite's
+# executable of that build links.
+function(_sc_family_objects family build)
+  set(target sc_${family}_${build})
+  add_library(${target} OBJECT ${ARGN})
+  target_link_libraries(${target} PRIVATE sc::fixtures sc::kernels GTest::gtest)
+  target_compile_definitions(${target} PRIVATE SC_BUILD_VARIANT="${build}")
+  sc_warnings(${target})
+  if(build STREQUAL "ptds")
+    target_compile_definitions(${target} PRIVATE CUDA_API_PER_THREAD_DEFAULT_STREAM=1)
+  elseif(build STREQUAL "ptds_nvcc")
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--default-stream=per-thread>)
+  endif()
+  set_property(GLOBAL APPEND PROPERTY SC_SUITE_OBJECTS_${build} ${target})
+endfunction()
+
+# A test executable of `build` from `sources` (or object libraries), with the test main.
+function(_sc_test_executable exe build)
+  set(names "${CMAKE_CURRENT_BINARY_DIR}/${exe}_build.cpp")
+  file(GENERATE OUTPUT "${names}"
+       CONTENT "namespace sc {\nextern const char* const kBuild = \"${build}\";\n}  // namespace sc\n")
   add_executable(${exe} ${ARGN} "${names}")
   target_link_libraries(${exe} PRIVATE sc::fixtures sc::kernels sc::main GTest::gtest)
-  target_compile_definitions(${exe} PRIVATE SC_BUILD_VARIANT="${variant}")
   sc_warnings(${exe})
-  if(variant STREQUAL "ptds")
-    target_compile_definitions(${exe} PRIVATE CUDA_API_PER_THREAD_DEFAULT_STREAM=1)
-  elseif(variant STREQUAL "ptds_nvcc")
-    target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--default-stream=per-thread>)
-  endif()
 endfunction()
 
 function(sc_behavior_family)
   cmake_parse_arguments(PARSE_ARGV 0 arg "NOGPU" "FAMILY;TIMEOUT"
                         "SOURCES;PER_THREAD_SOURCES;NVCC_PER_THREAD_SOURCES;ENV_VARIANT;ISOLATED;TWO_GPUS")
-  if(arg_UNPARSED_ARGUMENTS OR NOT arg_FAMILY OR NOT arg_SOURCES OR NOT arg_FAMILY MATCHES "^[a-z][a-z0-9_]*$")
-    message(FATAL_ERROR "sc_behavior_family: FAMILY (lower_snake_case) and SOURCES are required; unknown: "
-                        "'${arg_UNPARSED_ARGUMENTS}'")
+  get_filename_component(folder "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
+  if(arg_UNPARSED_ARGUMENTS OR NOT arg_SOURCES OR NOT arg_FAMILY STREQUAL folder)
+    message(FATAL_ERROR "sc_behavior_family: FAMILY (the folder's name, here ${folder}) and SOURCES are required; "
+                        "unknown: '${arg_UNPARSED_ARGUMENTS}'")
   endif()
   if(NOT DEFINED arg_TIMEOUT)
     set(arg_TIMEOUT 60)
@@ -51,72 +76,77 @@ function(sc_behavior_family)
   if(NOT rest EQUAL 0)
     message(FATAL_ERROR "sc_behavior_family(${arg_FAMILY}): ENV_VARIANT takes triples <name> <gtest-filter> <VAR=value>")
   endif()
+
   set(kind gpu)
   if(arg_NOGPU)
     set(kind nogpu)
-  endif()
-
-  set(exe sc_${arg_FAMILY}_tests)
-  _sc_add_family_executable(${exe} ${arg_FAMILY} legacy ${arg_SOURCES} ${arg_PER_THREAD_SOURCES}
-                            ${arg_NVCC_PER_THREAD_SOURCES})
-  set(targets ${exe})
-  set(prefixes "${arg_FAMILY}.")
-  if(arg_PER_THREAD_SOURCES)
-    _sc_add_family_executable(${exe}_ptds ${arg_FAMILY} ptds ${arg_PER_THREAD_SOURCES})
-    list(APPEND targets ${exe}_ptds)
-    list(APPEND prefixes "${arg_FAMILY}.ptds.")
-  endif()
-  if(arg_NVCC_PER_THREAD_SOURCES)
-    _sc_add_family_executable(${exe}_ptds_nvcc ${arg_FAMILY} ptds_nvcc ${arg_NVCC_PER_THREAD_SOURCES})
-    list(APPEND targets ${exe}_ptds_nvcc)
-    list(APPEND prefixes "${arg_FAMILY}.ptds_nvcc.")
-  endif()
-
-  # One call per executable and entry, read when ctest reads this folder (StreamcheckEntries.cmake).
-  list(JOIN arg_ISOLATED ":" isolated)
-  list(JOIN arg_TWO_GPUS ":" two_gpus)
-  string(CONCAT common "FAMILY ${arg_FAMILY} KIND ${kind} TIMEOUT ${arg_TIMEOUT} "
-                "RESULTS [==[${SC_RESULTS}]==] ISOLATED [==[${isolated}]==] TWO_GPUS [==[${two_gpus}]==]")
-  set(calls "set(_sc_cmake [==[${CMAKE_COMMAND}]==])\ninclude([==[${PROJECT_SOURCE_DIR}/runner/cmake/StreamcheckEntries.cmake]==])\n")
-  set(all_exes "")
-  foreach(target prefix IN ZIP_LISTS targets prefixes)
-    list(APPEND all_exes "$<TARGET_FILE:${target}>")
-    set(excluded "")
-    set(remaining ${arg_ENV_VARIANT})
-    while(remaining)
-      list(POP_FRONT remaining name filter setting)
-      string(REPLACE ":" ";" patterns "${filter}")
-      set(plain "")
-      foreach(pattern IN LISTS patterns)
-        if(pattern MATCHES "^\\+(.+)$")
-          set(pattern "${CMAKE_MATCH_1}")
-        else()
-          list(APPEND excluded "${pattern}")
-        endif()
-        list(APPEND plain "${pattern}")
-      endforeach()
-      list(JOIN plain ":" plain)
-      string(APPEND calls "sc_entries(EXE [==[$<TARGET_FILE:${target}>]==] PREFIX ${prefix}${name}. "
-                          "FILTER [==[${plain}]==] VARIANT ${name} SETS [==[${setting}]==] ${common})\n")
-    endwhile()
-    set(rest "*")
-    if(excluded)
-      list(JOIN excluded ":" excluded)
-      set(rest "*-${excluded}")
+    _sc_test_executable(sc_${arg_FAMILY}_tests legacy ${arg_SOURCES})
+    set_property(GLOBAL APPEND PROPERTY SC_EXECUTABLES
+      "{\"name\": \"${arg_FAMILY}\", \"path\": \"$<TARGET_FILE:sc_${arg_FAMILY}_tests>\", \"build\": \"legacy\", \"kind\": \"nogpu\"}")
+  else()
+    _sc_family_objects(${arg_FAMILY} legacy ${arg_SOURCES} ${arg_PER_THREAD_SOURCES} ${arg_NVCC_PER_THREAD_SOURCES})
+    if(arg_PER_THREAD_SOURCES)
+      _sc_family_objects(${arg_FAMILY} ptds ${arg_PER_THREAD_SOURCES})
     endif()
-    string(APPEND calls "sc_entries(EXE [==[$<TARGET_FILE:${target}>]==] PREFIX ${prefix} "
-                        "FILTER [==[${rest}]==] ${common})\n")
-  endforeach()
-  # Every pattern of an environment variant must select a test of the family (a renamed test would otherwise
-  # lose its entry without a word).
+    if(arg_NVCC_PER_THREAD_SOURCES)
+      _sc_family_objects(${arg_FAMILY} ptds_nvcc ${arg_NVCC_PER_THREAD_SOURCES})
+    endif()
+  endif()
+
+  set(variants "")
   set(remaining ${arg_ENV_VARIANT})
   while(remaining)
     list(POP_FRONT remaining name filter setting)
-    string(REGEX REPLACE "(^|:)\\+" "\\1" filter "${filter}")
-    string(APPEND calls "sc_patterns_select(FAMILY ${arg_FAMILY} VARIANT ${name} FILTER [==[${filter}]==] "
-                        "EXES [==[${all_exes}]==])\n")
+    list(APPEND variants "{\"name\": \"${name}\", \"filter\": \"${filter}\", \"sets\": \"${setting}\"}")
   endwhile()
-  file(GENERATE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/sc_entries.cmake" CONTENT "${calls}")
+  list(JOIN variants ", " variants)
+  _sc_json_list(isolated ${arg_ISOLATED})
+  _sc_json_list(two_gpus ${arg_TWO_GPUS})
+  set_property(GLOBAL APPEND PROPERTY SC_FAMILIES
+    "\"${arg_FAMILY}\": {\"kind\": \"${kind}\", \"timeout\": ${arg_TIMEOUT}, \"isolated\": ${isolated}, \"two_gpus\": ${two_gpus}, \"variants\": [${variants}]}")
+endfunction()
+
+# After every family: the suite's executables (one per build, every GPU family in each) and what ctest reads to
+# make the entries (entries.py, through sc_entries.cmake in this folder).
+function(sc_suite_executables)
+  foreach(build legacy ptds ptds_nvcc)
+    get_property(objects GLOBAL PROPERTY SC_SUITE_OBJECTS_${build})
+    if(NOT objects)
+      continue()
+    endif()
+    set(exe sc_suite)
+    if(NOT build STREQUAL "legacy")
+      set(exe sc_suite_${build})
+    endif()
+    _sc_test_executable(${exe} ${build})
+    target_link_libraries(${exe} PRIVATE ${objects})
+    set_property(GLOBAL APPEND PROPERTY SC_EXECUTABLES
+      "{\"name\": \"suite\", \"path\": \"$<TARGET_FILE:${exe}>\", \"build\": \"${build}\", \"kind\": \"gpu\"}")
+  endforeach()
+  get_property(executables GLOBAL PROPERTY SC_EXECUTABLES)
+  get_property(families GLOBAL PROPERTY SC_FAMILIES)
+  list(JOIN executables ",\n    " executables)
+  list(JOIN families ",\n    " families)
+  set(config "${CMAKE_CURRENT_BINARY_DIR}/sc_entries.json")
+  file(GENERATE OUTPUT "${config}" CONTENT "{\n  \"cmake\": \"${CMAKE_COMMAND}\",
+  \"fail_script\": \"${PROJECT_SOURCE_DIR}/runner/cmake/fail.cmake\",
+  \"results\": \"${SC_RESULTS}\",
+  \"executables\": [\n    ${executables}\n  ],
+  \"families\": {\n    ${families}\n  }\n}\n")
+  set(script "${PROJECT_SOURCE_DIR}/runner/cmake/entries.py")
+  file(GENERATE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/sc_entries.cmake" CONTENT "# Read by ctest: the entries of this build.
+string(RANDOM LENGTH 8 _sc_tag)
+set(_sc_out \"${CMAKE_CURRENT_BINARY_DIR}/sc_entries.\${_sc_tag}.cmake\")
+execute_process(COMMAND [==[${Python3_EXECUTABLE}]==] [==[${script}]==] [==[${config}]==] \${_sc_out}
+                RESULT_VARIABLE _sc_rc ERROR_VARIABLE _sc_error)
+if(_sc_rc EQUAL 0)
+  include(\${_sc_out})
+else()
+  string(REPLACE \";\" \",\" _sc_error \"entries.py failed (\${_sc_rc}): \${_sc_error}\")
+  add_test(streamcheck.entries [==[${CMAKE_COMMAND}]==] \"-DSC_FAIL=\${_sc_error}\" -P [==[${PROJECT_SOURCE_DIR}/runner/cmake/fail.cmake]==])
+endif()
+file(REMOVE \${_sc_out})
+")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES
                "${CMAKE_BINARY_DIR}/gpu_resource_spec.cmake" "${CMAKE_CURRENT_BINARY_DIR}/sc_entries.cmake")
 endfunction()

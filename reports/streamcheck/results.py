@@ -17,7 +17,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .common import COUNT_LABEL, InputError, as_ns, dig, fmt_ns, fmt_value, type_name
 
@@ -174,7 +174,10 @@ def split_skip_message(message: str) -> Tuple[Optional[str], str]:
     return None, text.strip()
 
 
-def parse_gtest_xml(path: Path, stem: str) -> List[Dict[str, Any]]:
+def parse_gtest_xml(path: Path, stem: str, listed: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    """The tests of one GoogleTest XML file, named after its ctest entry `stem`; `listed`: the ctest names its
+    process said it would run (entries/<stem>.json), which name the tests of a process that held several
+    families."""
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -200,8 +203,12 @@ def parse_gtest_xml(path: Path, stem: str) -> List[Dict[str, Any]]:
         classname = case.get("classname") or ""
         name = case.get("name") or ""
         gname = "%s.%s" % (classname, name) if classname else name
-        # The file is named after its ctest entry: <prefix><Suite>.<Test>, or <prefix>fast for many tests.
-        if stem.endswith("." + gname) or stem == gname:
+        # The file is named after its ctest entry: <prefix><Suite>.<Test>, or <prefix>fast for many tests, whose
+        # process listed each test's ctest name.
+        named = [n for n in listed if n.endswith("." + gname)]
+        if len(named) == 1:
+            ctest = named[0]
+        elif stem.endswith("." + gname) or stem == gname:
             ctest = stem
         elif stem.endswith(".fast"):
             ctest = stem[: -len("fast")] + gname
@@ -486,7 +493,7 @@ def load_run(run_dir: Path) -> Dict[str, Any]:
         run["xml_files"] += 1
         stem = path.relative_to(gtest_dir).as_posix()[: -len(".xml")]
         try:
-            found = parse_gtest_xml(path, stem)
+            found = parse_gtest_xml(path, stem, run["entries"].get(stem, ()))
         except InputError as e:
             problems.append(str(e))
             # The test ran (its XML exists) but its result cannot be read: it counts as not run.

@@ -31,6 +31,17 @@ class ResultsReader(unittest.TestCase):
                          ["priority_flags.PriorityFlags.SpecialHandles", "priority_flags.ptds.PriorityFlags.SpecialHandles"])
         self.assertEqual(gpu_facts(run["env"])["arch"], "sm_90")
 
+    def test_a_process_of_several_families_names_each_test_as_its_entry_listed_it(self):
+        listed = ["harness.Harness.Plain", "events.EventsAndWaits.Plain", "events.EventsAndWaits.Other"]
+        write(self.run_dir / "entries" / "suite.fast.json", json.dumps({"entry": "suite.fast", "tests": listed}))
+        cases = "".join('<testsuite name="%s"><testcase name="%s" classname="%s" status="run" result="completed" '
+                        'time="0.01"/></testsuite>' % (s, n, s) for s, n in
+                        (("Harness", "Plain"), ("EventsAndWaits", "Plain"), ("EventsAndWaits", "Other")))
+        write(self.run_dir / "gtest" / "suite.fast.xml", "<testsuites>%s</testsuites>" % cases)
+        tests = load_run(self.run_dir)["tests"]
+        for name in listed:
+            self.assertEqual((tests[name]["status"], tests[name]["family"]), ("passed", name.split(".")[0]))
+
     def test_a_folder_that_is_not_a_run_is_an_input_error(self):
         for damage in ("missing", "truncated", "schema 2"):
             with self.subTest(damage):

@@ -140,7 +140,7 @@ namespace {
 // XML only when the record ends (take_result): this test never ends its record, so it puts no claim into a
 // run's evidence.
 TEST(BaselineRows, RecordedRowsAreShownNeverJudged) {
-  sc::detail::begin_record("Unit", "Recorded");
+  sc::detail::begin_record("Unit.Recorded", "unit.Unit.Recorded");
   const sc::claim recorded("SCHED-12", sc::verdict_kind::recorded, "unit");
   const ::testing::AssertionResult shown = recorded.matches_baseline("unit.recorded", 7);
   EXPECT_TRUE(shown);
@@ -152,7 +152,7 @@ TEST(BaselineRows, RecordedRowsAreShownNeverJudged) {
   for (int i = 0; i < result.test_property_count(); ++i)
     EXPECT_NE(std::string("catalog_id"), result.GetTestProperty(i).key()) << "a claim reached the XML";
   // The next test starts with none of it.
-  sc::detail::begin_record("Unit", "Next");
+  sc::detail::begin_record("Unit.Next", "unit.Unit.Next");
   EXPECT_TRUE(sc::detail::recorded_rows().empty());
 }
 

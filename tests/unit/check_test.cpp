@@ -76,7 +76,7 @@ taken_arguments take(std::vector<std::string> args, const char* build = "legacy"
   int argc = static_cast<int>(args.size());
   const sc::run_context saved = sc::context();
   taken_arguments t;
-  t.problem = sc::take_streamcheck_arguments(argc, argv.data(), "fam", build);
+  t.problem = sc::take_streamcheck_arguments(argc, argv.data(), build);
   for (int i = 1; i < argc; ++i) t.kept.emplace_back(argv[i]);
   t.context = sc::context();
   sc::context() = saved;
@@ -88,17 +88,23 @@ TEST(TestMain, StreamcheckArgumentsAreTakenOutOfArgv) {
   EXPECT_EQ("", t.problem);
   EXPECT_EQ(std::vector<std::string>{"--gtest_brief=1"}, t.kept);
   EXPECT_EQ("/tmp/r", t.context.results_dir);
-  EXPECT_EQ("fam.", t.context.test_prefix);
+  EXPECT_EQ("legacy", t.context.build);
 }
 
-// The prefix of the ctest names: the family, the build (the legacy build adds nothing) and the entry.
-TEST(TestMain, EntryAndTheVariableItSetsMakeThePrefix) {
+// A ctest name: the family (the folder of the test's source), the build (legacy adds nothing), the variant.
+TEST(TestMain, FamilyBuildAndVariantMakeTheCtestName) {
   const taken_arguments t = take({"--streamcheck-variant=launch_blocking,CUDA_LAUNCH_BLOCKING"}, "ptds");
   EXPECT_EQ("", t.problem);
   EXPECT_TRUE(t.kept.empty());
   EXPECT_EQ("launch_blocking", t.context.variant);
   EXPECT_EQ("CUDA_LAUNCH_BLOCKING", t.context.variant_sets);
-  EXPECT_EQ("fam.ptds.launch_blocking.", t.context.test_prefix);
+  const sc::run_context saved = sc::context();
+  sc::context() = t.context;
+  EXPECT_EQ("fam.ptds.launch_blocking.S.T", sc::ctest_name("/src/tests/fam/x_test.cpp", "S.T"));
+  sc::context().variant.clear();
+  sc::context().build = "legacy";
+  EXPECT_EQ("fam.S.T", sc::ctest_name("tests/fam/x_test.cpp", "S.T"));
+  sc::context() = saved;
   for (const char* bad : {"--streamcheck-variant=conn1", "--streamcheck-variant=,X", "--streamcheck-variant=conn1,"})
     EXPECT_NE(std::string::npos, take({bad}).problem.find("NAME,VARIABLE")) << bad;
 }
