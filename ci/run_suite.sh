@@ -48,7 +48,7 @@ finish() {  # finish STATUS: exits with it, or with 2 where it is 0 and a report
   fi
   exit "$1"
 }
-report() {  # report RUN_FOLDER [OLD_RUN_FOLDER]: the run's page, and a comparison with OLD when given
+page() {  # page RUN_FOLDER: the run's page
   local run=$1 said
   if ! command -v python3 >/dev/null 2>&1; then
     echo "run_suite: python3 not found; no HTML report. Results are in $run" >&2
@@ -61,12 +61,16 @@ report() {  # report RUN_FOLDER [OLD_RUN_FOLDER]: the run's page, and a comparis
   if grep -q "^report: nothing was tested on a GPU" <<<"$said"; then
     nothing_on_gpu=$(grep "^report: nothing was tested on a GPU" <<<"$said" | sed 's/^report: //')
   fi
-  if [ $# -gt 1 ]; then
-    python3 "$src/reports/streamcheck_report.py" "$2" "$run" --source "$src" \
-      -o "$run/compare-$(basename "$2").html" --text "$run/compare-$(basename "$2").txt" >/dev/null ||
-      echo "run_suite: the comparison of $2 and $run could not be written (see above)" >&2
-  fi
-  echo "run_suite: results folder $run"
+}
+compare() {  # compare RUN_FOLDER OLD_RUN_FOLDER: the comparison of the two runs' pages
+  command -v python3 >/dev/null 2>&1 || return 0
+  python3 "$src/reports/streamcheck_report.py" "$2" "$1" --source "$src" \
+    -o "$1/compare-$(basename "$2").html" --text "$1/compare-$(basename "$2").txt" >/dev/null ||
+    echo "run_suite: the comparison of $2 and $1 could not be written (see above)" >&2
+}
+report() {  # report RUN_FOLDER: its page, then where it is
+  page "$1"
+  echo "run_suite: results folder $1"
 }
 
 if [ $every_gpu -eq 1 ]; then
@@ -121,6 +125,12 @@ if [ $every_gpu -eq 1 ]; then
     if [[ $j != *,* ]]; then start_run "$j" "$@"; fi
   done
   wait
+  # Each GPU's page is written while the pairs' runs go on (a page reads its run's files only).
+  for j in "${jobs_[@]}"; do
+    if [[ $j != *,* ]] && read -r _ gpu_run <"$work/status-$j" && [ -n "$gpu_run" ]; then
+      page "$gpu_run" >"$work/page-$j" 2>&1 &
+    fi
+  done
   for j in "${jobs_[@]}"; do
     if [[ $j == *,* ]]; then start_run "$j" "$@"; fi
   done
@@ -146,12 +156,15 @@ if [ $every_gpu -eq 1 ]; then
     cp "$work/log-${j/,/-}" "$run/ctest.log"
     mv -f "$build/junit-$$-${j/,/-}.xml" "$run/junit.xml" 2>/dev/null || true
     machine+=("$run")
-    # The pages are written at once (each reads its run's files only) and said in the runs' order below.
-    if [[ $j == *,* ]] || [ -z "$first" ]; then
-      [[ $j == *,* ]] || first=$run
+    # The pairs' pages and the comparisons are written at once, and all are said in the runs' order below.
+    if [[ $j == *,* ]]; then
       report "$run" >"$work/report-${#machine[@]}" 2>&1 &
+    elif [ -z "$first" ]; then
+      first=$run
+      { cat "$work/page-$j"; echo "run_suite: results folder $run"; } >"$work/report-${#machine[@]}"
     else
-      report "$run" "$first" >"$work/report-${#machine[@]}" 2>&1 &
+      { cat "$work/page-$j"; compare "$run" "$first"; echo "run_suite: results folder $run"; } \
+        >"$work/report-${#machine[@]}" 2>&1 &
     fi
   done
   wait

@@ -81,6 +81,18 @@ class EveryGpu(unittest.TestCase):
         self.assertIn("run_suite: GPUs 0,1 (tests that need two GPUs): ctest status 0", done.stdout)
         self.assertIn("100% tests passed, 0 tests failed out of 1 (GPUs 0_1)", done.stdout)
 
+    def test_every_run_gets_its_page_and_each_later_gpu_a_comparison_with_the_first(self):
+        template = Path(self._tmp.name) / "template"
+        make_run(template)
+        done, _ = self.run_suite(FAKE_TEMPLATE=str(template / "20260101T000000Z-1"))
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+        runs = self.build / "results" / "runs"
+        for key in ("0", "1", "0_1"):
+            self.assertTrue((runs / ("run-" + key) / "report.html").exists(), key)
+        self.assertTrue((runs / "run-1" / "compare-run-0.html").exists())
+        said = [line.split("/")[-1] for line in done.stdout.splitlines() if line.startswith("run_suite: results folder")]
+        self.assertEqual(["run-0", "run-1", "run-0_1"], said)
+
     def test_every_gpu_is_in_a_pair(self):
         self.fake("nvidia-smi", "#!/bin/sh\nprintf '0\\n1\\n2\\n'\n")
         done, calls = self.run_suite()
