@@ -73,7 +73,7 @@ class StreamCapture : public GpuTest {
       cudaError_t code = cudaSetDevice(device);
       if (code == cudaSuccess) code = cudaThreadExchangeStreamCaptureMode(&mine);
       if (code == cudaSuccess) code = call();
-      (void)cudaGetLastError();
+      sc::clear_last_error();
       team.update([&] { result = code; });
     });
     team.end();
@@ -84,7 +84,7 @@ class StreamCapture : public GpuTest {
     cudaStreamCaptureStatus status{};
     const cudaError_t asked = cudaStreamIsCapturing(s.get(), &status);
     if (asked != cudaSuccess) {
-      (void)cudaGetLastError();
+      sc::clear_last_error();
       return error_name(asked);
     }
     switch (status) {

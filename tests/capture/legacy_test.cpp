@@ -57,7 +57,7 @@ void expect_legacy_work_runs_beside_a_non_blocking_capture(StreamCapture& t, con
         << "the legacy-stream mark did not run at once";
     ended = c.end(g);
   }
-  (void)cudaGetLastError();
+  sc::clear_last_error();
   sc::observe("legacy_launch", sc::error_name(launched));
   sc::observe("end_capture", sc::error_name(ended));
   EXPECT_CUDA_EQ(cudaSuccess, launched) << "legacy-stream work beside a capture of a non-blocking stream";
@@ -82,7 +82,7 @@ void expect_legacy_work_refused_beside_a_blocking_capture(StreamCapture& t, cons
     launched = legacy_mark(m, 1);
     ended = c.end(g);
   }
-  (void)cudaGetLastError();
+  sc::clear_last_error();
   sc::observe("legacy_launch", sc::error_name(launched));
   sc::observe("end_capture", sc::error_name(ended));
   EXPECT_CUDA_EQ(cudaErrorStreamCaptureImplicit, launched) << "legacy-stream work beside a blocking capture";
@@ -162,7 +162,7 @@ TEST_F(StreamCapture, LegacyStreamWorkFromAnotherThreadBesideABlockingGlobalCapt
     ended = c.end(g);
   }
   team.end();
-  (void)cudaGetLastError();
+  sc::clear_last_error();
   const bool landed = lands_within(m, 1, sc::kLandingDeadline);
   sc::observe("other_thread.legacy_launch", sc::error_name(launched));
   sc::observe("other_thread.end_capture", sc::error_name(ended));

@@ -41,7 +41,7 @@ TEST_F(StreamCapture, UnsafeCallOnTheCapturingThreadPerMode) {
       call = safe_call ? cudaGetDevice(&dev) : cudaMalloc(&p, kBytes);
       ended = c.end(g);
     }
-    (void)cudaGetLastError();
+    sc::clear_last_error();
     if (p != nullptr) {
       EXPECT_CUDA_EQ(cudaSuccess, cudaFree(p));
     }
@@ -106,7 +106,7 @@ TEST_F(StreamCapture, UnsafeCallFromAnotherThreadPerMode) {
         ended = c.end(g);
       }
       team.end();
-      (void)cudaGetLastError();
+      sc::clear_last_error();
       if (p != nullptr) {
         EXPECT_CUDA_EQ(cudaSuccess, cudaFree(p));
       }

@@ -32,7 +32,7 @@ call_in_capture in_a_capture_of(const sc::stream& s, const std::function<cudaErr
     out.code = call();
     out.ended = c.end(g);
   }
-  (void)cudaGetLastError();
+  sc::clear_last_error();
   return out;
 }
 
@@ -116,7 +116,7 @@ TEST_F(StreamCapture, ExternalEventRecordCompletesAfterTheWorkAheadOfIt) {
     EXPECT_TRUE(w.absent(completed)) << "the event completed while work captured ahead of its record was held";
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the graph's mark ran before the gate node ahead of it";
   }
-  (void)cudaGetLastError();
+  sc::clear_last_error();
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(idle, sc::kWorkDeadline));
   EXPECT_CUDA_EQ(cudaSuccess, cudaEventQuery(external.get())) << "the external event once the graph ran";
   EXPECT_NE(0u, m.ticket_of(1)) << "the graph's mark never landed";

@@ -58,7 +58,7 @@ TEST_F(StreamCapture, DeviceWideCallsFromAnotherThreadPerMode) {
           status = capture_status(s);
           ended = c.end(g);
         }
-        (void)cudaGetLastError();
+        sc::clear_last_error();
         EXPECT_TRUE(capt04.matches_baseline(cell, sc::error_name(code) + "; " + status + "; " + sc::error_name(ended)));
       }
     }
@@ -115,7 +115,7 @@ TEST_F(StreamCapture, CallsACaptureRefusesAndWhetherItSurvives) {
       status = capture_status(s);
       ended = c.end(g);
     }
-    (void)cudaGetLastError();
+    sc::clear_last_error();
     const std::string nodes = g.engaged() ? std::to_string(g.node_count()) : "no graph";
     EXPECT_TRUE(capt06.matches_baseline(
         name, sc::error_name(code) + "; " + status + "; " + sc::error_name(ended) + "; " + nodes));

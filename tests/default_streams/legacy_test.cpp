@@ -192,7 +192,7 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
   channel.write("destroy.created", sc::error_name(cudaStreamDestroy(created)));
   channel.write("destroy.legacy", sc::error_name(cudaStreamDestroy(swapped ? other : cudaStreamLegacy)));
   channel.write("destroy.per_thread", sc::error_name(cudaStreamDestroy(cudaStreamPerThread)));
-  (void)cudaGetLastError();
+  sc::clear_last_error();
   m.drop(sc::stream::legacy(), 1);
   m.drop(sc::stream::per_thread(), 2);
   const cudaError_t synced = cudaDeviceSynchronize();
@@ -241,7 +241,7 @@ TEST_F(DefaultStreams, CaptureExcludesTheLegacyStream) {
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(capturing.get(), &graph);
   if (graph != nullptr) SC_CHECK_CUDA(cudaGraphDestroy(graph));
-  (void)cudaGetLastError();
+  sc::clear_last_error();
   sc::observe("rc.legacy_launch_during_capture", sc::error_name(legacy_use));
   sc::observe("rc.end_capture", sc::error_name(ended));
   EXPECT_CUDA_EQ(cudaErrorStreamCaptureImplicit, legacy_use);

@@ -231,7 +231,7 @@ TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
     sc::held_window w(g);
     pending = sc::call_while_gated([&] { return cudaEventElapsedTime(&ms, begin.get(), end.get()); }, g);
   }
-  (void)cudaGetLastError();  // the refused calls' errors are not sticky; clear the last-error slot
+  sc::clear_last_error();  // the refused calls' errors are not sticky
   drain();
   EXPECT_TRUE(pending.returned) << "cudaEventElapsedTime waited";
   EXPECT_CUDA_EQ(cudaErrorNotReady, pending.code) << "the end event was pending behind a gate";

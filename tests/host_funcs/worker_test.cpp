@@ -36,7 +36,7 @@ TEST_F(HostFuncs, CudaCallsInsideAHostFunction) {
     launch_host_func(s, "cuda calls", calls);
   ASSERT_TRUE(drain());
   if (allocated != nullptr) SC_CHECK_CUDA(cudaFree(allocated));
-  (void)cudaGetLastError();
+  sc::clear_last_error();
   EXPECT_TRUE(host05.matches_baseline("rc.cudaMalloc", sc::error_name(malloc_rc)));
   EXPECT_TRUE(host05.matches_baseline("rc.cudaStreamQuery", sc::error_name(query_rc)));
   sc::observe("rc.cudaMalloc", sc::error_name(malloc_rc));

@@ -159,7 +159,7 @@ TEST_F(MemoryPools, UsageCountersAgreeWithTheAllocations) {
   cuuint64_t nonzero = 1;
   EXPECT_CUDA_EQ(cudaErrorInvalidValue, cudaMemPoolSetAttribute(pool.get(), cudaMemPoolAttrUsedMemHigh, &nonzero))
       << "a high mark reset to a value other than zero";
-  (void)cudaGetLastError();
+  sc::clear_last_error();
   pool.set_bytes(cudaMemPoolAttrUsedMemHigh, 0);
   pool.set_bytes(cudaMemPoolAttrReservedMemHigh, 0);
   sc::observe("after_reset.used_high", as_count(pool.bytes(cudaMemPoolAttrUsedMemHigh)));

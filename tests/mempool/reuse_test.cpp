@@ -69,7 +69,7 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
         [&] {
           allocated = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
           if (allocated != cudaSuccess) {
-            (void)cudaGetLastError();  // on this (the helper) thread, where the failed call left it
+            sc::clear_last_error();  // on this (the helper) thread, where the failed call left it
             return allocated;
           }
           return sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), block_words(), 2);
@@ -167,7 +167,7 @@ reuse_seen reuse_behind_a_gate(MemoryPools& t, const sc::mem_pool& pool, const s
     const sc::return_observation r = sc::call_while_gated(
         [&] {
           seen.allocated = cudaMallocFromPoolAsync(&q, t.block_bytes(), pool.get(), b.get());
-          (void)cudaGetLastError();  // on this (the helper) thread, where a failed call left it
+          sc::clear_last_error();  // on this (the helper) thread, where a failed call left it
           cudaError_t code = seen.allocated;
           if (code == cudaSuccess)
             code = sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), t.block_words(), 2);
@@ -233,7 +233,7 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
     void* got = nullptr;
     const cudaError_t allocated =
         set != cudaSuccess ? set : cudaMallocFromPoolAsync(&got, t.block_bytes(), pool.get(), cudaStreamPerThread);
-    (void)cudaGetLastError();
+    sc::clear_last_error();
     if (allocated == cudaSuccess)
       (void)sc::kernels::launch_fill(cudaStreamPerThread, static_cast<std::uint32_t*>(got), t.block_words(), 2);
     m.drop_by(1, [](std::uint32_t* counter, sc::kernels::mark_board* board, unsigned slot) {
@@ -333,7 +333,7 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
     const sc::return_observation r = sc::call_while_gated(
         [&] {
           pending = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
-          (void)cudaGetLastError();  // on this (the helper) thread, where a failed call left it
+          sc::clear_last_error();  // on this (the helper) thread, where a failed call left it
           return cudaSuccess;
         },
         g);

@@ -70,7 +70,7 @@ TEST_F(PriorityFlags, UnknownFlagBitsAreRejected) {
       ADD_FAILURE() << "a stream was created for flags 0x" << std::hex << bad;
     }
   }
-  (void)cudaGetLastError();
+  sc::clear_last_error();
 }
 
 // Child process body for PRIO-10: one line per call, written as soon as the call returns (so a child that

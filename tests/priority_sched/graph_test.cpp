@@ -44,14 +44,14 @@ TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
   g.captured_at = least();
   specs.push_back(g);
   const fill_arrangement built = arrange_behind_fill(specs);
-  if (!built.not_ready) return;
+  if (!built.judged) return;
   ASSERT_TRUE(built.not_built.empty()) << built.not_built;
   const sc::families::sched_grid& plain = *built.pending[0];
   const sc::families::sched_grid& graph = *built.pending[1];
   const bool first = dispatched_before(graph, plain);
   EXPECT_TRUE(capt12.observed_row(
       "graph_runs_at_its_launch_streams_priority",
-      decided(*built.not_ready, first,
+      decided(built.not_ready, first,
               std::string("the graph captured at the lowest priority, launched into a stream of the highest, ") +
                   (first ? "was" : "was not") + " dispatched before the plain middle-priority grid")));
 }
@@ -80,7 +80,7 @@ TEST_F(PrioritySched, GraphRunsAtItsNodePriorityWithTheFlag) {
   flagged.instantiate_flags = flag;
   specs.push_back(flagged);
   const fill_arrangement built = arrange_behind_fill(specs);
-  if (!built.not_ready) return;
+  if (!built.judged) return;
   ASSERT_TRUE(built.not_built.empty()) << built.not_built;
   const sc::families::sched_grid& plain = *built.pending[0];
   const sc::families::sched_grid& without = *built.pending[1];
@@ -89,12 +89,12 @@ TEST_F(PrioritySched, GraphRunsAtItsNodePriorityWithTheFlag) {
   const bool without_after = dispatched_before(plain, without);
   EXPECT_TRUE(capt12.observed_row(
       "graph_runs_at_its_node_priority_with_the_flag",
-      decided(*built.not_ready, with_first,
+      decided(built.not_ready, with_first,
               std::string("the graph captured at the highest priority, instantiated with UseNodePriority and "
                           "launched into a lowest-priority stream, ") +
                   (with_first ? "was" : "was not") + " dispatched before the plain middle-priority grid")));
   EXPECT_TRUE(capt12.observed_row("graph_without_the_flag_runs_at_its_launch_streams_priority",
-                                  decided(*built.not_ready, without_after,
+                                  decided(built.not_ready, without_after,
                                           std::string("a graph like it instantiated without the flag ") +
                                               (without_after ? "started after" : "started before") +
                                               " the plain middle-priority grid was dispatched")));

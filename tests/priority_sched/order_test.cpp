@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,8 +37,7 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
   sched_grid* fill = nullptr;
   sched_grid* high = nullptr;
   sched_grid* later = nullptr;
-  std::string not_built;
-  const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
+  const arrangement built = arrange([&]() -> attempt_end {
     sc::families::sched_latch latch(*this);
     const sc::stream fs = make(stream_flags::non_blocking, "fill", least());
     const sc::stream hs = make(stream_flags::non_blocking, "high", greatest());
@@ -53,13 +51,10 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
     launch(*high, hs);
     latch.behind(ls);
     launch(*later, ls);
-    not_built = latch.open_when_started(*fill, small_wave);
-    if (!collect()) return std::nullopt;
-    if (!not_built.empty()) return std::string();
-    return ready_when_room(*fill);
+    return {latch.open_when_started(*fill, small_wave), fill};
   });
-  if (!not_ready) return;
-  ASSERT_TRUE(not_built.empty()) << not_built;
+  if (!built.judged) return;
+  ASSERT_TRUE(built.not_built.empty()) << built.not_built;
   const std::uint64_t high_dispatched = sc::dispatch_complete_ns(high->host);
   const std::size_t cut = sc::started_before(later->host, high_dispatched);
   sc::observe("later_low.blocks_started_before_high_dispatched", static_cast<unsigned long long>(cut));
@@ -71,9 +66,9 @@ TEST_F(PrioritySched, LaterSmallLowGridDoesNotCutAhead) {
   const std::string what = std::to_string(cut) + " later low blocks started before the high grid's last block";
   // Whether any small block cut ahead, and whether the later grid took the small room on every SM (no
   // hold-back at all): recorded values (the claim's kind).
-  EXPECT_TRUE(sched04.observed_row("later_low_grid_waits_for_high_dispatch", decided(*not_ready, cut == 0, what)));
-  EXPECT_TRUE(
-      sched04.observed_row("later_low_grid_took_the_small_room_on_every_sm", decided(*not_ready, cut >= sms(), what)));
+  EXPECT_TRUE(sched04.observed_row("later_low_grid_waits_for_high_dispatch", decided(built.not_ready, cut == 0, what)));
+  EXPECT_TRUE(sched04.observed_row("later_low_grid_took_the_small_room_on_every_sm",
+                                   decided(built.not_ready, cut >= sms(), what)));
 }
 
 // SCHED-05 (observed; RTAS20, RTSS17 Fig. 7; catalog Q1): one grid per priority level, all pending behind
@@ -89,11 +84,11 @@ TEST_F(PrioritySched, EveryPriorityLevelIsDispatchedInOrder) {
   std::vector<pending_grid> specs;
   for (int p : levels) specs.push_back({"level" + std::to_string(p), mutated ? least() : p, p, wave()});
   const fill_arrangement built = arrange_behind_fill(specs);
-  if (!built.not_ready) return;
+  if (!built.judged) return;
   ASSERT_TRUE(built.not_built.empty()) << built.not_built;
   const sched_grid* fill = built.fill;
   const std::vector<sched_grid*>& grids = built.pending;
-  const std::string& not_ready = *built.not_ready;
+  const std::string& not_ready = built.not_ready;
   // From the highest level down: each level fully dispatched before the next lower one starts.
   int ranks = 1;
   bool ordered = true;
@@ -138,7 +133,7 @@ TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
   for (unsigned i = 0; i < kLowStreams; ++i) specs.push_back({"low" + std::to_string(i), least(), least(), sms()});
   specs.push_back({"high", greatest(), greatest(), wave(), mutated});
   const fill_arrangement built = arrange_behind_fill(specs);
-  if (!built.not_ready) return;
+  if (!built.judged) return;
   ASSERT_TRUE(built.not_built.empty()) << built.not_built;
   const sched_grid* high = built.pending.back();
   const std::vector<const sched_grid*> lows(built.pending.begin(), built.pending.end() - 1);
@@ -147,7 +142,7 @@ TEST_F(PrioritySched, HighGridBehindBusyLowStreams) {
   for (const sched_grid* g : lows) ahead += sc::first_start_ns(g->host) < high_first ? 1u : 0u;
   sc::observe("low_grids_started_before_high", static_cast<int>(ahead));
   EXPECT_TRUE(sched07.observed_row("high_grid_dispatched_first.connections_" + connections,
-                                   decided(*built.not_ready, ahead == 0,
+                                   decided(built.not_ready, ahead == 0,
                                            std::to_string(ahead) + " of " + std::to_string(kLowStreams) +
                                                " low grids started before the high grid")));
 }
@@ -208,9 +203,8 @@ TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
   const bool mutated = sched08.mutated(sc::mutation_kind::arrangement);
   sched_grid* low = nullptr;
   sched_grid* high = nullptr;
-  std::string not_built;
   unsigned started_at_release = 0;
-  const std::optional<std::string> not_ready = arrange([&]() -> std::optional<std::string> {
+  const arrangement built = arrange([&]() -> attempt_end {
     sc::families::sched_latch latch(*this);
     const sc::stream ls = make(stream_flags::non_blocking, "small_low", least());
     const sc::stream hs = make(stream_flags::non_blocking, "cluster_high", mutated ? least() : greatest());
@@ -221,16 +215,14 @@ TEST_F(PrioritySched, ClusterGridAgainstManySmallBlocks) {
     latch.behind(hs);
     launch(*high, hs);
     launch(*low, ls);
-    not_built = latch.open_when_started(*low, small_wave);
+    std::string not_built = latch.open_when_started(*low, small_wave);
     started_at_release = latch.started_at_release();  // counted before the latch opened
-    if (!collect()) return std::nullopt;
-    if (!not_built.empty()) return std::string();
-    return ready_when_room(*low);
+    return {not_built, low};
   });
-  if (!not_ready) return;
-  ASSERT_TRUE(not_built.empty()) << not_built;
+  if (!built.judged) return;
+  ASSERT_TRUE(built.not_built.empty()) << built.not_built;
   const std::string not_pending =
-      started_at_release >= low->blocks ? "no small block was pending when the latch opened" : *not_ready;
+      started_at_release >= low->blocks ? "no small block was pending when the latch opened" : built.not_ready;
   const cluster_dispatch d = observe_cluster_dispatch(*low, *high, started_at_release);
   EXPECT_TRUE(sched08.observed_row("cluster_grid_dispatched_ahead_of_pending_small_blocks",
                                    decided(not_pending.empty() ? d.invalid : not_pending, d.ahead, d.what)));

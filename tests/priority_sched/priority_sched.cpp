@@ -236,18 +236,21 @@ std::string PrioritySched::in_attempt(const std::string& name) const {
   return attempt_ == 1 ? name : name + " (attempt " + std::to_string(attempt_) + ")";
 }
 
-std::optional<std::string> PrioritySched::arrange(const std::function<std::optional<std::string>()>& attempt) {
+PrioritySched::arrangement PrioritySched::arrange(const std::function<attempt_end()>& attempt) {
   // Every grid of the test is the arrangement's: an attempt put aside frees them all.
   if (arranged_ || !grids_.empty()) throw std::logic_error("PrioritySched::arrange: once per test, before any grid");
   arranged_ = true;
   for (;;) {
-    std::optional<std::string> why = attempt();
-    const bool again = why.has_value() && !why->empty() && !HasFailure() && attempt_ < kArrangementAttempts;
-    if (!again) {
+    const attempt_end end = attempt();
+    arrangement out;
+    out.judged = collect();
+    out.not_built = end.not_built;
+    if (out.judged && out.not_built.empty() && end.room != nullptr) out.not_ready = ready_when_room(*end.room);
+    if (out.not_ready.empty() || HasFailure() || attempt_ >= kArrangementAttempts) {
       observe("arrangement.attempts", attempt_);
-      return why;
+      return out;
     }
-    observe("arrangement.attempt" + std::to_string(attempt_) + ".not_ready", *why);
+    observe("arrangement.attempt" + std::to_string(attempt_) + ".not_ready", out.not_ready);
     // collect() drained the device and kept what the records showed; the next attempt starts from nothing.
     if (!collected_) drain();
     grids_.clear();
@@ -259,7 +262,7 @@ std::optional<std::string> PrioritySched::arrange(const std::function<std::optio
 
 PrioritySched::fill_arrangement PrioritySched::arrange_behind_fill(const std::vector<pending_grid>& pending) {
   fill_arrangement out;
-  out.not_ready = arrange([&]() -> std::optional<std::string> {
+  static_cast<arrangement&>(out) = arrange([&]() -> attempt_end {
     sched_latch latch(*this);
     const stream fs = make(stream_flags::non_blocking, "fill", least_);
     out.fill = &grid("fill", fs, least_, wave(), 0, kFillSpinNs);
@@ -289,7 +292,7 @@ PrioritySched::fill_arrangement PrioritySched::arrange_behind_fill(const std::ve
       cudaLaunchAttributeValue value{};
       const cudaError_t asked =
           count == 1 ? cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributePriority, &value) : cudaSuccess;
-      (void)cudaGetLastError();
+      sc::clear_last_error();
       const std::string key = pending[i].label + ".node_priority";
       if (count != 1)
         observe(key, "not read: the capture has " + std::to_string(count) + " nodes, not one");
@@ -313,18 +316,16 @@ PrioritySched::fill_arrangement PrioritySched::arrange_behind_fill(const std::ve
       }
       if (i == 0) SC_CHECK_CUDA(cudaEventRecord(first_done.get(), streams[0].get()));
     }
-    out.not_built = latch.open_when_started(*out.fill, wave());
-    if (!collect()) return std::nullopt;
-    if (!out.not_built.empty()) return std::string();  // a failure of the test, not another attempt
-    std::uint64_t first = 0;
-    for (const sched_grid* g : out.pending) {
-      const std::uint64_t t = first_start_ns(g->host);
-      if (t != 0) first = first == 0 ? t : std::min(first, t);
-    }
-    observe("pending.first_start_after_first_free_slot_us",
-            (static_cast<double>(first) - static_cast<double>(first_end_ns(out.fill->host))) / 1000.0);
-    return ready_when_room(*out.fill);
+    return {latch.open_when_started(*out.fill, wave()), out.fill};
   });
+  if (!out.judged || !out.not_built.empty()) return out;
+  std::uint64_t first = 0;
+  for (const sched_grid* g : out.pending) {
+    const std::uint64_t t = first_start_ns(g->host);
+    if (t != 0) first = first == 0 ? t : std::min(first, t);
+  }
+  observe("pending.first_start_after_first_free_slot_us",
+          (static_cast<double>(first) - static_cast<double>(first_end_ns(out.fill->host))) / 1000.0);
   return out;
 }
 

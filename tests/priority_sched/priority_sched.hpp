@@ -95,15 +95,26 @@ class PrioritySched : public GpuTest {
   // when the kernels ran under a compute-sanitizer tool (requirement uninstrumented_kernels): the records
   // are written, the test is skipped with the tool's reason, and the caller returns without judging.
   bool collect();
+  // What an arrangement came to (arrange(): its last attempt).
+  struct arrangement {
+    bool judged = true;     // false: collect() said not to judge; the test has ended
+    std::string not_built;  // why the latch's arrangement was not built: a failure of the test
+    std::string not_ready;  // why the pending grids were not ready when room appeared ("" when they were)
+  };
+  // One attempt's end: what the latch's open_when_started said, and the grid whose first freed room the
+  // pending grids must have been ready for (ready_when_room).
+  struct attempt_end {
+    std::string not_built;
+    const sched_grid* room = nullptr;
+  };
   // Builds an arrangement up to kArrangementAttempts times (once per test, before any grid). `attempt`
-  // builds one, opens its latch and calls collect(); it returns why the arrangement proves nothing ("" when
-  // it was built: e.g. ready_when_room), or nullopt when collect() said not to judge. A reason is tried
-  // again only while the test has no failure so far: the attempt's grids are freed (their records were
-  // checked and their blocks stay in the timeline) and the next attempt makes its own, in streams of its
-  // own with the same names (so the timeline draws the attempts in the same lanes). The last attempt is the
-  // one judged; the block chart shows it alone. Records "arrangement.attempts" and each discarded attempt's
-  // reason ("arrangement.attempt<n>.not_ready"); returns the last attempt's.
-  std::optional<std::string> arrange(const std::function<std::optional<std::string>()>& attempt);
+  // builds one and opens its latch; arrange() collects it (collect()) and decides whether it was ready. A
+  // "not ready" is tried again only while the test has no failure so far: the attempt's grids are freed (their
+  // records were checked and their blocks stay in the timeline) and the next attempt makes its own, in streams
+  // of its own with the same names (so the timeline draws the attempts in the same lanes). The last attempt is
+  // the one judged; the block chart shows it alone. Records "arrangement.attempts" and each discarded attempt's
+  // reason ("arrangement.attempt<n>.not_ready").
+  arrangement arrange(const std::function<attempt_end()>& attempt);
   // SCHED-05's and SCHED-07's arrangement, built with arrange(): a fill wave spinning kFillSpinNs in a
   // stream of the lowest priority, then each of `pending`, in order, in a stream of its own behind one
   // latch, which opens once the fill's wave is resident; ready_when_room decides whether it was built.
@@ -121,11 +132,9 @@ class PrioritySched : public GpuTest {
     std::optional<int> captured_at{};
     unsigned long long instantiate_flags = 0;
   };
-  struct fill_arrangement {
+  struct fill_arrangement : arrangement {
     sched_grid* fill = nullptr;
-    std::vector<sched_grid*> pending;      // in launch order, of the judged attempt
-    std::string not_built;                 // why the latch's arrangement was not built (a failure)
-    std::optional<std::string> not_ready;  // what arrange() returned
+    std::vector<sched_grid*> pending;  // in launch order, of the judged attempt
   };
   fill_arrangement arrange_behind_fill(const std::vector<pending_grid>& pending);
   // `name` as the attempt under way labels it: unchanged in the first attempt, "<name> (attempt n)" from

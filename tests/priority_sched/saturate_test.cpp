@@ -26,10 +26,7 @@ struct saturation {
   sched_grid* running = nullptr;
   sched_grid* pending = nullptr;
   unsigned running_started_at_release = 0;
-  std::string why_not;  // empty when the latch's arrangement was built (otherwise a failure)
-  // What PrioritySched::arrange returned: nullopt when the kernels ran under a tool and the test is skipped
-  // (collect()); "" when the pending grid was ready when the first slot freed; else why it was not.
-  std::optional<std::string> not_ready;
+  PrioritySched::arrangement arranged;
 };
 
 // `running` (kRunningWaves waves, priority running_priority) runs; `pending` (one wave, pending_priority)
@@ -39,7 +36,7 @@ struct saturation {
 saturation saturate(PrioritySched& t, const std::string& running, int running_priority, const std::string& pending,
                     int pending_priority, bool pending_first) {
   saturation s;
-  s.not_ready = t.arrange([&]() -> std::optional<std::string> {
+  s.arranged = t.arrange([&]() -> PrioritySched::attempt_end {
     sc::families::sched_latch latch(t);
     s.running_stream.emplace(t.make(stream_flags::non_blocking, running, running_priority));
     s.pending_stream.emplace(t.make(stream_flags::non_blocking, pending, pending_priority));
@@ -48,11 +45,9 @@ saturation saturate(PrioritySched& t, const std::string& running, int running_pr
     if (!pending_first) latch.behind(*s.pending_stream);
     t.launch(*s.pending, *s.pending_stream);
     t.launch(*s.running, *s.running_stream);
-    s.why_not = latch.open_when_started(*s.running, pending_first ? 0 : t.wave());
+    std::string not_built = latch.open_when_started(*s.running, pending_first ? 0 : t.wave());
     s.running_started_at_release = latch.started_at_release();
-    if (!t.collect()) return std::nullopt;
-    if (!s.why_not.empty()) return std::string();  // a failure of the test, not another attempt
-    return t.ready_when_room(*s.running);
+    return {not_built, s.running};
   });
   return s;
 }
@@ -93,7 +88,7 @@ sc::gated_result dispatch_delay(const PrioritySched& test, const sc::timeline& t
   const sc::slack tol = test.stamp_slack();
   const sc::slack dispatch = test.ready_slack();
   const bool within = first_high + tol.ns() >= expected_ns && first_high <= expected_ns + dispatch.ns() + tol.ns();
-  return decided(missing.empty() ? *s.not_ready : missing, within,
+  return decided(missing.empty() ? s.arranged.not_ready : missing, within,
                  "first high block " +
                      std::to_string(static_cast<long long>(first_high) - static_cast<long long>(opened_ns)) +
                      " ns after the latch opened, least remaining low block time " + std::to_string(remaining) +
@@ -121,8 +116,8 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
   EXPECT_TRUE(sched09.matches_baseline("compute_preemption_supported", preempts));
   const bool high_first = sched02.mutated(sc::mutation_kind::arrangement);
   const saturation s = saturate(*this, "low", least(), "high", high_priority, high_first);
-  if (!s.not_ready) return;
-  ASSERT_TRUE(s.why_not.empty()) << s.why_not;
+  if (!s.arranged.judged) return;
+  ASSERT_TRUE(s.arranged.not_built.empty()) << s.arranged.not_built;
   const sc::block_records& low = s.running->host;
   const sc::block_records& high = s.pending->host;
   ASSERT_FALSE(low.empty() || high.empty());
@@ -152,7 +147,7 @@ TEST_F(PrioritySched, HighGridTakesFreedSlotsAndPreemptsNothing) {
               static_cast<unsigned long long>(low.size() - sc::started_before(low, high_dispatched + 1)));
   const std::string not_pending = s.running_started_at_release >= s.running->blocks
                                       ? "every low block had started before the latch opened: none was pending"
-                                      : *s.not_ready;
+                                      : s.arranged.not_ready;
   EXPECT_TRUE(sched01.observed_row(
       "high_grid_dispatched_ahead_of_pending_low_blocks",
       decided(not_pending, high_dispatched < low_dispatched && low_during == 0,
@@ -182,8 +177,8 @@ TEST_F(PrioritySched, EqualPriorityIsFirstInFirstOut) {
   const sc::claim sched06("SCHED-06");
   const bool mutated = sched06.mutated(sc::mutation_kind::arrangement);
   const saturation s = saturate(*this, "earlier", least(), "later", mutated ? greatest() : least(), false);
-  if (!s.not_ready) return;
-  ASSERT_TRUE(s.why_not.empty()) << s.why_not;
+  if (!s.arranged.judged) return;
+  ASSERT_TRUE(s.arranged.not_built.empty()) << s.arranged.not_built;
   const sc::block_records& earlier = s.running->host;
   const sc::block_records& later = s.pending->host;
   ASSERT_FALSE(earlier.empty() || later.empty());
@@ -194,7 +189,7 @@ TEST_F(PrioritySched, EqualPriorityIsFirstInFirstOut) {
               (static_cast<double>(sc::first_start_ns(later)) - static_cast<double>(earlier_dispatched)) / 1000.0);
   const std::string not_pending = s.running_started_at_release >= s.running->blocks
                                       ? "every earlier block had started before the latch opened"
-                                      : *s.not_ready;
+                                      : s.arranged.not_ready;
   EXPECT_TRUE(sched06.observed_row(
       "later_grid_waits_for_earlier_dispatch",
       decided(not_pending, cut == 0, std::to_string(cut) + " later blocks started before the earlier grid's last")));
