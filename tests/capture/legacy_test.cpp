@@ -139,26 +139,23 @@ TEST_F(StreamCapture, LegacyStreamWorkFromAnotherThreadBesideABlockingGlobalCapt
   const sc::stream b = make(capturing_kind(capt05, stream_flags::blocking), "b");
   const int dev = device();
   sc::marks m;
-  int step = 0;  // under the team's lock: 1 the other thread is ready, 2 the capture is open, 3 it has launched
+  // The team's steps: 1 the other thread is ready, 2 the capture is open, 3 it has launched.
   cudaError_t launched = cudaErrorUnknown;
   sc::thread_team team;
   team.start(1, [&](unsigned) {
     const cudaError_t set = cudaSetDevice(dev);
-    team.update([&] { step = 1; });
-    if (!team.wait_until([&] { return step == 2; }, sc::kWorkDeadline)) return;
+    team.step_to(1);
+    if (!team.reached(2, sc::kWorkDeadline)) return;
     const cudaError_t code = sc::taking_last_error(set == cudaSuccess ? legacy_mark(m, 1) : set);
-    team.update([&] {
-      launched = code;
-      step = 3;
-    });
+    team.step_to(3, [&] { launched = code; });
   });
-  ASSERT_TRUE(team.wait_until([&] { return step == 1; }, sc::kWorkDeadline)) << "the other thread did not start";
+  ASSERT_TRUE(team.reached(1, sc::kWorkDeadline)) << "the other thread did not start";
   sc::graph g;
   cudaError_t ended = cudaErrorUnknown;
   {
     sc::capture c(b, cudaStreamCaptureModeGlobal);
-    team.update([&] { step = 2; });
-    EXPECT_TRUE(team.wait_until([&] { return step == 3; }, sc::kWorkDeadline)) << "the other thread's launch";
+    team.step_to(2);
+    EXPECT_TRUE(team.reached(3, sc::kWorkDeadline)) << "the other thread's launch";
     ended = c.end(g);
   }
   team.end();

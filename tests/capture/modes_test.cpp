@@ -73,8 +73,7 @@ TEST_F(StreamCapture, UnsafeCallFromAnotherThreadPerMode) {
       const bool both_global =
           capture_mode == cudaStreamCaptureModeGlobal && thread_mode == cudaStreamCaptureModeGlobal;
       const sc::stream s = make(stream_flags::non_blocking, "s_" + cell);
-      // Shared under the team's lock: 1 the other thread is ready, 2 the capture is open, 3 it has called.
-      int step = 0;
+      // The team's steps: 1 the other thread is ready, 2 the capture is open, 3 it has called.
       void* p = nullptr;
       cudaError_t call = cudaErrorUnknown;
       cudaError_t prepared = cudaErrorUnknown;
@@ -84,25 +83,19 @@ TEST_F(StreamCapture, UnsafeCallFromAnotherThreadPerMode) {
         cudaStreamCaptureMode mine = relax && both_global ? cudaStreamCaptureModeRelaxed : thread_mode;
         cudaError_t code = cudaSetDevice(dev);
         if (code == cudaSuccess) code = cudaThreadExchangeStreamCaptureMode(&mine);
-        team.update([&] {
-          prepared = code;
-          step = 1;
-        });
-        if (!team.wait_until([&] { return step == 2; }, sc::kWorkDeadline)) return;
+        team.step_to(1, [&] { prepared = code; });
+        if (!team.reached(2, sc::kWorkDeadline)) return;
         const cudaError_t c = sc::taking_last_error(cudaMalloc(&p, kBytes));
-        team.update([&] {
-          call = c;
-          step = 3;
-        });
+        team.step_to(3, [&] { call = c; });
       });
-      ASSERT_TRUE(team.wait_until([&] { return step == 1; }, sc::kWorkDeadline)) << "the other thread did not start";
+      ASSERT_TRUE(team.reached(1, sc::kWorkDeadline)) << "the other thread did not start";
       ASSERT_CUDA_EQ(cudaSuccess, prepared) << "setting the other thread's device and mode";
       sc::graph g;
       cudaError_t ended = cudaSuccess;
       {
         sc::capture c(s, capture_mode);
-        team.update([&] { step = 2; });
-        EXPECT_TRUE(team.wait_until([&] { return step == 3; }, sc::kWorkDeadline)) << "the other thread's call";
+        team.step_to(2);
+        EXPECT_TRUE(team.reached(3, sc::kWorkDeadline)) << "the other thread's call";
         ended = c.end(g);
       }
       team.end();

@@ -222,14 +222,13 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
   void* held = p;  // until its free is enqueued
   void* q = nullptr;
   const sc::families::unfreed_guard left(a, {&held, &q});
-  // Under the team's lock: 1 the free is enqueued, 2 the other thread allocated and enqueued its work, 3 the gate
-  // is open, 4 the other thread's stream finished or its deadline passed (`theirs` says which).
-  int step = 0;
+  // The team's steps: 1 the free is enqueued, 2 the other thread allocated and enqueued its work, 3 the gate is
+  // open, 4 the other thread's stream finished or its deadline passed (`theirs` says which).
   cudaError_t theirs = cudaErrorUnknown;
   sc::thread_team team;
   team.start(1, [&](unsigned) {
     const cudaError_t set = cudaSetDevice(dev);
-    if (!team.wait_until([&] { return step == 1; }, sc::kWorkDeadline)) return;
+    if (!team.reached(1, sc::kWorkDeadline)) return;
     void* got = nullptr;
     const cudaError_t allocated =
         set != cudaSuccess ? set : cudaMallocFromPoolAsync(&got, t.block_bytes(), pool.get(), cudaStreamPerThread);
@@ -240,17 +239,13 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
       (void)sc::kernels::launch_mark(cudaStreamPerThread, counter, board, slot);  // a failed launch: no mark
       return cudaSuccess;
     });
-    team.update([&] {
+    team.step_to(2, [&] {
       seen.allocated = allocated;
       q = got;
-      step = 2;
     });
-    if (!team.wait_until([&] { return step == 3; }, sc::kWorkDeadline)) return;
+    if (!team.reached(3, sc::kWorkDeadline)) return;
     const cudaError_t finished = sc::synchronize_within(sc::stream::per_thread(), sc::kWorkDeadline);
-    team.update([&] {
-      theirs = finished;
-      step = 4;
-    });
+    team.step_to(4, [&] { theirs = finished; });
   });
   {
     sc::gate g;
@@ -258,16 +253,16 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
     sc::held_window w(g);
     reader.read(a, p, t.block_words());
     SC_CHECK_CUDA(sc::families::free_in(held, a));
-    team.update([&] { step = 1; });
-    const bool returned = team.wait_until([&] { return step == 2; }, sc::kReturnWindow);
+    team.step_to(1);
+    const bool returned = team.reached(2, sc::kReturnWindow);
     seen.returned = sc::gated_result(returned ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold,
                                      returned ? "the other thread's allocation returned while a was gated"
                                               : "the other thread's allocation had not returned while a was gated");
     if (returned) seen.later_work_held = w.absent(sc::probe::mark(m, 1));
   }
-  const bool called = team.wait_until([&] { return step == 2; }, sc::kWorkDeadline);
-  team.update([&] { step = called ? 3 : step; });
-  const bool finished = called && team.wait_until([&] { return step == 4; }, 2 * sc::kWorkDeadline);
+  const bool called = team.reached(2, sc::kWorkDeadline);
+  if (called) team.step_to(3);
+  const bool finished = called && team.reached(4, 2 * sc::kWorkDeadline);
   const cudaError_t mine = sc::synchronize_within(a, sc::kWorkDeadline);
   if (!finished || theirs != cudaSuccess || mine != cudaSuccess) {
     ADD_FAILURE() << "the work never finished once the gate opened: the other thread's allocation "

@@ -37,4 +37,21 @@ TEST(ThreadTeam, ADeadlinePassesAndTheEndReleasesEveryWait) {
   EXPECT_TRUE(released);
 }
 
+// A handshake in steps: the thread waits for the test's step 2 before taking its own 3; a step never goes back.
+TEST(ThreadTeam, StepsAreReachedInOrderAndNeverGoBack) {
+  int seen_by_thread = 0;
+  sc::thread_team team;
+  team.start(1, [&](unsigned) {
+    team.step_to(1);
+    if (team.reached(2, milliseconds(10'000))) team.step_to(3, [&] { seen_by_thread = 2; });
+  });
+  ASSERT_TRUE(team.reached(1, milliseconds(10'000)));
+  EXPECT_FALSE(team.reached(3, milliseconds(20))) << "the thread went on before step 2";
+  team.step_to(2);
+  ASSERT_TRUE(team.reached(3, milliseconds(10'000)));
+  EXPECT_EQ(2, seen_by_thread);
+  team.step_to(1);
+  EXPECT_TRUE(team.reached(3, milliseconds(1))) << "a step went back";
+}
+
 }  // namespace
