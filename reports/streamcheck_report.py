@@ -15,8 +15,10 @@ observed values and baseline statuses, tests added or removed) and the same comp
 With --machine the folders are one machine's runs, one per GPU and one per pair of GPUs (ci/run_suite.sh
 --every-gpu): the page shows what differs between the GPUs first, then GPU x family and the pairs' runs.
 
-The page needs no network and no JavaScript: CSS is inline, the data is embedded as
-<script type="application/json" id="data">, and a small optional script adds filtering.
+The page needs no network: CSS is inline, the data is embedded as <script type="application/json" id="data">,
+and a small script adds filtering. A test is a row of the page; its details are a file beside it,
+details/<ctest name>.js, which the script shows under the row when it is opened, with the drawings of
+timelines/ and blocks/ in frames: keep those folders with the page.
 
 Exit status: 0 when the page was written (failed tests do not change it); 2 on bad input: either nothing was
 written (the one-line error says why), or the page was written and lists the result files it could not read
@@ -31,7 +33,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Optional, Sequence
 
 
 from streamcheck.common import COUNT_LABEL, GENERATOR, InputError  # noqa: E402  (after the path is set)
@@ -54,7 +56,8 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def write_output(path: Path, text: str) -> None:
-    """Writes `text` to `path`, making its folder first (the drawings and traces go into folders beside it)."""
+    """Writes `text` to `path`, making its folder first (the details, drawings and traces go into folders beside
+    the page)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(path, text)
@@ -68,28 +71,18 @@ def report(run_dir: Path, source: Path, output: Path) -> int:
     from streamcheck.timeline_model import timeline_state, trace_path
     from streamcheck.trace_events import chrome_trace
     model = build_model(run_dir, source)
-    drawings: Dict[str, str] = {}
-    write_output(output, render_report(model, source, drawings))
-    # The timelines' drawings beside the page, which shows each in a frame when its timeline is opened.
-    for name, svg in drawings.items():
-        path = output.parent / name
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise InputError("%s: cannot write: %s" % (path.parent, e.strerror or e))
-        write_output(path, svg)
+    page, files = render_report(model, source)
+    write_output(output, page)
+    # Each test's details and the drawings they show, beside the page, which loads them when a row is opened.
+    for name, text in files.items():
+        write_output(output.parent / name, text)
     # Each drawn timeline whole, as a Chrome trace beside the page (the page links it).
     gpu = str(((model["run"]["env"].get("gpu") or {}) if isinstance(model["run"]["env"].get("gpu"), dict)
                else {}).get("name") or "no GPU")
     traces = 0
     for test in model["tests"].values():
         if timeline_state(test) == "drawn":
-            path = output.parent / trace_path(test)
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise InputError("%s: cannot write: %s" % (path.parent, e.strerror or e))
-            write_output(path, json.dumps(chrome_trace(test, gpu), separators=(",", ":")))
+            write_output(output.parent / trace_path(test), json.dumps(chrome_trace(test, gpu), separators=(",", ":")))
             traces += 1
     t = model["totals"]
     print("report: %s (%d tests: %s%s; %d IDs uncovered%s)"

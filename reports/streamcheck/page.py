@@ -1,10 +1,14 @@
 """Page rendering: one self-contained HTML page from the model of a run (model.build_model()). The page's
 skeleton is reports/templates/page.html, with the style sheet and script it inlines (report.css, report.js);
 this module fills it with the header (the run's facts and banners), the sections (sections.py, each row of a
-family table from test_row.py) and the data block. Markup lives in the templates; the code chooses which
-fragment to fill and computes its values, which the templates escape (templates.py).
-The page loads nothing from outside itself (a Content-Security-Policy says so to the browser), and its data
-is embedded as <script type="application/json" id="data">. Python 3.9+ standard library only.
+family table from test_row.py) and the data block, and makes each test's details file (test_row.py). Markup
+lives in the templates; the code chooses which fragment to fill and computes its values, which the templates
+escape (templates.py).
+The page loads nothing from outside itself and the folders beside it (a Content-Security-Policy says so to
+the browser), and its data is embedded as <script type="application/json" id="data">. A test is one row of the
+page; its details (the whole result, observed values, baseline comparisons, timeline, block chart, and its data)
+are a file per test beside the page, details/<ctest name>.js, which report.js loads when the row is opened: the
+page's size grows by a row per test, however heavy the tests. Python 3.9+ standard library only.
 """
 
 from __future__ import annotations
@@ -12,24 +16,32 @@ from __future__ import annotations
 import datetime
 import json
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Tuple
 
-from .common import GENERATOR, GENERATOR_VERSION, MAX_EVIDENCE_LINES, Markup, fmt_shown, fmt_value, plural
-from .page_parts import environment_facts, facts_markup, run_fact
+from .common import GENERATOR, GENERATOR_VERSION, MAX_EVIDENCE_LINES, Markup, fmt_shown, fmt_value, plural, slug
+from .page_parts import environment_facts, facts_markup, run_fact, test_anchor
 from .sections import (api_section, coverage_section, environment_section, families_section, instruments_section,
                        timelines_section, totals_section)
 from .templates import EMPTY, fill, fill_page, join, template_text
 from .block_chart import chart_digest
+from .test_row import test_details
 from .timeline import drawings_into, legend_css
 from .timeline_model import timeline_without_blocks
 
-# The page's size budget (docs/running.md): on average at most PAGE_BUDGET_PER_TEST bytes for each
-# test with a result, plus PAGE_BUDGET_FIXED for the page itself. What keeps it: a kernel's many blocks drawn as one
-# shape, block charts of many blocks drawn as an image, no zoomed timeline when the first drawing is large, and a
-# data block that keeps the first items of a timeline and counts the rest (timeline.py). The host test
-# SizeBudget checks it on a run heavier than a full H100 run.
-PAGE_BUDGET_PER_TEST = 48 * 1024
-PAGE_BUDGET_FIXED = 128 * 1024
+# The page's size budget (docs/running.md): PAGE_BUDGET_FIXED for the page itself (the coverage table and the API
+# table grow with the source tree's plans and the CUDA headers, not with the run) and PAGE_BUDGET_PER_TEST for each
+# test: its row, its results in the coverage table and its name in the data block. Everything else about a test
+# is its details file beside the page (details_file), loaded when its row is opened, so a heavy test (a timeline,
+# a block chart, many observed values) weighs on the page no more than a light one. A run heavier than the suite's
+# full run on one GPU makes a page under PAGE_BUDGET_FULL_RUN. The host test SizeBudget checks all three, on such
+# a run and on a run of 2,000 tests.
+PAGE_BUDGET_PER_TEST = 1024
+PAGE_BUDGET_FIXED = 320 * 1024
+PAGE_BUDGET_FULL_RUN = 1_000_000
+# What the data block says of the tests' details.
+DETAILS_NOTE = ("each test's details are in the file details/<ctest name>.js beside the page (characters other "
+                "than A-Z a-z 0-9 _ . - of the name as _): a script calling streamcheckDetails() with one JSON object, "
+                "{row: the anchor of the test's row, html: its details' markup, test: its data}")
 
 
 def baseline_fact(baseline: Dict[str, Any]) -> Markup:
@@ -121,11 +133,21 @@ def embed_json(data: Any) -> str:
     return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
 
 
-def page_data(model: Dict[str, Any], source: Path) -> Dict[str, Any]:
-    """The data block: what the page shows, for machines. Block records stay in the observation files (the page
-    carries their drawing and their counts), and so do timeline items beyond the ones drawn."""
-    run = model["run"]
-    tests = model["tests"]
+def shared_device(tests: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """The device facts every test of the run shares (the GPU's name, its timer tick), said once in
+    runs[0].device; a test keeps the facts of its own (the clock offset it measured)."""
+    devices = [t.get("device") for t in tests.values() if isinstance(t.get("device"), dict)]
+    shared = dict(devices[0]) if devices else {}
+    for device in devices[1:]:
+        shared = {k: v for k, v in shared.items() if k in device and device[k] == v}
+    return shared
+
+
+def test_record(test: Dict[str, Any], run: Dict[str, Any], shared: Dict[str, Any]) -> Dict[str, Any]:
+    """A test's data, for machines, in its details file: what the model has, less what is elsewhere. Block
+    records stay in the observation file (the details carry their drawing and their counts), and so do timeline
+    items beyond the ones drawn; the plan rows' sources are in the page's "coverage"; the device facts and the
+    tracing every test shares are the page's runs[0]."""
     tracing = run["env"].get("tracing")
 
     def in_run(path: Any) -> Any:
@@ -135,26 +157,38 @@ def page_data(model: Dict[str, Any], source: Path) -> Dict[str, Any]:
         except ValueError:
             return path
 
-    def kept_timeline(tl: Any) -> Any:
-        # Every test of a run traces the same way: the run's record says how, once.
-        kept = timeline_without_blocks(tl)
-        if isinstance(kept, dict) and tracing is not None and kept.get("tracing") == tracing:
-            kept = dict(kept, tracing="as the run's (runs[0].env.tracing)")
-        return kept
+    timeline = timeline_without_blocks(test.get("timeline"))
+    if isinstance(timeline, dict) and tracing is not None and timeline.get("tracing") == tracing:
+        timeline = dict(timeline, tracing="as the run's (runs[0].env.tracing)")
+    device = test.get("device")
+    if isinstance(device, dict) and shared:
+        device = {k: v for k, v in device.items() if k not in shared}
+    return dict(test, block_chart=chart_digest(test.get("block_chart")), device=device,
+                plan_rows=[{k: v for k, v in r.items() if k != "source"} for r in test.get("plan_rows") or []],
+                timeline=timeline, xml_file=in_run(test.get("xml_file")),
+                observation_file=in_run(test.get("observation_file")))
 
-    # Device facts every test of the run shares (the GPU's name, its timer tick) are said once, in runs[0].device;
-    # a test keeps the facts of its own (the clock offset it measured).
-    devices = [tests[name].get("device") for name in tests if isinstance(tests[name].get("device"), dict)]
-    shared = dict(devices[0]) if devices else {}
-    for device in devices[1:]:
-        shared = {k: v for k, v in shared.items() if k in device and device[k] == v}
 
-    def own_device(device: Any) -> Any:
-        return {k: v for k, v in device.items() if k not in shared} if isinstance(device, dict) and shared else device
+def details_path(test: Dict[str, Any]) -> str:
+    """Where a test's details are, from the page: its row's anchor without "t-" (report.js finds it so)."""
+    return "details/%s.js" % slug(test["ctest_name"])
 
+
+def details_file(test: Dict[str, Any], html: Markup, record: Dict[str, Any]) -> str:
+    """A test's details file: a script that hands the page the markup of the test's details and its data
+    (test_record) as one JSON object: streamcheckDetails({"row": ..., "html": ..., "test": ...});"""
+    return ("// The details of one test of a streamcheck report: its page runs this when the test's row is opened.\n"
+            "streamcheckDetails(%s);\n" % embed_json({"row": test_anchor(test), "html": str(html), "test": record}))
+
+
+def page_data(model: Dict[str, Any], source: Path) -> Dict[str, Any]:
+    """The data block: what the page shows, for machines. Each test is its name and status here; the rest of
+    its data is in its details file."""
+    run = model["run"]
     return {
         "generator": {"name": GENERATOR, "version": GENERATOR_VERSION},
-        "runs": [{"dir": run["dir"], "id": run["id"], "env": run["env"], "notes": run["notes"], "device": shared}],
+        "runs": [{"dir": run["dir"], "id": run["id"], "env": run["env"], "notes": run["notes"],
+                  "device": shared_device(model["tests"])}],
         "problems": model["problems"],
         "source": str(source),
         "totals": model["totals"],
@@ -165,24 +199,23 @@ def page_data(model: Dict[str, Any], source: Path) -> Dict[str, Any]:
         "plans": {family: dict({k: v for k, v in plan.items() if k != "rows"},
                                ids=[row.get("id") for row in plan.get("rows") or []])
                   if isinstance(plan, dict) else plan for family, plan in model["plans"].items()},
-        # A test's plan rows name their IDs; the rows' sources are in "coverage".
-        "tests": [dict(tests[name], block_chart=chart_digest(tests[name].get("block_chart")),
-                       device=own_device(tests[name].get("device")),
-                       plan_rows=[{k: v for k, v in r.items() if k != "source"}
-                                  for r in tests[name].get("plan_rows") or []],
-                       timeline=kept_timeline(tests[name].get("timeline")),
-                       xml_file=in_run(tests[name].get("xml_file")),
-                       observation_file=in_run(tests[name].get("observation_file"))) for name in sorted(tests)],
+        "details": DETAILS_NOTE,
+        "tests": [{"ctest_name": name, "status": model["tests"][name]["status"]} for name in sorted(model["tests"])],
         "instruments": model["instruments"],
         "baseline": {k: v for k, v in model["baseline"].items() if k != "entries"},
     }
 
 
-def render_report(model: Dict[str, Any], source: Path, drawing_files: Optional[Dict[str, str]] = None) -> str:
-    """The page of one run. With drawing_files (a dict), the timelines' drawings are put there (path from the
-    page -> SVG document) for the caller to write beside the page, which shows each in a frame."""
-    drawings_into(drawing_files)
+def render_report(model: Dict[str, Any], source: Path) -> Tuple[str, Dict[str, str]]:
+    """The page of one run, and the files to write beside it (path from the page -> text): each test's details
+    (details_file) and the drawings of its timeline and block chart, which its details show in frames."""
+    files: Dict[str, str] = {}
+    drawings_into(files)
     try:
-        return render_page(model, source, embed_json(page_data(model, source)))
+        shared = shared_device(model["tests"])
+        for test in model["tests"].values():
+            files[details_path(test)] = details_file(test, test_details(test, model["baseline"]),
+                                                     test_record(test, model["run"], shared))
+        return render_page(model, source, embed_json(page_data(model, source))), files
     finally:
         drawings_into(None)

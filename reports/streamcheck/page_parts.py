@@ -12,7 +12,6 @@ from .common import (COVERAGE_LABEL, Markup, TEST_LABEL, breakable, cuda_version
                      fmt_value, plural, slug)
 from .results import outcome, run_mode as results_run_mode
 from .templates import EMPTY, attrs, fill, join
-from .timeline_model import timeline_anchor
 
 
 def dash() -> Markup:
@@ -43,12 +42,6 @@ def test_link(test: Dict[str, Any]) -> Markup:
     """The test's name, linked to its row, with its variant and its status."""
     return fill("test_link", link=fill("mono_link", anchor=test_anchor(test), text=breakable(test["gtest_name"])),
                 variant=variant_tag(test), badge=badge(outcome(test)))
-
-
-def timeline_link(test: Dict[str, Any]) -> Markup:
-    """The test's name, linked to its timeline, with its variant."""
-    return join([fill("mono_link", anchor=timeline_anchor(test), text=breakable(test["gtest_name"])),
-                 variant_tag(test)])
 
 
 # ------------------------------------------------------------------------------------------------

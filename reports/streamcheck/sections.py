@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from .api import coverage as api_coverage, cuda_include_dir
-from .common import (COUNT_LABEL, COVERAGE_ORDER, TEST_LABEL, TEST_ORDER, Markup, breakable, dig, fmt_ns, inline_md,
-                     plural, slug)
+from .common import COUNT_LABEL, COVERAGE_ORDER, TEST_LABEL, TEST_ORDER, Markup, dig, inline_md, plural, slug
 from .model import is_unjudged, skip_groups
-from .page_parts import badge, dash, environment_tables, kv_list, test_anchor, test_link, timeline_link
+from .page_parts import badge, dash, environment_tables, kv_list, test_anchor, test_link
 from .results import SHARED_GPU, outcome
 from .templates import EMPTY, attrs, fill, join
 from .test_row import test_row
-from .timeline import timeline_legend, timeline_summary
+from .timeline import timeline_legend
 from .timeline_model import timeline_model, timeline_state
 
 Model = Dict[str, Any]
@@ -82,7 +81,7 @@ def planned_tests_cell(row: Dict[str, Any], tests: Dict[str, Dict[str, Any]]) ->
     for name in row["planned"]:
         found = [tests[c] for c in row["results"].get(name, []) if c in tests]
         if not found:
-            lines.append(fill("planned_test", name=breakable(name), results=badge("no-result")))
+            lines.append(fill("planned_test", name=name, results=badge("no-result")))
             continue
         chips = []
         for t in found:
@@ -90,9 +89,9 @@ def planned_tests_cell(row: Dict[str, Any], tests: Dict[str, Dict[str, Any]]) ->
                 chip = badge("no-result", "no result")
             else:
                 label = "%s: %s" % (t["variant"], TEST_LABEL[outcome(t)]) if t["variant"] else TEST_LABEL[outcome(t)]
-                chip = badge(outcome(t), label, t["ctest_name"])
+                chip = badge(outcome(t), label)
             chips.append(fill("anchor_link", anchor=test_anchor(t), text=chip))
-        lines.append(fill("planned_test", name=breakable(name), results=join(chips, " ")))
+        lines.append(fill("planned_test", name=name, results=join(chips, " ")))
     return join(lines, fill("br"))
 
 
@@ -115,16 +114,17 @@ def coverage_rows(model: Model, with_claim: bool) -> Markup:
 
 
 def coverage_ids(model: Model, source: Path) -> Markup:
-    """The counts of each status and the table of every planned catalog ID."""
+    """The counts of each status and the table of every planned catalog ID, collapsed."""
     cov = model["coverage"]
     if not cov["rows"]:
         return fill("coverage_no_plans", where=str(source / "tests"))
     counts = join((fill("count_badge", badge=badge(s), count=cov["counts"][s]) for s in COVERAGE_ORDER
                    if cov["counts"][s]), " ")
     with_claim = any(row["claim"] for row in cov["rows"])
-    return fill("coverage_ids", counts=counts, claim_col=fill("claim_col") if with_claim else EMPTY,
-                source_width="16%" if with_claim else "22%", claim_head=fill("claim_head") if with_claim else EMPTY,
-                rows=coverage_rows(model, with_claim))
+    # The table is collapsed when the page opens (its load time); a link to an ID opens it (report.js).
+    return fill("coverage_ids", counts=counts, ids=len(cov["rows"]),
+                claim_col=fill("claim_col") if with_claim else EMPTY, source_width="16%" if with_claim else "22%",
+                claim_head=fill("claim_head") if with_claim else EMPTY, rows=coverage_rows(model, with_claim))
 
 
 def no_plan_table(cov: Dict[str, Any]) -> Markup:
@@ -188,13 +188,9 @@ def family_table(model: Model, family: str, tests: List[Dict[str, Any]]) -> Mark
     summary = join((badge(s, "%d %s" % (counts[s], TEST_LABEL[s])) for s in TEST_ORDER if counts[s]), " ")
     variants = sorted({t["variant"] for t in tests if t["variant"]})
     variant_note = (" \u00b7 variants: %s" % ", ".join(variants)) if variants else ""
-    # Fixed layout; the Test column takes what the others leave, more when a family has no
-    # observed values or baseline comparisons.
     return fill("family", anchor=slug(family), family=family, summary=summary,
                 note="%s \u00b7 %s%s" % (plural(len(tests), "test"), plan_note(model["plans"].get(family)), variant_note),
-                observed_width="12%" if any(t["observations"] for t in tests) else "100px",
-                baseline_width="16%" if any(t["baseline"] for t in tests) else "100px",
-                rows=join(test_row(t, model["baseline"]) for t in tests))
+                rows=join(test_row(t) for t in tests))
 
 
 def families_section(model: Model) -> Markup:
@@ -224,24 +220,14 @@ def timelines_others(states: Dict[str, List[Dict[str, Any]]]) -> Markup:
 
 
 def timelines_section(model: Model) -> Markup:
-    """Where the drawings are: a table of the tests with items, a line for those with NVTX ranges only."""
+    """How many tests drew a timeline (each is in its test's details) and why the others did not."""
     states: Dict[str, List[Dict[str, Any]]] = {}
-    for t in sorted(model["tests"].values(), key=lambda t: t["ctest_name"]):
+    for t in model["tests"].values():
         states.setdefault(timeline_state(t), []).append(t)
     drawn = states.get("drawn", [])
-    models = {t["ctest_name"]: timeline_model(t["timeline"]) for t in drawn}
-    with_items = [t for t in drawn if models[t["ctest_name"]]["items"]]
-    ranges_only = [t for t in drawn if not models[t["ctest_name"]]["items"]]
-    rows = []
-    for t in with_items:
-        items = models[t["ctest_name"]]["items"]
-        rows.append(fill("timelines_row", link=timeline_link(t), badge=badge(outcome(t)),
-                         summary=timeline_summary(models[t["ctest_name"]]),
-                         extent=fmt_ns(max(it["e"] for it in items) - min(it["s"] for it in items))))
-    return fill("timelines", where=fill("timelines_where") if drawn else EMPTY,
-                table=fill("timelines_table", rows=join(rows)) if with_items else EMPTY,
-                ranges_only=fill("ranges_only", count=len(ranges_only), links=join(
-                    (timeline_link(t) for t in ranges_only), ", ")) if ranges_only else EMPTY,
+    ranges_only = sum(1 for t in drawn if not timeline_model(t["timeline"])["items"])
+    return fill("timelines", where=fill("timelines_where", count=plural(len(drawn), "test"), ranges_only=(
+                    " (%d of them NVTX ranges only)" % ranges_only) if ranges_only else "") if drawn else EMPTY,
                 none=EMPTY if drawn else fill("no_timelines"), others=timelines_others(states))
 
 

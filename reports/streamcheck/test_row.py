@@ -1,15 +1,17 @@
-"""A test's row in its family's table: status, name, the catalog IDs it claims (or its plan says), duration, the
-result (tags, skip reason, failure texts, evidence, notes), observed values and baseline comparisons; under it,
-rows of their own for its timeline and its block chart. Fills the fragments of reports/templates/test_row.html.
+"""A test's row in its family's table (status, name, the catalog IDs it claims or its plan says, a line of why it
+failed or was skipped) and its details, which the page loads from a file beside it when the row is opened:
+claims, duration, the result (tags, skip reason, failure texts, evidence, notes), observed values, baseline
+comparisons, its timeline and its block chart. Fills the fragments of reports/templates/test_row.html.
 Python 3.9+ standard library only."""
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .common import (BASELINE_LABEL, MAX_EVIDENCE_LINES, MUTATION_KIND_TITLE, SHARED_GPU_LABEL, Markup, as_ns,
-                     breakable, dig, fmt_duration, fmt_ns, fmt_value, inline_md, slug)
+                     dig, fmt_duration, fmt_ns, fmt_value, inline_md, slug)
 from .model import is_unjudged, same_value
 from .page_parts import badge, dash, kv_list, test_anchor
 from .results import SHARED_GPU, outcome, sharing_text
@@ -20,6 +22,8 @@ from .timeline_model import timeline_anchor, timeline_note, timeline_state, trac
 
 # Failure text shown per failure at most (the XML file has all of it).
 MAX_FAILURE_CHARS = 8000
+# The row's line of why a test failed or was skipped, at most (its details have all of it).
+SHORT_REASON_CHARS = 160
 
 Test = Dict[str, Any]
 
@@ -98,7 +102,7 @@ def status_cell(t: Test) -> Markup:
 
 
 def name_cell(t: Test) -> Markup:
-    return fill("test_name", ctest=t["ctest_name"], name=breakable(t["gtest_name"]),
+    return fill("test_name", name=t["gtest_name"],
                 variant=fill("variant", family=t["family"], variant=t["variant"]) if t["variant"] else EMPTY)
 
 
@@ -155,27 +159,69 @@ def result_cell(t: Test) -> Markup:
     return join(result) or dash()
 
 
-def test_row(t: Test, known: Optional[Dict[str, Any]] = None) -> Markup:
-    """The test's row, and under it, rows of their own for its timeline and its block chart. known: the source
-    tree's baseline file (model["baseline"]), for what a baseline comparison does not carry."""
-    ids, kinds, sources = claim_cells(t)
-    claim_ids = sorted({str(c.get("id")) for c in t["claims"]})
-    # The row's status for the page's filter: a skip of the baseline rule is a problem to look at, a skip with
-    # its reason (or of recorded values) is not.
+def row_status(t: Test) -> str:
+    """The row's status for the page's filter: a skip of the baseline rule is a problem to look at, a skip with
+    its reason (or of recorded values) is not."""
     status = outcome(t)
     if status == "skipped":
-        status = "unjudged" if is_unjudged(t) else "recorded" if t["skip_kind"] == "recorded" else "skipped"
-    rows = [fill("test_row", anchor=test_anchor(t), status=status,
-                 attrs=attrs(class_="row-failed" if t["status"] == "failed" else None), badge=status_cell(t),
-                 name=name_cell(t), ids=ids, kinds=kinds, sources=sources, duration=duration_cell(t),
-                 result=result_cell(t), observed=kv_list(t["observations"]),
-                 baseline=baseline_list(t["baseline"], claim_ids, known))]
-    if timeline_state(t) == "drawn":
-        # The drawing takes the table's whole width, in a row of its own under the test's row.
-        rows.append(fill("wide_row", content=timeline_html(t["timeline"], timeline_anchor(t), trace_path(t))))
-    if t.get("block_chart"):
-        rows.append(fill("wide_row", content=block_chart_html(t["block_chart"], "blocks/%s.svg" % timeline_anchor(t))))
-    return join(rows)
+        return "unjudged" if is_unjudged(t) else "recorded" if t["skip_kind"] == "recorded" else "skipped"
+    return status
+
+
+def failure_line(t: Test) -> str:
+    """What made a test fail, for its row: its first failure, else an unexpected watchdog, an invalid check or
+    a gating baseline row that differs."""
+    unexpected = [w for w in t["watchdog"] if w.get("expected") is not True]
+    differs = ["baseline %s/%s differs: observed %s, expected %s" % tuple(
+        fmt_value(e.get(k)) for k in ("id", "key", "observed", "expected"))
+        for e in t["baseline"] if e.get("status") == "differs-gating"]
+    lines = list(t["failures"]) + [watchdog_text(w) for w in unexpected] + list(t["invalid_checks"]) + differs
+    return lines[0] if lines else ""
+
+
+def short_reason(t: Test) -> str:
+    """One line of at most SHORT_REASON_CHARS for the test's row: why it failed, was skipped or not judged, or
+    did not run; empty for a pass. Its details have the whole of it."""
+    if outcome(t) == SHARED_GPU:
+        text = sharing_text(t)
+    elif t["status"] == "skipped":
+        text = t["skip_reason"] or "(no reason given)"
+    elif t["status"] == "failed":
+        text = failure_line(t)
+    elif t["status"] == "notrun":
+        text = t["not_run_reason"] or " ".join(t["notes"])
+    else:
+        text = ""
+    lines = str(text).strip().splitlines()
+    if len(lines) > 1 and re.fullmatch(r"\S+:\d+", lines[0]):
+        lines[0] = os.path.basename(lines[0]) + ":"  # GoogleTest's "path:line" above its message
+    line = " ".join(" ".join(lines).split())
+    return line if len(line) <= SHORT_REASON_CHARS else line[:SHORT_REASON_CHARS - 1] + "\u2026"
+
+
+def test_row(t: Test) -> Markup:
+    """The test's row: status, name, the catalog IDs it claims (or its plan says) and why it failed or was
+    skipped, in a line. Its details (test_details) are a file beside the page, which report.js shows under the
+    row when it is opened."""
+    return fill("test_row", anchor=test_anchor(t), status=row_status(t),
+                attrs=attrs(class_="row-failed" if t["status"] == "failed" else None), badge=status_cell(t),
+                name=name_cell(t), ids=claim_cells(t)[0], reason=short_reason(t))
+
+
+def test_details(t: Test, known: Optional[Dict[str, Any]] = None) -> Markup:
+    """Everything about a test that its row leaves out: its ctest name, claims (kind and doc source), duration,
+    the whole result (tags, failure texts, evidence, notes), observed values, baseline comparisons, its timeline
+    and block chart. known: the source tree's baseline file (model["baseline"]), for what a baseline comparison
+    does not carry."""
+    ids, kinds, sources = claim_cells(t)
+    claim_ids = sorted({str(c.get("id")) for c in t["claims"]})
+    timeline = timeline_html(t["timeline"], timeline_anchor(t), trace_path(t)) if timeline_state(t) == "drawn" \
+        else EMPTY
+    blocks = block_chart_html(t["block_chart"], "blocks/%s.svg" % timeline_anchor(t)) if t.get("block_chart") \
+        else EMPTY
+    return fill("test_details", ctest=t["ctest_name"], ids=ids, kinds=kinds, sources=sources,
+                duration=duration_cell(t), result=result_cell(t), observed=kv_list(t["observations"]),
+                baseline=baseline_list(t["baseline"], claim_ids, known), timeline=timeline, blocks=blocks)
 
 
 # ------------------------------------------------------------------------------------------------

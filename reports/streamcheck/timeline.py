@@ -492,6 +492,9 @@ def timeline_summary(model: Dict[str, Any]) -> str:
         parts.append("%s of copy time overlapped by kernels" % fmt_pct(copies["overlap_ns"], copies["time_ns"])
                      if copies["time_ns"] > 0 else "no copy time (zero durations)")
     parts.append("span %s" % fmt_ns(model["t1"] - model["t0"]))
+    if model["items"]:
+        parts.append("items' extent %s" % fmt_ns(max(it["e"] for it in model["items"]) -
+                                                 min(it["s"] for it in model["items"])))
     return ", ".join(parts)
 
 

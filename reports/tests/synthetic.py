@@ -170,6 +170,37 @@ def embedded_data(page):
     return match.group(1), json.loads(match.group(1))
 
 
+def details_of(text):
+    """What a test's details file (details/<ctest name>.js) hands the page: {row, html, test}."""
+    match = re.fullmatch(r"// [^\n]*\nstreamcheckDetails\((.*)\);\n", text, re.S)
+    assert match, "not a details file: %r" % text[:200]
+    return json.loads(match.group(1))
+
+
+def details_beside(page_path):
+    """The details files beside a page: path from the page -> text, as render_report returns them."""
+    folder = Path(page_path).parent
+    return {str(path.relative_to(folder)): path.read_text(encoding="utf-8")
+            for path in (folder / "details").glob("*.js")}
+
+
+def opened_page(page, details):
+    """The page as a reader sees it with every test's row opened: under each row, the markup of its details
+    (details: path from the page -> text of each details file), where report.js puts it."""
+    def with_details(row):
+        text = details["details/%s.js" % row.group(1)]
+        return row.group(0) + '<tr class="details-row"><td colspan="4">%s</td></tr>' % details_of(text)["html"]
+    return re.sub(r'<tr id="t-([^"]+)" data-status=.*?</tr>', with_details, page, flags=re.S)
+
+
+def full_data(page, details):
+    """The page's data block with each test's whole record, from its details file."""
+    _, data = embedded_data(page)
+    records = {t["ctest_name"]: t for t in (details_of(text)["test"] for text in details.values())}
+    data["tests"] = [records[t["ctest_name"]] for t in data["tests"]]
+    return data
+
+
 def make_heavy_run(root, run_id="20260102T000000Z-9"):
     """A run shaped like a full H100 run, heavier than most: 79 tests with timelines (10 to 60 items, NVTX ranges,
     host events); 16 scheduling tests with 1100-block kernels and 4224-block charts; 7 instrument tests with
@@ -224,6 +255,42 @@ def make_heavy_run(root, run_id="20260102T000000Z-9"):
             write(run / "observations" / (ctest + ".json"), json.dumps(doc))
             n += 1
     return run
+
+
+def make_big_run(root, tests=2000, run_id="20260103T000000Z-7"):
+    """(run folder, source tree) of a run of many tests, with names as long as the suite's, and plans of its
+    seven families that list them all, 40 catalog IDs a family. Each test claims an ID and has eight observed
+    values and four baseline rows; one in 20 is skipped, one in 50 failed with a GoogleTest message. For the
+    page's size and load time, which grow by a row per test."""
+    run = Path(root) / run_id
+    write(run / "env.json", json.dumps(env_doc(run_id)))
+    families = ("capture", "copy_overlap", "default_streams", "events", "host_funcs", "mempool", "priority_sched")
+    planned = {}
+    for n in range(tests):
+        family = families[n % len(families)]
+        suite = "".join(part.capitalize() for part in family.split("_"))
+        name = "TheBehaviorNumber%04dHoldsWhileOtherStreamsAreBusy" % n
+        ctest = "%s.%s.%s" % (family, suite, name)
+        claim = "%s-%02d" % (family[:4].upper(), n // len(families) % 40 + 1)
+        planned.setdefault(family, {}).setdefault(claim, []).append("%s.%s" % (suite, name))
+        failures = ["/src/tests/%s/%s_test.cpp:%d\nExpected equality of these values:\n  observed\n    Which is: 1\n"
+                    "  expected\n    Which is: 2" % (family, family, n)] if n % 50 == 7 else []
+        skip = "stream priorities are not supported on this device" if n % 20 == 3 else None
+        write(run / "gtest" / (ctest + ".xml"), gtest_xml(suite, name, failures=failures, skip=skip,
+                                                          properties={"catalog_id": claim}))
+        values = {"value_%d_us" % j: n * 0.25 + j for j in range(8)}
+        rows = [{"id": claim, "key": "value_%d_us" % j, "observed": values["value_%d_us" % j], "gating": False,
+                 "status": "recorded"} for j in range(4)]
+        doc = observation(ctest, "%s.%s" % (suite, name), [(claim, "observed", "PG 4.3")], values, rows,
+                          outcome="failed" if failures else "skipped" if skip else "passed")
+        write(run / "observations" / (ctest + ".json"), json.dumps(doc))
+    source = Path(root) / "src"
+    for family, ids in planned.items():
+        table = "".join("| %s | the behavior holds | observed | PG 4.3 | %s |\n" % (claim, ", ".join(
+            "`%s`" % name for name in names)) for claim, names in sorted(ids.items()))
+        write(source / "tests" / family / "README.md", "# %s: test plan\n\n| ID | Claim | Kind | Source | Tests |\n"
+              "|----|-------|------|--------|-------|\n%s" % (family, table))
+    return run, source
 
 
 # How a test that ran beside another context ends (observation schema 1.12): skipped, not judged, with the

@@ -1,5 +1,7 @@
-"""The report opened in headless Chromium (Debian package chromium): it renders with no console message (no
-script error, no refused load), its sections and a timeline are in the DOM, and its script ran.
+"""The report opened in headless Chromium (Debian package chromium) as a local file, the way its readers open it:
+it renders with no console message (no script error, no refused load), its sections are in the DOM and its script
+ran; a test's details (and the drawings they show) load from the folders beside the page, or say which folder is
+missing; the page of a big run loads within a second.
 
 Skips with its reason when chromium is not installed, unless STREAMCHECK_REQUIRE_CHROMIUM=1 (set by .ci/run,
 which installs it): then a missing browser is a failure."""
@@ -14,20 +16,45 @@ import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from synthetic import SCRIPT_TEXT, gtest_xml, make_run, make_source, observation, run_cli, write
+from synthetic import SCRIPT_TEXT, gtest_xml, make_big_run, make_run, make_source, observation, run_cli, write
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRED = os.environ.get("STREAMCHECK_REQUIRE_CHROMIUM") == "1"
 SECTIONS = ("totals", "coverage", "families", "timelines", "instruments", "environment")
 
 
-def open_in_browser(page):
-    """(DOM after scripts ran, console lines) of a page."""
+# The load time the page keeps to, from the start of its navigation to its load event and the layout after it.
+LOAD_BUDGET_MS = 1000
+# In-page probe: the time of the load event, after a layout, on the page's root element.
+LOAD_PROBE = ('<script>addEventListener("load", function () { document.body.getBoundingClientRect(); '
+              'document.documentElement.setAttribute("data-load-ms", performance.now().toFixed(0)); });</script>')
+
+
+def open_in_browser(page, fragment=""):
+    """(DOM after scripts ran, console lines) of a page, opened as a file (at #fragment)."""
+    url = Path(page).resolve().as_uri() + ("#" + fragment if fragment else "")
     result = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-                             "--v=0", "--dump-dom", Path(page).resolve().as_uri()],
-                            capture_output=True, text=True, timeout=120)
+                             "--v=0", "--dump-dom", url], capture_output=True, text=True, timeout=120)
     console = [line for line in result.stderr.splitlines() if ":CONSOLE" in line]
     return result.stdout, console
+
+
+def load_ms(page):
+    """Milliseconds from the start of loading the page to its load event and layout, measured in the page (a
+    copy beside it, with LOAD_PROBE): Chromium's own start is not the page's."""
+    probe = Path(page).with_name("probe-" + Path(page).name)
+    probe.write_text(Path(page).read_text(encoding="utf-8").replace("</body>", LOAD_PROBE + "</body>", 1),
+                     encoding="utf-8")
+    dom, _ = open_in_browser(probe)
+    probe.unlink()
+    return int(re.search(r'data-load-ms="(\d+)"', dom).group(1))
+
+
+def details_row(dom):
+    """The row report.js put under an opened test's row."""
+    match = re.search(r'<tr class="details-row"><td colspan="\d+">(.*?)</td></tr>'
+                      r'(?=<tr id="t-|</tbody></table></div></details>)', dom, re.S)
+    return match.group(1) if match else None
 
 
 @unittest.skipIf(BROWSER is None and not REQUIRED,
@@ -50,7 +77,8 @@ class Browser(unittest.TestCase):
         self.assertIn('id="totals"', dom)
         self.assertTrue(any("deliberate" in line for line in console), console)
 
-    def test_report_renders_with_no_console_message(self):
+    def timeline_report(self):
+        """A report of a run with a test whose timeline and block chart are drawn: its page."""
         source = make_source(self.root / "src")
         run = make_run(self.root / "results")
         ctest = "harness.Timeline.Drawn"
@@ -64,24 +92,28 @@ class Browser(unittest.TestCase):
             {"label": "low", "priority": 0, "records": [[b * 10, b * 10 + 900, b % 132, b % 132, 0]
                                                         for b in range(3000)]}]}
         write(run / "observations" / (ctest + ".json"), json.dumps(doc))
-        out = self.root / "report.html"
+        out = self.root / "report" / "report.html"
         result = run_cli(run, "--source", source, "-o", out)
         self.assertEqual(result.returncode, 0, result.stderr)
+        return out
+
+    def test_report_renders_with_no_console_message(self):
+        out = self.timeline_report()
         dom, console = open_in_browser(out)
         self.assertEqual(console, [])
         for section in SECTIONS:
             self.assertIn('<section id="%s">' % section, dom)
-        self.assertRegex(dom, r'<details class="tl" id="tl-harness\.Timeline\.Drawn">')
-        # The drawing is a document of its own beside the page, shown in a frame: valid SVG that renders.
-        self.assertIn('<iframe class="tl-frame" src="timelines/tl-harness.Timeline.Drawn.svg"', dom)
-        drawing = self.root / "timelines" / "tl-harness.Timeline.Drawn.svg"
+        self.assertIn('<tr id="t-harness.Timeline.Drawn" data-status="passed" tabindex="0">', dom)
+        self.assertIsNone(details_row(dom), "no test's details before its row is opened")
+        self.assertNotIn("<iframe", dom)
+        # Each drawing is a document of its own beside the page: valid SVG that renders.
+        drawing = out.parent / "timelines" / "tl-harness.Timeline.Drawn.svg"
         self.assertEqual("{http://www.w3.org/2000/svg}svg", ET.parse(drawing).getroot().tag)
         svg_dom, svg_console = open_in_browser(drawing)
         self.assertEqual(svg_console, [])
         self.assertIn('<g class="item kernel">', svg_dom)
         # The block chart is a document of its own beside the page too, with its image; it renders.
-        self.assertIn('<iframe class="tl-frame" src="blocks/tl-harness.Timeline.Drawn.svg"', dom)
-        chart = self.root / "blocks" / "tl-harness.Timeline.Drawn.svg"
+        chart = out.parent / "blocks" / "tl-harness.Timeline.Drawn.svg"
         self.assertEqual("{http://www.w3.org/2000/svg}svg", ET.parse(chart).getroot().tag)
         chart_dom, chart_console = open_in_browser(chart)
         self.assertEqual(chart_console, [])
@@ -91,6 +123,53 @@ class Browser(unittest.TestCase):
         outside = re.sub(r'<script type="application/json" id="data">.*?</script>', "", dom, flags=re.S)
         self.assertNotIn("<script>alert", outside)
         self.assertEqual(len(re.findall(r"<script\b", outside)), 1)
+
+    def test_a_link_to_a_timeline_opens_its_tests_details_from_the_files_beside_the_page(self):
+        out = self.timeline_report()
+        dom, console = open_in_browser(out, "tl-harness.Timeline.Drawn")
+        self.assertEqual(console, [])
+        self.assertIn('<tr id="t-harness.Timeline.Drawn" data-status="passed" tabindex="0" class="open">', dom)
+        details = details_row(dom)
+        self.assertIsNotNone(details, "the test's details were not shown")
+        self.assertIn('<td class="mono">harness.Timeline.Drawn</td>', details)
+        # The timeline the link named is open, and its drawings and block chart are framed from their folders.
+        self.assertIn('<details class="tl" id="tl-harness.Timeline.Drawn" open="">', details)
+        self.assertIn('src="timelines/tl-harness.Timeline.Drawn.svg"', details)
+        self.assertIn('src="blocks/tl-harness.Timeline.Drawn.svg"', details)
+        self.assertNotIn('class="missing"', details)
+        # The details' hostile text stays text, and their script element is gone once it ran.
+        self.assertNotIn("<script>alert", details)
+        self.assertNotIn('src="details/', dom)
+
+    def test_an_opened_test_says_which_folder_the_page_needs_beside_it(self):
+        out = self.timeline_report()
+        alone = self.root / "copied" / "report.html"
+        alone.parent.mkdir()
+        shutil.copy(out, alone)
+        dom, _ = open_in_browser(alone, "t-harness.Timeline.Drawn")
+        self.assertIn("This test's details are in the folder details/ beside report.html, which does not have "
+                      "details/harness.Timeline.Drawn.js: copy that folder with the page.", details_row(dom))
+        # With its details but not its drawings, each drawing names its own folder.
+        shutil.copytree(out.parent / "details", alone.parent / "details")
+        dom, _ = open_in_browser(alone, "t-harness.Timeline.Drawn")
+        details = details_row(dom)
+        self.assertIn('<td class="mono">harness.Timeline.Drawn</td>', details)
+        self.assertNotIn("<iframe", details)
+        for folder in ("timelines", "blocks"):
+            self.assertIn("This drawing is in the folder %s/ beside report.html, which does not have %s/"
+                          % (folder, folder), details)
+
+    def test_the_page_of_2000_tests_loads_within_a_second(self):
+        run, source = make_big_run(self.root / "big", 2000)
+        out = self.root / "big" / "report.html"
+        result = run_cli(run, "--source", source, "-o", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        # The best of a few loads: another process on the machine can only make a load slower.
+        times = []
+        while len(times) < 4 and min(times, default=LOAD_BUDGET_MS + 1) > LOAD_BUDGET_MS:
+            times.append(load_ms(out))
+        self.assertLessEqual(min(times), LOAD_BUDGET_MS, "%d kB page, loads in %s ms"
+                             % (out.stat().st_size // 1000, times))
 
     def test_comparison_renders_with_no_console_message(self):
         source = make_source(self.root / "src")

@@ -7,11 +7,11 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from synthetic import (REPORTS, SCRIPT_TEXT, env_doc, extract_recorded_run, make_heavy_run, make_run, make_source,
-                       run_cli, write)
+from synthetic import (REPORTS, SCRIPT_TEXT, details_beside, details_of, env_doc, extract_recorded_run, make_big_run,
+                       make_heavy_run, make_run, make_source, opened_page, run_cli, write)
 from streamcheck.common import InputError
 from streamcheck.model import build_model
-from streamcheck.page import PAGE_BUDGET_FIXED, PAGE_BUDGET_PER_TEST, render_report
+from streamcheck.page import PAGE_BUDGET_FIXED, PAGE_BUDGET_FULL_RUN, PAGE_BUDGET_PER_TEST, render_report
 
 WRONG = [None, True, 3, float("nan"), SCRIPT_TEXT, [], [1, "a", None], {}, {"a": {"b": []}}]
 OBS = "priority_flags.PriorityFlags.RangeIsOrdered.json"
@@ -35,9 +35,10 @@ class Hostile(unittest.TestCase):
         self._tmp.cleanup()
 
     def render(self, run):
-        """The page, or None when the run folder itself was refused (an InputError: one line)."""
+        """The page with every test's details under its row (opened_page), or None when the run folder itself
+        was refused (an InputError: one line)."""
         try:
-            return render_report(build_model(run, self.source), self.source)
+            return opened_page(*render_report(build_model(run, self.source), self.source))
         except InputError as e:
             self.assertEqual(len(str(e).splitlines()), 1, str(e))
             return None
@@ -106,26 +107,41 @@ class Hostile(unittest.TestCase):
         self.assertNotIn("<b>Bold</b>", page.split('<script type="application/json" id="data">')[0])
 
 
+def page_budget(tests):
+    return PAGE_BUDGET_FIXED + PAGE_BUDGET_PER_TEST * tests
+
+
 class SizeBudget(unittest.TestCase):
-    def test_a_full_run_keeps_to_the_budget_per_test(self):
+    def test_a_run_heavier_than_a_full_h100_run_makes_a_page_under_a_megabyte(self):
         with tempfile.TemporaryDirectory(prefix="streamcheck-size-test-") as tmp:
             root = Path(tmp)
             source = make_source(root / "src")
-            run = make_heavy_run(root / "results")
-            model = build_model(run, source)
-            page = render_report(model, source).encode("utf-8")
+            model = build_model(make_heavy_run(root / "results"), source)
+            page, files = render_report(model, source)
+            size = len(page.encode("utf-8"))
             tested = sum(1 for t in model["tests"].values() if t["xml_file"])
             self.assertEqual(tested, 79)
-            budget = PAGE_BUDGET_PER_TEST * tested + PAGE_BUDGET_FIXED
-            self.assertLessEqual(len(page), budget, "page %d bytes, budget %d" % (len(page), budget))
-            # The evidence is still there: every timeline and every block chart.
-            text = page.decode("utf-8")
-            self.assertEqual(text.count('<details class="tl" id="tl-'), 79)
-            self.assertEqual(text.count("<b>Blocks</b>"), 16)
+            self.assertLessEqual(size, min(page_budget(len(model["tests"])), PAGE_BUDGET_FULL_RUN), size)
+            # The evidence is beside the page: every timeline and every block chart, in its test's details.
+            details = "".join(details_of(text)["html"] for name, text in files.items() if name.startswith("details/"))
+            self.assertEqual(details.count('<details class="tl" id="tl-'), 79)
+            self.assertEqual(details.count("<b>Blocks</b>"), 16)
 
-    def test_a_recorded_h100_run_makes_a_page_of_at_most_one_and_a_half_megabytes(self):
+    def test_a_run_of_2000_tests_grows_the_page_by_a_row_each(self):
+        # Names as long as the suite's, every test listed by a plan: the page holds a row and a result in the
+        # coverage table for each (and their names in the data block); whatever else a test has is beside it.
+        with tempfile.TemporaryDirectory(prefix="streamcheck-size-test-") as tmp:
+            sizes = {}
+            for tests in (200, 2000):
+                run, source = make_big_run(Path(tmp) / str(tests), tests)
+                page, _ = render_report(build_model(run, source), source)
+                sizes[tests] = len(page.encode("utf-8"))
+            self.assertLessEqual(sizes[2000], page_budget(2000), sizes)
+            self.assertLessEqual(sizes[2000] - sizes[200], PAGE_BUDGET_PER_TEST * 1800, sizes)
+
+    def test_a_recorded_h100_run_makes_a_page_under_a_megabyte(self):
         # A whole fast run on one H100 (146 tests, 137 timelines, 10 block charts; its observation files take
-        # 9 MB), recorded by the suite itself. The drawings go beside the page; the page holds the rest.
+        # 9 MB), recorded by the suite itself. Each test's details and drawings go beside the page.
         with tempfile.TemporaryDirectory(prefix="streamcheck-size-test-") as tmp:
             root = Path(tmp)
             run = extract_recorded_run(root / "results")
@@ -135,10 +151,10 @@ class SizeBudget(unittest.TestCase):
             self.assertIn(result.returncode, (0, 1), result.stderr)
             self.assertNotIn("Traceback", result.stderr)
             size = out.stat().st_size
-            self.assertLessEqual(size, 1_500_000, "page %d bytes" % size)
-            page = out.read_text(encoding="utf-8")
+            self.assertLessEqual(size, min(page_budget(146), PAGE_BUDGET_FULL_RUN), "page %d bytes" % size)
+            page = opened_page(out.read_text(encoding="utf-8"), details_beside(out))
             self.assertEqual(page.count('<details class="tl" id="tl-'), 137)
-            frames = re.findall(r'<iframe class="tl-frame" src="([^"]+)"', page)
+            frames = re.findall(r'<iframe class="tl-frame" data-src="([^"]+)"', page)
             self.assertGreaterEqual(len(frames), 137)
             for name in frames:
                 self.assertTrue((out.parent / name).is_file(), name)
@@ -159,7 +175,7 @@ class SizeBudget(unittest.TestCase):
             for row in model["coverage"]["rows"]:
                 if row["status"] == "no-result":
                     self.assertTrue(row["missing"], "%s: no result, with every planned test in the run" % row["id"])
-            # Observed numbers in the test table to six significant digits, not a float's every digit.
+            # Observed numbers in the details to six significant digits, not a float's every digit.
             self.assertIn("delay_minus_remaining_us<i>=</i>0.47<", page)
             self.assertNotIn("0.4700000000000273", page.split('<script type="application/json" id="data">')[0])
 

@@ -9,8 +9,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from synthetic import (PLAN, SCRIPT_TEXT, embedded_data, env_doc, git_source, gtest_xml, make_run, make_source,
-                       observation, run_cli, shared_gpu_fields, write)
+from synthetic import (PLAN, SCRIPT_TEXT, details_beside, details_of, embedded_data, env_doc, full_data, git_source,
+                       gtest_xml, make_run, make_source, observation, opened_page, run_cli, shared_gpu_fields, write)
 from streamcheck import common, model, timeline
 
 
@@ -26,10 +26,25 @@ class ReportTestCase(unittest.TestCase):
         self._tmp.cleanup()
 
     def generate(self, *run_dirs):
+        """The CLI's result and the page as a reader sees it with every test's row opened (opened_page)."""
         result = run_cli(*(run_dirs or (self.run_dir,)), "--source", self.source, "-o", self.out)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertNotIn("Traceback", result.stderr)
-        return result, self.out.read_text(encoding="utf-8")
+        return result, opened_page(self.out.read_text(encoding="utf-8"), details_beside(self.out))
+
+    def data(self):
+        """The page's data block, each test's record read from its details file (full_data)."""
+        return full_data(self.out.read_text(encoding="utf-8"), details_beside(self.out))
+
+    def details(self, ctest):
+        """What the test's details file hands the page: {row, html, test}."""
+        return details_of((self.out.parent / "details" / (common.slug(ctest) + ".js")).read_text(encoding="utf-8"))
+
+    def row(self, page, ctest):
+        """The test's row in the page and the markup of its details."""
+        match = re.search(r'<tr id="t-%s" data-status=.*?</tr>' % re.escape(common.slug(ctest)), page, re.S)
+        self.assertIsNotNone(match, "no row for %s" % ctest)
+        return match.group(0) + self.details(ctest)["html"]
 
     def assert_refused(self, result, *needles):
         self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
@@ -50,7 +65,7 @@ class TotalsAndSummary(ReportTestCase):
         self.assertEqual(result.stdout.strip(),
                          "report: %s (6 tests: 4 passed, 1 failed, 1 skipped, 0 not judged (shared GPU), 0 not run; "
                          "1 planned test(s) not in this run; 1 IDs uncovered)" % self.out)
-        _, data = embedded_data(page)
+        data = self.data()
         # The planned test that no entry of the run listed (PriorityFlags.NeverRan) is not "not run": that is a
         # test an entry was asked to run that has no result, as the gate and JUnit count it.
         self.assertEqual(data["totals"], {"tests": 6, "passed": 4, "failed": 1, "skipped": 1, "shared_gpu": 0,
@@ -83,7 +98,7 @@ class TotalsAndSummary(ReportTestCase):
 
 class Coverage(ReportTestCase):
     def statuses(self, page):
-        _, data = embedded_data(page)
+        data = self.data()
         return {row["id"]: row["status"] for row in data["coverage"]["rows"]}
 
     def test_each_plan_row_gets_its_status(self):
@@ -99,7 +114,7 @@ class Coverage(ReportTestCase):
             "Instruments", "TickIsMeasured",
             properties={"catalog_id": "INST-01", "verdict_kind": "observed", "doc_source": "PTX"}))
         _, page = self.generate()
-        _, data = embedded_data(page)
+        data = self.data()
         # unit has a folder but no README; instruments has results but no folder in this source tree.
         self.assertEqual([e["family"] for e in data["coverage"]["no_plan"]], ["instruments", "unit"])
         self.assertIn("no plan", page)
@@ -111,7 +126,7 @@ class Coverage(ReportTestCase):
               "# unit\n\n| Tests | What |\n|---|---|\n| `Handle.*` | ownership |\n| `Spans.Refused` | spans |\n")
         write(self.run_dir / "gtest" / "unit.Clock.Fits.xml", gtest_xml("Clock", "Fits"))
         _, page = self.generate()
-        _, data = embedded_data(page)
+        data = self.data()
         self.assertEqual([e["family"] for e in data["coverage"]["no_plan"]], [])
         entry = data["coverage"]["self_tested"][0]
         self.assertEqual((entry["family"], entry["planned"], entry["tests"]), ("unit", 2, 2))
@@ -149,10 +164,29 @@ class TestDetails(ReportTestCase):
     def test_skip_reason_is_shown_without_the_file_line_prefix(self):
         _, page = self.generate()
         self.assertIn("<b>skipped:</b> stream priorities are not supported on this device", page)
-        _, data = embedded_data(page)
+        data = self.data()
         test = next(t for t in data["tests"] if t["gtest_name"] == "PriorityFlags.ClampsOutOfRange")
         self.assertEqual(test["skip_reason"], "stream priorities are not supported on this device")
         self.assertEqual(test["skip_location"], "/src/fixtures/src/gpu_test.cpp:22")
+
+    def test_every_test_is_a_row_and_a_details_file_with_its_whole_record(self):
+        _, page = self.generate()
+        raw = self.out.read_text(encoding="utf-8")
+        tests = model.build_model(self.run_dir, self.source)["tests"]
+        index = embedded_data(raw)[1]["tests"]
+        self.assertEqual([t["ctest_name"] for t in index], sorted(tests))
+        self.assertEqual(sorted(p.name for p in (self.out.parent / "details").iterdir()),
+                         sorted(common.slug(name) + ".js" for name in tests))
+        for entry in index:
+            details = self.details(entry["ctest_name"])
+            # Nothing the page's data block held of a test is lost: its record has every field of the model.
+            self.assertEqual(set(details["test"]), set(tests[entry["ctest_name"]]))
+            self.assertEqual(entry["status"], details["test"]["status"])
+            self.assertIn('<tr id="%s" data-status=' % details["row"], raw)
+        # A row says in a line why its test failed; the details have every failure whole.
+        self.assertIn('<td class="small">priority_test.cpp:61: Expected equality of these values: least_ Which is: '
+                      '0 seen &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;</td></tr>', raw)
+        self.assertNotIn("<pre>", raw)
 
     def test_every_failure_text_is_shown_in_a_pre(self):
         _, page = self.generate()
@@ -172,11 +206,14 @@ class TestDetails(ReportTestCase):
 
     def test_embedded_json_escapes_every_closing_tag(self):
         _, page = self.generate()
-        raw, data = embedded_data(page)
+        raw, _ = embedded_data(page)
         self.assertNotIn("</", raw)
-        self.assertIn("<\\/script>", raw)
-        failed = next(t for t in data["tests"] if t["status"] == "failed")
+        failed = next(t for t in self.data()["tests"] if t["status"] == "failed")
         self.assertIn(SCRIPT_TEXT, failed["failures"][0])
+        # The details file is a script of its own: its JSON escapes closing tags as well.
+        details = (self.out.parent / "details" / (failed["ctest_name"] + ".js")).read_text(encoding="utf-8")
+        self.assertNotIn("</", details)
+        self.assertIn("<\\/script>", details)
 
     def test_no_external_urls(self):
         _, page = self.generate()
@@ -186,7 +223,7 @@ class TestDetails(ReportTestCase):
 
     def test_failed_first_within_a_family_and_ptds_labelled(self):
         _, page = self.generate()
-        family = re.search(r'<details class="family" open id="f-priority_flags">(.*?)</details>', page, re.S)
+        family = re.search(r'<details class="family" id="f-priority_flags">(.*?)</details>', page, re.S)
         self.assertIsNotNone(family)
         statuses = re.findall(r'<tr id="t-[^"]+" data-status="(\w+)"', family.group(1))
         # The planned test the run never listed comes last: it is not a result of the run.
@@ -196,10 +233,7 @@ class TestDetails(ReportTestCase):
 
     def test_observed_values_baseline_and_mutation(self):
         _, page = self.generate()
-        row = re.search(r'<tr id="t-priority_flags.PriorityFlags.SpecialHandles".*?</td></tr>\s*(?=<tr id=|</table>)',
-                        page, re.S)
-        self.assertIsNotNone(row)
-        text = row.group(0)
+        text = self.row(page, "priority_flags.PriorityFlags.SpecialHandles")
         self.assertIn("legacy.priority<i>=</i>0", text)
         self.assertIn("per_thread.flags", text)
         self.assertIn("st-differs", text)
@@ -248,12 +282,6 @@ class Evidence(ReportTestCase):
         write(self.run_dir / "observations" / (ctest + ".json"), json.dumps(doc))
         return ctest
 
-    def row(self, page, ctest):
-        match = re.search(r'<tr id="t-%s".*?</td></tr>\s*(?=<tr id=|<tr class="tl-row"|</table>)' % re.escape(ctest),
-                          page, re.S)
-        self.assertIsNotNone(match, "no row for %s" % ctest)
-        return match.group(0)
-
     def test_unexpected_watchdog_is_a_failure_tag_with_each_gate(self):
         fired = [{"gate": 0, "held": "s1", "watchdog_ms": 2000, "waited_ns": 2000000000, "expected": False}]
         ctest = self.add_test("GateNobodyOpened", {"watchdog": fired},
@@ -266,7 +294,7 @@ class Evidence(ReportTestCase):
                               r'the test fails[^"]*">watchdog fired \(unexpected\)</span>')
         self.assertIn("<li>gate 0 holding s1: watchdog 2000 ms, waited 2.000 s; unexpected: the test fails", row)
         self.assertNotIn("watchdog<i>=</i>", row)  # the XML property is evidence, not an observed value
-        _, data = embedded_data(page)
+        data = self.data()
         test = next(t for t in data["tests"] if t["ctest_name"] == ctest)
         self.assertEqual(test["watchdog"], fired)
 
@@ -491,7 +519,7 @@ class Evidence(ReportTestCase):
         self.assertIn('<span class="tag mutation">mutation: HARN-01</span>', row)
         self.assertNotIn("watchdog", row)
         self.assertNotIn("invalid checks", row)
-        _, data = embedded_data(page)
+        data = self.data()
         test = next(t for t in data["tests"] if t["ctest_name"] == "harness.Harness.Old")
         self.assertEqual((test["watchdog"], test["invalid_checks"], test["mutation_kind"]), ([], [], None))
 
@@ -653,10 +681,10 @@ class Timelines(ReportTestCase):
         return ctest
 
     def drawing(self, page, ctest):
-        """The test's timeline as the page has it, each drawing's frame replaced by the file it shows."""
+        """The test's timeline as its details have it, each drawing's frame replaced by the file it shows."""
         match = re.search(r'<details class="tl" id="tl-%s">(.*?)</details>' % re.escape(ctest), page, re.S)
         self.assertIsNotNone(match, "no timeline for %s" % ctest)
-        return re.sub(r'<iframe class="tl-frame" src="([^"]+)"[^>]*></iframe>',
+        return re.sub(r'<iframe class="tl-frame" data-src="([^"]+)"[^>]*></iframe>',
                       lambda m: (self.out.parent / m.group(1)).read_text(encoding="utf-8"), match.group(1))
 
     @staticmethod
@@ -692,13 +720,12 @@ class Timelines(ReportTestCase):
         self.assertEqual((by_name["enqueued"]["ph"], by_name["enqueued"]["ts"]), ("i", 141.0))
         self.assertNotIn("blocks", by_name["k1"]["args"], "blocks are events of their own, not arguments")
 
-    def test_svg_is_drawn_collapsed_under_the_tests_row_and_listed_under_timelines(self):
+    def test_svg_is_drawn_collapsed_in_the_tests_details_and_counted_under_timelines(self):
         ctest = self.add_test("TwoStreams", two_streams_timeline())
         _, page = self.generate()
-        row = re.search(r'<tr id="t-%s".*?</tr><tr class="tl-row"><td colspan="9">(.*?)</td></tr>'
-                        % re.escape(ctest), page, re.S)
-        self.assertIsNotNone(row, "the timeline row does not follow the test's row")
-        self.assertIn('<details class="tl" id="tl-%s"><summary>' % ctest, row.group(1))  # collapsed: no open
+        details = self.details(ctest)["html"]
+        self.assertIn('<details class="tl" id="tl-%s"><summary>' % ctest, details)  # collapsed: no open
+        self.assertNotIn('id="tl-', self.out.read_text(encoding="utf-8"), "the page itself holds no timeline")
         svgs = re.findall(r"<svg\b.*?</svg>", self.drawing(page, ctest), re.S)
         # One drawing: the items fill most of the span here, so there is no zoom (see the zoom test).
         self.assertEqual(len(svgs), 1)
@@ -708,8 +735,8 @@ class Timelines(ReportTestCase):
         self.assertIn('<a href="#timelines">Timelines</a>', nav)
         section = page[page.index('<section id="timelines">'):]
         section = section[:section.index("</section>")]
-        self.assertIn('href="#tl-%s"' % ctest, section)
-        self.assertIn("4 items on 3 streams, 3 NVTX ranges, 1 host event", section)
+        self.assertIn("1 test drew a timeline: each is in its test's details", section)
+        self.assertIn("4 items on 3 streams, 3 NVTX ranges, 1 host event", details)
         # Tests without a timeline record are counted, not listed.
         self.assertIn("without a timeline record", section)
         self.assertNotIn("RangeIsOrdered", section)
@@ -812,8 +839,6 @@ class Timelines(ReportTestCase):
         # 200 us of 550 us of copy time under a kernel.
         self.assertIn("5 items on 3 streams, 0 NVTX ranges, 3 copies, 36.4 % of copy time overlapped by kernels",
                       summary)
-        section = page[page.index('<section id="timelines">'):]
-        self.assertIn("3 copies, 36.4 % of copy time overlapped by kernels", section[:section.index("</section>")])
         # Overlapping kernels count once; a copy fully under them is 100 %.
         doc = timeline_doc(items=[tl_item("kernel", "a", "s1", 0, 500000), tl_item("kernel", "b", "s2", 100, 500000),
                                   tl_item("memcpy", "c", "s3", 200, 300000)])
@@ -836,7 +861,7 @@ class Timelines(ReportTestCase):
         for name in (ctest, old):
             self.assertIn('<tr id="t-%s" data-status="passed"' % name, page)
             self.assertEqual(self.drawing(page, name).count('<g class="item '), 5)
-        _, data = embedded_data(page)
+        data = self.data()
         test = next(t for t in data["tests"] if t["ctest_name"] == ctest)
         self.assertEqual(test["timeline"]["items"][2]["channel_type"], "async_memcpy")
 
@@ -942,10 +967,9 @@ class Timelines(ReportTestCase):
     def test_tracing_off_shows_the_reason_and_no_drawing(self):
         ctest = self.add_test("Untraced", timeline_doc(tracing=False, reason="libcupti could not be loaded <off>"))
         _, page = self.generate()
-        row = re.search(r'<tr id="t-%s".*?</tr>(.*?)(?=<tr id=|</table>)' % re.escape(ctest), page, re.S)
-        self.assertIsNotNone(row)
-        self.assertIn("no timeline: tracing off (libcupti could not be loaded &lt;off&gt;)", row.group(0))
-        self.assertNotIn("<svg", row.group(0))
+        row = self.row(page, ctest)
+        self.assertIn("no timeline: tracing off (libcupti could not be loaded &lt;off&gt;)", row)
+        self.assertNotIn("<svg", row)
         self.assertNotIn('id="tl-%s"' % ctest, page)
         self.assertIn("1 test with tracing off (libcupti could not be loaded &lt;off&gt;)", page)
 
@@ -1010,10 +1034,10 @@ class Timelines(ReportTestCase):
         self.assertIn("&lt;/svg&gt;&lt;b&gt;x&lt;/b&gt;", drawing)
         self.assertNotIn("<b>x</b>", page)
         self.assertEqual(drawing.count("<svg"), drawing.count("</svg>"))
-        raw, data = embedded_data(page)
+        raw, _ = embedded_data(page)
         outside = page.replace(raw, "")
         self.assertEqual(outside.count("<script"), 2)  # still only the data block and the filter script
-        test = next(t for t in data["tests"] if t["ctest_name"] == ctest)
+        test = next(t for t in self.data()["tests"] if t["ctest_name"] == ctest)
         self.assertEqual(test["timeline"]["items"][0]["label"], evil)
 
     def test_malformed_entries_are_skipped_not_fatal(self):
@@ -1072,13 +1096,13 @@ class BlockCharts(ReportTestCase):
         self.assertIn("#c0392b", part)  # highest priority: red
         self.assertIn("high (priority -5, child:high, 1 block)", part)
         # The drawing is a document of its own beside the page, shown in a frame (the page's size).
-        frame = re.search(r'<iframe class="tl-frame" src="(blocks/[^"]+\.svg)"', part)
+        frame = re.search(r'<iframe class="tl-frame" data-src="(blocks/[^"]+\.svg)"', part)
         self.assertIsNotNone(frame, part)
         drawing = (self.out.parent / frame.group(1)).read_text(encoding="utf-8")
         self.assertEqual(2, drawing.count("<path "))
         self.assertIn('xmlns="http://www.w3.org/2000/svg"', drawing)
         # The records are drawn, not copied into the page's data block.
-        _, data = embedded_data(page)
+        data = self.data()
         test = [t for t in data["tests"] if t["ctest_name"].endswith("Saturate")][0]
         self.assertEqual({"grids": 2, "records": 5, "records_in": "the observation file"}, test["block_chart"])
 
@@ -1113,6 +1137,6 @@ class BlockCharts(ReportTestCase):
         doc["timeline"] = timeline_doc(items=[item])
         write(self.run_dir / "observations" / (ctest + ".json"), json.dumps(doc))
         _, page = self.generate()
-        _, data = embedded_data(page)
+        data = self.data()
         test = [t for t in data["tests"] if t["ctest_name"] == ctest][0]
         self.assertEqual(3, test["timeline"]["items"][0]["blocks"])

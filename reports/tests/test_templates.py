@@ -190,14 +190,29 @@ class Sections(unittest.TestCase):
 
 class TestRow(unittest.TestCase):
     def test_row_of_a_failed_test_with_a_variant_and_a_claim(self):
-        test = a_test("fam.ptds.A.Broken", "failed", failures=[HOSTILE], duration_ms=2.0,
+        test = a_test("fam.ptds.A.Broken", "failed", failures=["x.cpp:1\n" + HOSTILE], duration_ms=2.0,
                       claims=[{"id": "PRIO-01", "kind": "observed", "source": "guide"}])
         out = test_row.test_row(test)
         self.assertTrue(out.startswith('<tr id="t-fam.ptds.A.Broken" data-status="failed" class="row-failed">'), out)
         self.assertIn('<span class="tag" title="ctest prefix fam.ptds.">ptds</span>', out)
         self.assertIn('<a href="#id-PRIO-01" class="mono">PRIO-01</a>', out)
-        self.assertIn("<pre>%s</pre>" % h(HOSTILE), out)
-        self.assertNotIn("<img", out)
+        # The row says why in a line; the details have the failure whole.
+        self.assertIn('<td class="small">x.cpp:1: %s</td></tr>' % h(HOSTILE), out)
+        details = test_row.test_details(test)
+        self.assertIn("<pre>x.cpp:1\n%s</pre>" % h(HOSTILE), details)
+        self.assertIn('<td class="mono">fam.ptds.A.Broken</td>', details)
+        self.assertIn("<td>observed</td><td class=\"small\">guide</td>", details)
+        self.assertNotIn("<img", out + details)
+
+    def test_the_rows_reason_is_one_line_of_at_most_its_length(self):
+        long = a_test("fam.A.Skipped", "skipped", skip_reason="why " * 100)
+        reason = test_row.short_reason(long)
+        self.assertEqual(len(reason), test_row.SHORT_REASON_CHARS)
+        self.assertTrue(reason.endswith("\u2026"))
+        gated = a_test("fam.A.Gated", "failed", baseline=[{"id": "PRIO-01", "key": "levels", "observed": 5,
+                                                          "expected": 6, "status": "differs-gating"}])
+        self.assertEqual(test_row.short_reason(gated), "baseline PRIO-01/levels differs: observed 5, expected 6")
+        self.assertEqual(test_row.short_reason(a_test("fam.A.Fine")), "")
 
     def test_row_of_a_test_not_judged_for_a_shared_gpu_escapes_its_reason_and_keeps_its_failures(self):
         test = a_test("fam.A.Beside", "skipped", skip_kind="shared_gpu", failures=["x.cpp:1\nlost"],
@@ -205,9 +220,11 @@ class TestRow(unittest.TestCase):
         out = test_row.test_row(test)
         self.assertTrue(out.startswith('<tr id="t-fam.A.Beside" data-status="shared_gpu">'), out)
         self.assertIn(">not judged (shared GPU)</span>", out)
-        self.assertIn('<div><b>not judged (shared GPU)</b></div><div class="small">%s</div>' % h(HOSTILE), out)
-        self.assertIn("<pre>x.cpp:1\nlost</pre>", out)
-        self.assertNotIn("<img", out)
+        self.assertIn('<td class="small">%s</td>' % h(HOSTILE), out)
+        details = test_row.test_details(test)
+        self.assertIn('<div><b>not judged (shared GPU)</b></div><div class="small">%s</div>' % h(HOSTILE), details)
+        self.assertIn("<pre>x.cpp:1\nlost</pre>", details)
+        self.assertNotIn("<img", out + details)
 
     def test_baseline_line_takes_why_and_finding_from_the_baseline_file(self):
         known = {"path": "/src/baselines/sm_90.json", "entries": {"PRIO-01": {"levels": {
