@@ -22,12 +22,10 @@ namespace {
 constexpr const char kProgressFlag[] = "--streamcheck-progress=";
 constexpr const char kXmlFlag[] = "--gtest_output=xml:";
 
-// What a child wrote into its progress file: the tests it was about to run (in its order), those it started,
-// those it ended.
+// What a child wrote into its progress file: the tests it was about to run (in its order) and those it started.
 struct child_progress {
   std::vector<std::string> listed;
   std::vector<std::string> started;
-  std::set<std::string> ended;
 };
 
 child_progress read_progress(const std::string& file) {
@@ -40,7 +38,6 @@ child_progress read_progress(const std::string& file) {
     std::string test = line.substr(space + 1);
     if (word == "test") p.listed.push_back(std::move(test));
     if (word == "start") p.started.push_back(std::move(test));
-    if (word == "end") p.ended.insert(std::move(test));
   }
   return p;
 }
@@ -108,16 +105,13 @@ class progress_listener final : public ::testing::EmptyTestEventListener {
     if (write(fd_, line.data(), line.size()) < 0) std::perror("streamcheck: progress file");
   }
   void OnTestProgramStart(const ::testing::UnitTest& unit) override {
-    for (int i = 0; i < unit.total_test_suite_count(); ++i)
-      for (int j = 0; j < unit.GetTestSuite(i)->total_test_count(); ++j)
-        if (unit.GetTestSuite(i)->GetTestInfo(j)->should_run()) note("test", *unit.GetTestSuite(i)->GetTestInfo(j));
+    for (const ::testing::TestInfo* info : selected_tests(unit)) note("test", *info);
   }
   void OnTestStart(const ::testing::TestInfo& info) override {
     usable_at_start_ = gpu_session::get().broken_reason().empty();
     note("start", info);
   }
   void OnTestEnd(const ::testing::TestInfo& info) override {
-    note("end", info);
     const std::string broken = gpu_session::get().broken_reason();
     if (!usable_at_start_ || broken.empty() || !gpu_session::get().fresh_process_helps()) return;
     std::fflush(stdout);

@@ -4,7 +4,7 @@
 //
 // - The parent makes no CUDA call. Each child is this executable with the same arguments, a --gtest_filter of
 //   the tests still to run, its own XML file (<entry>.xml, then <entry>.part2.xml, ...) and
-//   --streamcheck-progress=FILE, where it writes each test it starts and ends (progress_listener).
+//   --streamcheck-progress=FILE, where it writes the tests it will run and each one it starts.
 // - A child that starts no test ends the resuming: its tests are left without a result (the results reader
 //   reports them not run, with the child's entry).
 // - The exit status: that of the first child that ended abnormally (a signal: 128 + its number), else that of
@@ -24,8 +24,8 @@ bool filter_may_select_many(const std::string& filter);
 // test that ended its child; returns the exit status above.
 int run_resuming(const std::vector<std::string>& args);
 
-// In a child: notes in `file` each test that starts and ends, and ends the process right after a test that
-// left it unusable (gpu_session's broken state, which it did not have when the test started).
+// In a child: notes in `file` the tests it will run and each one that starts, and ends the process right after a test
+// that left it unusable (gpu_session's broken state, which it did not have when the test started).
 void install_progress_listener(const std::string& file);
 
 }  // namespace sc
