@@ -60,6 +60,35 @@ gated_result CopyOverlap::completes_beside_gate(const stream& held, const std::s
   return result;
 }
 
+gated_result CopyOverlap::copy_completes_beside_gate(const stream& held, const std::string& what,
+                                                     const std::string& label, void* dst, const void* src,
+                                                     cudaMemcpyKind kind, const stream& target) {
+  return completes_beside_gate(held, what + " in " + target.name() + " and its synchronize", [&] {
+    const cudaError_t code = copy(label, dst, src, kCopyBytes, kind, target);
+    return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
+  });
+}
+
+return_observation CopyOverlap::held_call(const stream& s, const std::function<cudaError_t()>& call) {
+  const return_observation seen = call_while_held(s, call);
+  drain();
+  EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+  return seen;
+}
+
+return_observation CopyOverlap::held_call(const stream& s, const std::string& took_key,
+                                          const std::function<cudaError_t()>& call) {
+  const return_observation seen = held_call(s, call);
+  observe(took_key, static_cast<long long>(seen.took.count()));
+  return seen;
+}
+
+cudaError_t CopyOverlap::sync_copy(const std::string& label, void* dst, const void* src, std::size_t bytes,
+                                   cudaMemcpyKind kind) {
+  const auto scope = recorder().label(label);
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+
 void CopyOverlap::hold_behind(gate& g, const stream& gate_stream, const std::vector<const stream*>& waiters) {
   hold(g, gate_stream);
   // The event may go once the waits are made: they still hold (EVT-10).
@@ -87,6 +116,17 @@ double CopyOverlap::covered_fraction(const timeline_item& a, const timeline_item
   return hi > lo ? static_cast<double>(hi - lo) / static_cast<double>(a.end_ns - a.start_ns) : 0.0;
 }
 
+double CopyOverlap::shorter_covered_by_other(const timeline_item& a, const timeline_item& b) {
+  const bool a_shorter = a.end_ns - a.start_ns <= b.end_ns - b.start_ns;
+  return a_shorter ? covered_fraction(a, b) : covered_fraction(b, a);
+}
+
+std::size_t CopyOverlap::count_other_than(const std::uint32_t* words, std::size_t n, std::uint32_t value) {
+  std::size_t other = 0;
+  for (std::size_t i = 0; i < n; ++i) other += words[i] != value;
+  return other;
+}
+
 double CopyOverlap::gbps(const timeline_item& c) {
   return c.end_ns > c.start_ns ? static_cast<double>(c.bytes) / static_cast<double>(c.end_ns - c.start_ns) : 0.0;
 }
@@ -97,6 +137,15 @@ void CopyOverlap::observe_copy(const std::string& key, const timeline_item& c) {
   observe(key + ".bytes", static_cast<unsigned long long>(c.bytes));
   observe(key + ".kinds", c.copy_kind + " " + c.src_kind + "->" + c.dst_kind);
   if (!c.channel_type.empty()) observe(key + ".channel", c.channel_type + ":" + std::to_string(c.channel_id));
+}
+
+double CopyOverlap::observe_copy_pair(const std::string& key_a, const timeline_item& a, const std::string& key_b,
+                                      const timeline_item& b) {
+  observe_copy(key_a, a);
+  observe_copy(key_b, b);
+  const double mutual = shorter_covered_by_other(a, b);
+  observe("shorter_copy_covered_by_the_other", mutual);
+  return mutual;
 }
 
 }  // namespace sc::families

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -63,6 +64,16 @@ class CopyOverlap : public GpuTest {
   // failure too.
   gated_result completes_beside_gate(const stream& held, const std::string& what,
                                      const std::function<cudaError_t()>& work);
+  // A copy of kCopyBytes into `target`, labelled `label`, and its synchronize, made by completes_beside_gate while a
+  // gate holds `held`; `what` names the copy ("a pinned H2D copy": "... in <target> and its synchronize").
+  gated_result copy_completes_beside_gate(const stream& held, const std::string& what, const std::string& label,
+                                          void* dst, const void* src, cudaMemcpyKind kind, const stream& target);
+  // call_while_held(s, call), then drain(): a failure where the call did not return cudaSuccess; with a
+  // took_key, how long it took is recorded under it (microseconds).
+  return_observation held_call(const stream& s, const std::function<cudaError_t()>& call);
+  return_observation held_call(const stream& s, const std::string& took_key, const std::function<cudaError_t()>& call);
+  // cudaMemcpy (synchronous) under `label` (one CUPTI record); returns the call's code.
+  cudaError_t sync_copy(const std::string& label, void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
   // Holds `waiters` behind gate `g`: `g` holds `gate_stream`, and each waiter waits on an event recorded
   // after it, so what is queued in them starts once `g` opens, however long the host takes between calls.
   void hold_behind(gate& g, const stream& gate_stream, const std::vector<const stream*>& waiters);
@@ -73,10 +84,18 @@ class CopyOverlap : public GpuTest {
   static const timeline_item* one(const sc::timeline& t, const std::string& label);
   // The fraction of a's interval that b's covers (0 when a has no length).
   static double covered_fraction(const timeline_item& a, const timeline_item& b);
+  // The fraction of the shorter of a and b that the other covers (how much two copies overlap each other).
+  static double shorter_covered_by_other(const timeline_item& a, const timeline_item& b);
+  // How many of words[0..n) differ from `value`.
+  static std::size_t count_other_than(const std::uint32_t* words, std::size_t n, std::uint32_t value);
   // Bytes per nanosecond = GB/s (0 without a duration).
   static double gbps(const timeline_item& c);
   // Records what CUPTI said of a copy or memset under `key`: bandwidth, duration, memory kinds, channel.
   static void observe_copy(const std::string& key, const timeline_item& c);
+  // observe_copy of both copies, then how much the two overlap (shorter_covered_by_other), recorded as
+  // "shorter_copy_covered_by_the_other" and returned.
+  static double observe_copy_pair(const std::string& key_a, const timeline_item& a, const std::string& key_b,
+                                  const timeline_item& b);
 };
 
 }  // namespace sc::families

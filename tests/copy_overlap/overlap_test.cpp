@@ -29,6 +29,16 @@ constexpr double kInside = 0.99;
 // concurrency of two equal copies covers far more than half.
 constexpr double kMutualOverlap = 0.5;
 
+// COPY-03's and COPY-06's arrangement: a gate kernel resident in stream "a" (labelled "gate@a"), and a copy of
+// kCopyBytes labelled `label`, with its synchronize, in stream "b" (in "a" itself `into_gated_stream`): did the
+// copy complete while the gate was closed?
+sc::gated_result copy_beside_resident_kernel(CopyOverlap& t, const std::string& what, const std::string& label,
+                                             void* dst, const void* src, bool into_gated_stream) {
+  const sc::stream a = t.make(stream_flags::non_blocking, "a");
+  const sc::stream b = t.make(stream_flags::non_blocking, "b");
+  return t.copy_completes_beside_gate(a, what, label, dst, src, cudaMemcpyHostToDevice, into_gated_stream ? a : b);
+}
+
 // COPY-03 · PG 2.3 (copy/compute overlap "may" happen); simpleStreams only prints it: a pinned H2D copy in
 // stream B completes while a gate kernel in stream A is still resident, and CUPTI puts the copy inside the
 // kernel.
@@ -37,14 +47,9 @@ TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   sc::pinned_buffer<std::uint32_t> src(n);
   sc::device_buffer<std::uint32_t> dst(n);
-  const sc::stream a = make(stream_flags::non_blocking, "a");
-  const sc::stream b = make(stream_flags::non_blocking, "b");
-  const sc::stream& target = copy03.mutated(sc::mutation_kind::arrangement) ? a : b;
+  const bool into_gated_stream = copy03.mutated(sc::mutation_kind::arrangement);
   const sc::gated_result done =
-      completes_beside_gate(a, "a pinned H2D copy in " + target.name() + " and its synchronize", [&] {
-        const cudaError_t code = copy("h2d", dst.data(), src.data(), kCopyBytes, cudaMemcpyHostToDevice, target);
-        return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
-      });
+      copy_beside_resident_kernel(*this, "a pinned H2D copy", "h2d", dst.data(), src.data(), into_gated_stream);
   EXPECT_TRUE(copy03.observed_row("copy_completed_while_kernel_resident", done));
   if (const std::string why = untraced_reason(); !why.empty()) return copy03.not_measured("copy_inside_kernel", why);
   const sc::timeline t = recorder().collect();
@@ -57,17 +62,38 @@ TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
   EXPECT_TRUE(copy03.matches_baseline("copy_inside_kernel", inside >= kInside));
 }
 
+// The ends of two copies of kCopyBytes: two pinned host buffers and two device buffers.
+struct two_copies {
+  sc::pinned_buffer<std::uint32_t> host0{kCopyBytes / sizeof(std::uint32_t)};
+  sc::pinned_buffer<std::uint32_t> host1{kCopyBytes / sizeof(std::uint32_t)};
+  sc::device_buffer<std::uint32_t> dev0{kCopyBytes / sizeof(std::uint32_t)};
+  sc::device_buffer<std::uint32_t> dev1{kCopyBytes / sizeof(std::uint32_t)};
+};
+
+// COPY-04's copies, made on the helper thread of completes_beside_gate: an H2D copy (host0 -> dev0) in
+// `up` and a D2H copy (dev1 -> host1) in `down`, both queued behind gate `start` (hold_behind), which opens
+// once both are queued (or a call failed or threw); then both streams' synchronizes.
+cudaError_t copy_both_ways_together(CopyOverlap& t, const two_copies& c, sc::gate& start, const sc::stream& up,
+                                    const sc::stream& down) {
+  cudaError_t code = cudaSuccess;
+  {
+    // The start gate runs before the copies are queued behind it, and opens as this block ends.
+    sc::held_window open_start(start);
+    code = t.copy("h2d", c.dev0.data(), c.host0.data(), kCopyBytes, cudaMemcpyHostToDevice, up);
+    if (code == cudaSuccess)
+      code = t.copy("d2h", c.host1.data(), c.dev1.data(), kCopyBytes, cudaMemcpyDeviceToHost, down);
+  }
+  if (code == cudaSuccess) code = cudaStreamSynchronize(up.get());
+  return code == cudaSuccess ? cudaStreamSynchronize(down.get()) : code;
+}
+
 // COPY-04 · PG 2.3; deviceQuery ("copy engines"): with asyncEngineCount >= 2, an H2D copy and a D2H copy
 // in two more streams both complete while a kernel is resident, and overlap each other.
 TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   const sc::claim copy04("COPY-04");
   if (async_engines() < 2)
     GTEST_SKIP() << "asyncEngineCount is " << async_engines() << ": this device cannot copy in both directions at once";
-  const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
-  sc::pinned_buffer<std::uint32_t> up(n);
-  sc::pinned_buffer<std::uint32_t> down(n);
-  sc::device_buffer<std::uint32_t> dev_up(n);
-  sc::device_buffer<std::uint32_t> dev_down(n);
+  const two_copies copies;
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::stream c = make(stream_flags::non_blocking, "c");
@@ -79,19 +105,8 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   sc::gate start;
   hold_behind(start, starter, {&b, &c});
   const sc::gated_result done = completes_beside_gate(
-      a, "an H2D copy in b and a D2H copy in " + d2h_stream.name() + ", started together, and their synchronizes", [&] {
-        cudaError_t code = cudaSuccess;
-        {
-          // The start gate runs before the copies are queued behind it, and opens as this block ends (both
-          // copies queued, or a call failed or threw).
-          sc::held_window open_start(start);
-          code = copy("h2d", dev_up.data(), up.data(), kCopyBytes, cudaMemcpyHostToDevice, b);
-          if (code == cudaSuccess)
-            code = copy("d2h", down.data(), dev_down.data(), kCopyBytes, cudaMemcpyDeviceToHost, d2h_stream);
-        }
-        if (code == cudaSuccess) code = cudaStreamSynchronize(b.get());
-        return code == cudaSuccess ? cudaStreamSynchronize(d2h_stream.get()) : code;
-      });
+      a, "an H2D copy in b and a D2H copy in " + d2h_stream.name() + ", started together, and their synchronizes",
+      [&] { return copy_both_ways_together(*this, copies, start, b, d2h_stream); });
   EXPECT_TRUE(copy04.observed_row("both_copies_completed_while_kernel_resident", done));
   if (const std::string why = untraced_reason(); !why.empty())
     return copy04.not_measured("copies_overlap_each_other", why);
@@ -99,56 +114,44 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   const sc::timeline_item* h2d = one(t, "h2d");
   const sc::timeline_item* d2h = one(t, "d2h");
   ASSERT_TRUE(h2d != nullptr && d2h != nullptr);
-  observe_copy("h2d", *h2d);
-  observe_copy("d2h", *d2h);
-  const bool h2d_shorter = h2d->end_ns - h2d->start_ns <= d2h->end_ns - d2h->start_ns;
-  const double mutual = h2d_shorter ? covered_fraction(*h2d, *d2h) : covered_fraction(*d2h, *h2d);
-  sc::observe("shorter_copy_covered_by_the_other", mutual);
+  const double mutual = observe_copy_pair("h2d", *h2d, "d2h", *d2h);
   EXPECT_TRUE(copy04.matches_baseline("copies_overlap_each_other", mutual >= kMutualOverlap));
+}
+
+// The fraction of a copy's records (a staged copy may come as several) that item `k` covers, by duration.
+double covered_by(const std::vector<const sc::timeline_item*>& parts, const sc::timeline_item& k) {
+  double covered_ns = 0;
+  double total_ns = 0;
+  for (const sc::timeline_item* p : parts) {
+    covered_ns += CopyOverlap::covered_fraction(*p, k) * static_cast<double>(p->end_ns - p->start_ns);
+    total_ns += static_cast<double>(p->end_ns - p->start_ns);
+  }
+  return total_ns > 0 ? covered_ns / total_ns : 0.0;
 }
 
 // COPY-06 · old guide ("will not overlap"); PG 2.3.2.3 (observed): does an async copy from pageable
 // memory in stream B complete while a kernel in stream A is resident?
 TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
   const sc::claim copy06("COPY-06");
-  const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   sc::families::pageable src(kCopyBytes, 7u);
-  sc::device_buffer<std::uint32_t> dst(n);
-  const sc::stream a = make(stream_flags::non_blocking, "a");
-  const sc::stream b = make(stream_flags::non_blocking, "b");
-  const sc::stream& target = copy06.mutated(sc::mutation_kind::arrangement) ? a : b;
-  const sc::gated_result done =
-      completes_beside_gate(a, "a pageable H2D copy in " + target.name() + " and its synchronize", [&] {
-        const cudaError_t code =
-            copy("h2d pageable", dst.data(), src.data(), kCopyBytes, cudaMemcpyHostToDevice, target);
-        return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
-      });
-  EXPECT_TRUE(copy06.observed_row("pageable_copy_completed_while_kernel_resident", done));
-  if (const std::string why = untraced_reason(); !why.empty()) {
-    sc::observe("copy_covered_by_kernel", why);  // a figure, not a row: the claim was judged above
-    return;
-  }
+  sc::device_buffer<std::uint32_t> dst(kCopyBytes / sizeof(std::uint32_t));
+  const bool into_gated_stream = copy06.mutated(sc::mutation_kind::arrangement);
+  EXPECT_TRUE(copy06.observed_row("pageable_copy_completed_while_kernel_resident",
+                                  copy_beside_resident_kernel(*this, "a pageable H2D copy", "h2d pageable", dst.data(),
+                                                              src.data(), into_gated_stream)));
+  // Without CUPTI the overlap is a figure not measured, not a row: the claim was judged above.
+  if (const std::string why = untraced_reason(); !why.empty()) return sc::observe("copy_covered_by_kernel", why);
   const sc::timeline t = recorder().collect();
   const sc::timeline_item* k = one(t, "gate@a");
-  const auto parts = t.labelled("h2d pageable");  // a staged copy may come as several records
+  const auto parts = t.labelled("h2d pageable");
   ASSERT_TRUE(k != nullptr && !parts.empty());
-  double covered_ns = 0;
-  double total_ns = 0;
-  for (const sc::timeline_item* p : parts) {
-    covered_ns += covered_fraction(*p, *k) * static_cast<double>(p->end_ns - p->start_ns);
-    total_ns += static_cast<double>(p->end_ns - p->start_ns);
-  }
   observe_copy("h2d_pageable", *parts.front());
   sc::observe("h2d_pageable.records", static_cast<int>(parts.size()));
-  sc::observe("copy_covered_by_kernel", total_ns > 0 ? covered_ns / total_ns : 0.0);
+  sc::observe("copy_covered_by_kernel", covered_by(parts, *k));
 }
 
-// COPY-12 · a claim in a vlasiator PR #1125 review; catalog Q5 (observed): do cudaMemsetAsync and a D2D
-// cudaMemcpyAsync run on the SMs (needing room there), or on a copy engine? A grid-wide gate takes SMs;
-// then a one-thread kernel (the control), a memset and a D2D copy go into three other streams. Three
-// arrangements: some SMs empty (the control must run), every thread slot of every SM taken (the control
-// must not run), and one gate block per SM (recorded). A memset that runs exactly when the control runs
-// needs room on an SM, like a kernel; one that runs regardless is done elsewhere.
+// COPY-12's arrangement, once per grid size: which of a one-thread kernel (the control), a memset and a D2D
+// copy ran while a grid gate of `blocks` blocks held the SMs.
 struct sm_room {
   sc::gated_result kernel_ran{sc::gated_outcome::invalid, "not measured"};
   sc::gated_result memset_ran{sc::gated_outcome::invalid, "not measured"};
@@ -203,33 +206,54 @@ sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned b
   return room;
 }
 
+// COPY-12's grid gate sizes (recorded by grid_gate_sizes_of).
+struct grid_gate_sizes {
+  unsigned threads = 0;  // per block: 1024 or the device's maximum
+  int per_sm = 0;        // such blocks on one SM (occupancy API)
+  unsigned sms = 0;
+  // A grid that takes every thread slot of every SM.
+  unsigned full() const { return sms * static_cast<unsigned>(per_sm); }
+  // At most half as many blocks as SMs: however they are placed, at least half of the SMs hold none.
+  unsigned some_free() const { return std::max(1u, sms / 2); }
+};
+
+grid_gate_sizes grid_gate_sizes_of(const cudaDeviceProp& properties) {
+  grid_gate_sizes z;
+  z.threads = static_cast<unsigned>(std::min(1024, properties.maxThreadsPerBlock));
+  SC_CHECK_CUDA(sc::kernels::gate_grid_occupancy(z.threads, &z.per_sm));
+  z.sms = static_cast<unsigned>(properties.multiProcessorCount);
+  sc::observe("grid_gate.threads", static_cast<int>(z.threads));
+  sc::observe("grid_gate.blocks_per_sm", z.per_sm);
+  sc::observe("grid_gate.blocks.some_sms_free", static_cast<int>(z.some_free()));
+  sc::observe("grid_gate.blocks.full", static_cast<int>(z.full()));
+  return z;
+}
+
+// A memset and a D2D copy before any gate, so that no first use (loading, set-up) is measured beside one.
+void warm_up_memset_and_device_copy(CopyOverlap& t) {
+  sc::device_buffer<std::uint32_t> w1(1024);
+  sc::device_buffer<std::uint32_t> w2(1024);
+  const sc::stream s = t.make(stream_flags::non_blocking, "warm-up");
+  SC_CHECK_CUDA(cudaMemsetAsync(w1.data(), 0, 4096, s.get()));
+  SC_CHECK_CUDA(cudaMemcpyAsync(w2.data(), w1.data(), 4096, cudaMemcpyDeviceToDevice, s.get()));
+  SC_CHECK_CUDA(synchronize_within(s, sc::kWorkDeadline));
+}
+
+// COPY-12 · a claim in a vlasiator PR #1125 review; catalog Q5 (observed): do cudaMemsetAsync and a D2D
+// cudaMemcpyAsync run on the SMs (needing room there), or on a copy engine? A grid-wide gate takes SMs;
+// then a one-thread kernel (the control), a memset and a D2D copy go into three other streams. Three
+// arrangements: some SMs empty (the control must run), every thread slot of every SM taken (the control
+// must not run), and one gate block per SM (recorded). A memset that runs exactly when the control runs
+// needs room on an SM, like a kernel; one that runs regardless is done elsewhere.
 TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
   const sc::claim copy12("COPY-12");
-  const unsigned threads = static_cast<unsigned>(std::min(1024, properties().maxThreadsPerBlock));
-  int per_sm = 0;
-  SC_CHECK_CUDA(sc::kernels::gate_grid_occupancy(threads, &per_sm));
-  ASSERT_GT(per_sm, 0);
-  const unsigned sms = static_cast<unsigned>(properties().multiProcessorCount);
-  const unsigned full = sms * static_cast<unsigned>(per_sm);
-  // At most half as many blocks as SMs: however they are placed, at least half of the SMs hold none.
-  const unsigned some_free = std::max(1u, sms / 2);
-  sc::observe("grid_gate.threads", static_cast<int>(threads));
-  sc::observe("grid_gate.blocks_per_sm", per_sm);
-  sc::observe("grid_gate.blocks.some_sms_free", static_cast<int>(some_free));
-  sc::observe("grid_gate.blocks.full", static_cast<int>(full));
-  // A memset and a D2D copy before any gate, so that no first use (loading, set-up) is measured below.
-  {
-    sc::device_buffer<std::uint32_t> w1(1024);
-    sc::device_buffer<std::uint32_t> w2(1024);
-    const sc::stream s = make(stream_flags::non_blocking, "warm-up");
-    SC_CHECK_CUDA(cudaMemsetAsync(w1.data(), 0, 4096, s.get()));
-    SC_CHECK_CUDA(cudaMemcpyAsync(w2.data(), w1.data(), 4096, cudaMemcpyDeviceToDevice, s.get()));
-    SC_CHECK_CUDA(synchronize_within(s, sc::kWorkDeadline));
-  }
-  const sm_room free_room = try_beside_grid_gate(*this, "some_free", some_free, threads);
+  const grid_gate_sizes z = grid_gate_sizes_of(properties());
+  ASSERT_GT(z.per_sm, 0);
+  warm_up_memset_and_device_copy(*this);
+  const sm_room free_room = try_beside_grid_gate(*this, "some_free", z.some_free(), z.threads);
   const bool mutated = copy12.mutated(sc::mutation_kind::arrangement);
-  const sm_room full_room = try_beside_grid_gate(*this, "full", mutated ? some_free : full, threads);
-  const sm_room one_room = try_beside_grid_gate(*this, "one_per_sm", sms, threads);
+  const sm_room full_room = try_beside_grid_gate(*this, "full", mutated ? z.some_free() : z.full(), z.threads);
+  const sm_room one_room = try_beside_grid_gate(*this, "one_per_sm", z.sms, z.threads);
   // The controls: room on an SM lets a kernel run, no room holds it back. Without both, the memset rows
   // below say nothing about thread slots.
   EXPECT_TRUE(copy12.observed_row("control_kernel_ran_with_free_sms", free_room.kernel_ran));
@@ -242,13 +266,28 @@ TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
   // kernel use them?
   EXPECT_TRUE(copy12.observed_row("control_kernel_ran_beside_one_gate_block_per_sm", one_room.kernel_ran));
   EXPECT_TRUE(copy12.observed_row("memset_ran_beside_one_gate_block_per_sm", one_room.memset_ran));
-  if (const std::string why = untraced_reason(); !why.empty()) {
-    sc::observe("channels", why);
-    return;
-  }
+  if (const std::string why = untraced_reason(); !why.empty()) return sc::observe("channels", why);
   const sc::timeline tl = recorder().collect();
   for (const char* label : {"full.memset", "full.d2d"})
     if (const sc::timeline_item* item = one(tl, label)) observe_copy(label, *item);
+}
+
+// The stream priorities of the device: the lowest (numerically greatest) and the highest.
+struct priority_range {
+  int least = 0;
+  int greatest = 0;
+};
+
+priority_range device_priority_range() {
+  priority_range r;
+  SC_CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&r.least, &r.greatest));
+  return r;
+}
+
+// Whether `a` or `b` has finished all its work (cudaStreamQuery), as a probe named `what`.
+sc::probe either_finished(const std::string& what, const sc::stream& a, const sc::stream& b) {
+  return sc::probe(
+      what, [&a, &b] { return cudaStreamQuery(a.get()) == cudaSuccess || cudaStreamQuery(b.get()) == cudaSuccess; });
 }
 
 // COPY-13 · DRV/RT ...CreateWithPriority ("only compute kernels" are affected); PG 2.3.9.1; NVlabs
@@ -258,43 +297,33 @@ TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
 TEST_F(CopyOverlap, StreamPriorityAndCopies) {
   const sc::claim copy13("COPY-13");
   SC_REQUIRE_TRACING();
-  int least = 0;
-  int greatest = 0;
-  SC_CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  if (least == greatest) GTEST_SKIP() << "the device has one stream priority level";
-  const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
-  sc::pinned_buffer<std::uint32_t> src_low(n);
-  sc::pinned_buffer<std::uint32_t> src_high(n);
-  sc::device_buffer<std::uint32_t> dst_low(n);
-  sc::device_buffer<std::uint32_t> dst_high(n);
+  const priority_range priorities = device_priority_range();
+  if (priorities.least == priorities.greatest) GTEST_SKIP() << "the device has one stream priority level";
+  const two_copies copies;  // 0: the low-priority copy, 1: the high-priority one
   const sc::stream gs = make(stream_flags::non_blocking, "gate");
-  const sc::stream low = make(stream_flags::non_blocking, "low", least);
-  const sc::stream high = make(stream_flags::non_blocking, "high", greatest);
+  const sc::stream low = make(stream_flags::non_blocking, "low", priorities.least);
+  const sc::stream high = make(stream_flags::non_blocking, "high", priorities.greatest);
   // A recorded claim has no mutation: no value of it fails (the hold below is the arrangement's check).
   sc::gate g;
   hold_behind(g, gs, {&low, &high});
   // The low-priority copy is issued first, so a high-priority copy that starts first was moved ahead.
-  SC_CHECK_CUDA(copy("low", dst_low.data(), src_low.data(), kCopyBytes, cudaMemcpyHostToDevice, low));
-  SC_CHECK_CUDA(copy("high", dst_high.data(), src_high.data(), kCopyBytes, cudaMemcpyHostToDevice, high));
+  SC_CHECK_CUDA(copy("low", copies.dev0.data(), copies.host0.data(), kCopyBytes, cudaMemcpyHostToDevice, low));
+  SC_CHECK_CUDA(copy("high", copies.dev1.data(), copies.host1.data(), kCopyBytes, cudaMemcpyHostToDevice, high));
   {
     sc::held_window w(g);
-    EXPECT_TRUE(w.absent(sc::probe("a copy behind the gate finished", [&] {
-      return cudaStreamQuery(low.get()) == cudaSuccess || cudaStreamQuery(high.get()) == cudaSuccess;
-    }))) << "a copy did not wait for the event";
+    EXPECT_TRUE(w.absent(either_finished("a copy behind the gate finished", low, high)))
+        << "a copy did not wait for the event";
   }
   drain();
   const sc::timeline t = recorder().collect();
   const sc::timeline_item* l = one(t, "low");
   const sc::timeline_item* h = one(t, "high");
   ASSERT_TRUE(l != nullptr && h != nullptr);
-  observe_copy("low", *l);
-  observe_copy("high", *h);
-  sc::observe("priority.least", least);
-  sc::observe("priority.greatest", greatest);
+  observe_copy_pair("low", *l, "high", *h);
+  sc::observe("priority.least", priorities.least);
+  sc::observe("priority.greatest", priorities.greatest);
   sc::observe("high_start_minus_low_start_us",
               (static_cast<double>(h->start_ns) - static_cast<double>(l->start_ns)) / 1000.0);
-  const bool h_shorter = h->end_ns - h->start_ns <= l->end_ns - l->start_ns;
-  sc::observe("shorter_copy_covered_by_the_other", h_shorter ? covered_fraction(*h, *l) : covered_fraction(*l, *h));
   EXPECT_TRUE(copy13.matches_baseline("high_priority_copy_started_first", h->start_ns < l->start_ns));
 }
 

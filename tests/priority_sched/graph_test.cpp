@@ -25,6 +25,25 @@ std::optional<int> middle_priority(const PrioritySched& t) {
   return (t.least() + t.greatest()) / 2;
 }
 
+// A pending grid launched as a graph (arrange_behind_fill): captured in a stream of priority `captured_at`,
+// instantiated with `flags`, launched into a stream of priority `launched_at`; `priority` is the one the test
+// states for it (block chart).
+PrioritySched::pending_grid graph_grid(const PrioritySched& t, const std::string& label, int launched_at, int priority,
+                                       int captured_at, unsigned long long flags = 0) {
+  PrioritySched::pending_grid g{label, launched_at, priority, t.wave()};
+  g.captured_at = captured_at;
+  g.instantiate_flags = flags;
+  return g;
+}
+
+// The arrangement of both tests: behind the latch, a plain grid "plain_middle" at the middle priority first,
+// then `graphs` in order (arrange_behind_fill: built.pending[0] is the plain grid).
+PrioritySched::fill_arrangement after_plain_middle_grid(PrioritySched& t, int middle,
+                                                        std::vector<PrioritySched::pending_grid> graphs) {
+  graphs.insert(graphs.begin(), PrioritySched::pending_grid{"plain_middle", middle, middle, t.wave()});
+  return t.arrange_behind_fill(graphs);
+}
+
 // CAPT-12 (observed) · RT cudaGraphLaunch (a graph is launched into a stream), cudaGraphInstantiateWithFlags
 // (cudaGraphInstantiateFlagUseNodePriority: "Run the graph using the per-node priority attributes rather than
 // the priority of the stream it is launched into"), cudaLaunchAttributePriority (a captured kernel node takes
@@ -37,18 +56,11 @@ TEST_F(PrioritySched, GraphRunsAtItsLaunchStreamsPriority) {
   const std::optional<int> middle = middle_priority(*this);
   if (!middle)
     GTEST_SKIP() << "the device has " << least() - greatest() + 1 << " stream priority levels; this needs three";
-  const int launch_priority = capt12.mutated(sc::mutation_kind::arrangement) ? least() : greatest();
-  std::vector<pending_grid> specs;
-  specs.push_back({"plain_middle", *middle, *middle, wave()});
-  pending_grid g{"graph", launch_priority, launch_priority, wave()};
-  g.captured_at = least();
-  specs.push_back(g);
-  const fill_arrangement built = arrange_behind_fill(specs);
-  if (!built.judged) return;
-  ASSERT_TRUE(built.not_built.empty()) << built.not_built;
-  const sc::families::sched_grid& plain = *built.pending[0];
-  const sc::families::sched_grid& graph = *built.pending[1];
-  const bool first = dispatched_before(graph, plain);
+  const int launched_at = capt12.mutated(sc::mutation_kind::arrangement) ? least() : greatest();
+  const fill_arrangement built =
+      after_plain_middle_grid(*this, *middle, {graph_grid(*this, "graph", launched_at, launched_at, least())});
+  if (!built.judgeable()) return;
+  const bool first = dispatched_before(*built.pending[1], *built.pending[0]);
   EXPECT_TRUE(capt12.observed_row(
       "graph_runs_at_its_launch_streams_priority",
       decided(built.not_ready, first,
@@ -70,23 +82,14 @@ TEST_F(PrioritySched, GraphRunsAtItsNodePriorityWithTheFlag) {
   const unsigned long long flag = capt12.mutated(sc::mutation_kind::arrangement)
                                       ? 0ull
                                       : static_cast<unsigned long long>(cudaGraphInstantiateFlagUseNodePriority);
-  std::vector<pending_grid> specs;
-  specs.push_back({"plain_middle", *middle, *middle, wave()});
-  pending_grid plain_graph{"graph_without_flag", least(), least(), wave()};
-  plain_graph.captured_at = greatest();
-  specs.push_back(plain_graph);
-  pending_grid flagged{"graph_with_flag", least(), flag != 0 ? greatest() : least(), wave()};
-  flagged.captured_at = greatest();
-  flagged.instantiate_flags = flag;
-  specs.push_back(flagged);
-  const fill_arrangement built = arrange_behind_fill(specs);
-  if (!built.judged) return;
-  ASSERT_TRUE(built.not_built.empty()) << built.not_built;
+  const fill_arrangement built = after_plain_middle_grid(
+      *this, *middle,
+      {graph_grid(*this, "graph_without_flag", least(), least(), greatest()),
+       graph_grid(*this, "graph_with_flag", least(), flag != 0 ? greatest() : least(), greatest(), flag)});
+  if (!built.judgeable()) return;
   const sc::families::sched_grid& plain = *built.pending[0];
-  const sc::families::sched_grid& without = *built.pending[1];
-  const sc::families::sched_grid& with = *built.pending[2];
-  const bool with_first = dispatched_before(with, plain);
-  const bool without_after = dispatched_before(plain, without);
+  const bool with_first = dispatched_before(*built.pending[2], plain);
+  const bool without_after = dispatched_before(plain, *built.pending[1]);
   EXPECT_TRUE(capt12.observed_row(
       "graph_runs_at_its_node_priority_with_the_flag",
       decided(built.not_ready, with_first,

@@ -156,6 +156,12 @@ std::string sched_latch::open_when_started(const sched_grid& running, unsigned n
 
 residency_input PrioritySched::residency(const sched_grid& g) { return {&g.host, g.threads, g.label}; }
 
+std::uint32_t PrioritySched::most_blocks_on_one_sm(const std::vector<residency_input>& grids) {
+  std::uint32_t most = 0;
+  for (const residency_peak& p : residency_peaks(grids)) most = std::max(most, p.blocks);
+  return most;
+}
+
 slack PrioritySched::stamp_slack() const {
   return ticks(4,
                "block stamps are %globaltimer reads on different SMs; the timer advances in ticks, so two "
@@ -234,6 +240,12 @@ bool PrioritySched::collect() {
 
 std::string PrioritySched::in_attempt(const std::string& name) const {
   return attempt_ == 1 ? name : name + " (attempt " + std::to_string(attempt_) + ")";
+}
+
+bool PrioritySched::arrangement::judgeable() const {
+  if (!judged) return false;
+  [&] { ASSERT_TRUE(not_built.empty()) << not_built; }();
+  return not_built.empty();
 }
 
 PrioritySched::arrangement PrioritySched::arrange(const std::function<attempt_end()>& attempt) {

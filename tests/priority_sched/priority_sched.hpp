@@ -100,6 +100,9 @@ class PrioritySched : public GpuTest {
     bool judged = true;     // false: collect() said not to judge; the test has ended
     std::string not_built;  // why the latch's arrangement was not built: a failure of the test
     std::string not_ready;  // why the pending grids were not ready when room appeared ("" when they were)
+    // Whether the test goes on to judge it: false when collect() ended the test (skipped, not judged) and when
+    // the arrangement was not built (then a fatal failure of the test, ASSERT_TRUE(not_built.empty())).
+    bool judgeable() const;
   };
   // One attempt's end: what the latch's open_when_started said, and the grid whose first freed room the
   // pending grids must have been ready for (ready_when_room).
@@ -142,6 +145,8 @@ class PrioritySched : public GpuTest {
   std::string in_attempt(const std::string& name) const;
   // The grid's records as the residency counter takes them.
   static residency_input residency(const sched_grid& g);
+  // The most blocks of `grids` resident on one SM at once (residency_peaks).
+  static std::uint32_t most_blocks_on_one_sm(const std::vector<residency_input>& grids);
   // The named tolerance for comparing block stamps taken on different SMs: a few timer ticks.
   slack stamp_slack() const;
   // Whether every block of `first` had started before `then` started its first, within stamp_slack(): `first` was

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,29 @@ std::string run_children(std::vector<sc::child_probe*> children) {
   return {};
 }
 
+// The arguments of an `sc_probe spin` child: `blocks` blocks of `threads` threads spinning kBlockSpinNs in a
+// stream of priority `priority`, their block records written to `out`.
+std::vector<std::string> spin_args(int priority, unsigned blocks, unsigned threads, const std::string& out) {
+  return {"--priority", std::to_string(priority),
+          "--blocks",   std::to_string(blocks),
+          "--threads",  std::to_string(threads),
+          "--spin-us",  std::to_string(sc::families::kBlockSpinNs / 1000),
+          "--out",      out};
+}
+
+// SCHED-10's figures of the two processes' records: each one's widest gap, first start and dispatch end (from
+// the earlier first start of the two).
+void observe_process_dispatch(const sc::block_records& l, const sc::block_records& h) {
+  sc::observe("low.widest_gap_us", static_cast<double>(sc::widest_gap_ns(l)) / 1000.0);
+  sc::observe("high.widest_gap_us", static_cast<double>(sc::widest_gap_ns(h)) / 1000.0);
+  const std::uint64_t start = std::min(sc::first_start_ns(l), sc::first_start_ns(h));
+  for (const auto& [name, r] : {std::pair{"low", &l}, std::pair{"high", &h}}) {
+    sc::observe(std::string(name) + ".first_start_us", static_cast<double>(sc::first_start_ns(*r) - start) / 1000.0);
+    sc::observe(std::string(name) + ".dispatched_us",
+                static_cast<double>(sc::dispatch_complete_ns(*r) - start) / 1000.0);
+  }
+}
+
 // SCHED-10 (recorded; RTSS17 App. A; cuda_scheduling_examiner stream_priority_process): a low-priority
 // grid in one process and a high-priority grid in another, each four waves; the low one is told to go
 // first. Within one context the high grid would take every freed slot (SCHED-01); across contexts?
@@ -62,18 +86,11 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
   SC_REQUIRE(sc::requirement::separate_contexts);
   if (least() == greatest()) GTEST_SKIP() << "the device has one stream priority level";
   const unsigned blocks = 4 * wave();
-  const auto args = [&](int priority, const std::string& out) {
-    return std::vector<std::string>{"--priority", std::to_string(priority),
-                                    "--blocks",   std::to_string(blocks),
-                                    "--threads",  std::to_string(threads()),
-                                    "--spin-us",  std::to_string(sc::families::kBlockSpinNs / 1000),
-                                    "--out",      out};
-  };
   const std::string low_file = scratch("low");
   const std::string high_file = scratch("high");
   // A recorded claim has no mutation: no value of it fails.
-  sc::child_probe low("spin", device(), args(least(), low_file));
-  sc::child_probe high("spin", device(), args(greatest(), high_file));
+  sc::child_probe low("spin", device(), spin_args(least(), blocks, threads(), low_file));
+  sc::child_probe high("spin", device(), spin_args(greatest(), blocks, threads(), high_file));
   const std::string problem = run_children({&low, &high});
   ASSERT_TRUE(problem.empty()) << problem;
   const sc::block_records l = read_records<sc::kernels::block_record>(low_file, blocks);
@@ -88,18 +105,9 @@ TEST_F(PrioritySched, PrioritiesDoNotReachAcrossProcesses) {
   EXPECT_TRUE(sc::families::residency_verdict({{&l, threads(), "low"}}, properties(), "residency.low"));
   EXPECT_TRUE(sc::families::residency_verdict({{&h, threads(), "high"}}, properties(), "residency.high"));
   // Both together: more blocks on one SM than fit means the contexts took turns (time-slicing).
-  std::uint32_t most = 0;
-  for (const sc::residency_peak& p : sc::residency_peaks({{&l, threads(), "low"}, {&h, threads(), "high"}}))
-    most = std::max(most, p.blocks);
+  const std::uint32_t most = most_blocks_on_one_sm({{&l, threads(), "low"}, {&h, threads(), "high"}});
   sc::observe("both.most_blocks_on_one_sm", static_cast<unsigned long long>(most));
-  sc::observe("low.widest_gap_us", static_cast<double>(sc::widest_gap_ns(l)) / 1000.0);
-  sc::observe("high.widest_gap_us", static_cast<double>(sc::widest_gap_ns(h)) / 1000.0);
-  const std::uint64_t start = std::min(sc::first_start_ns(l), sc::first_start_ns(h));
-  for (const auto& [name, r] : {std::pair{"low", &l}, std::pair{"high", &h}}) {
-    sc::observe(std::string(name) + ".first_start_us", static_cast<double>(sc::first_start_ns(*r) - start) / 1000.0);
-    sc::observe(std::string(name) + ".dispatched_us",
-                static_cast<double>(sc::dispatch_complete_ns(*r) - start) / 1000.0);
-  }
+  observe_process_dispatch(l, h);
   EXPECT_TRUE(sched10.observed_row("contexts_time_sliced",
                                    decided(most > per_sm(), std::to_string(most) + " blocks at once on one SM, " +
                                                                 std::to_string(per_sm()) + " fit")));
@@ -151,6 +159,30 @@ time_slices observe_time_slices(const std::vector<std::vector<sc::kernels::gap_l
   return seen;
 }
 
+// The arguments of an `sc_probe gaps` child: `blocks` blocks of `threads` threads, each spinning 20 ms and
+// logging every stretch longer than 20 us between two timer reads, the logs written to `out`.
+std::vector<std::string> gaps_args(unsigned blocks, unsigned threads, const std::string& out) {
+  // Reason for 20 ms: several slices of about 2 ms each (RTAS24) per context.
+  constexpr unsigned kSpinUs = 20000;
+  // Reason for 20 us: far above a timer read's own gaps (a few ticks) and far below a context switch.
+  constexpr unsigned kThresholdUs = 20;
+  return {"--blocks",       std::to_string(blocks),
+          "--threads",      std::to_string(threads),
+          "--spin-us",      std::to_string(kSpinUs),
+          "--threshold-us", std::to_string(kThresholdUs),
+          "--out",          out};
+}
+
+// SCHED-13 for one child's gap log `log` (context `name`): its blocks' spans against the device's residency
+// limits.
+::testing::AssertionResult context_within_residency_limits(const PrioritySched& t,
+                                                           const std::vector<sc::kernels::gap_log>& log,
+                                                           const std::string& name) {
+  sc::block_records spans;
+  for (const auto& g : log) spans.push_back({g.t0_ns, g.t1_ns, 0, g.sm_begin, g.sm_end, 0, 0});
+  return sc::families::residency_verdict({{&spans, t.threads(), name}}, t.properties(), "residency." + name);
+}
+
 // SCHED-11 (observed; RTAS24 Fig. 6/7/9; GTRACE): two processes each fill every SM with blocks that spin
 // 20 ms and log every stretch longer than 20 us between two timer reads. Each stretch is the other
 // context's turn plus the switches: the run lengths between stretches give the time slice.
@@ -158,42 +190,24 @@ TEST_F(PrioritySched, ContextsAreTimeSliced) {
   const sc::claim sched11("SCHED-11");
   SC_REQUIRE(sc::requirement::several_contexts);
   SC_REQUIRE(sc::requirement::separate_contexts);
-  // Reason for 20 ms: several slices of about 2 ms each (RTAS24) per context.
-  constexpr unsigned kSpinUs = 20000;
-  // Reason for 20 us: far above a timer read's own gaps (a few ticks) and far below a context switch.
-  constexpr unsigned kThresholdUs = 20;
   // Under MPS the test has skipped above (separate_contexts); how that was decided is recorded.
   sc::observe("mps", "not active: " + sc::current_environment().mps_evidence);
   const unsigned blocks = wave();
-  const auto args = [&](const std::string& out) {
-    return std::vector<std::string>{"--blocks",       std::to_string(blocks),
-                                    "--threads",      std::to_string(threads()),
-                                    "--spin-us",      std::to_string(kSpinUs),
-                                    "--threshold-us", std::to_string(kThresholdUs),
-                                    "--out",          out};
-  };
   const std::string a_file = scratch("a");
   const std::string b_file = scratch("b");
   const bool alone = sched11.mutated(sc::mutation_kind::arrangement);
-  sc::child_probe a("gaps", device(), args(a_file));
+  sc::child_probe a("gaps", device(), gaps_args(blocks, threads(), a_file));
   std::vector<sc::child_probe*> children{&a};
-  std::unique_ptr<sc::child_probe> b;
-  if (!alone) {
-    b = std::make_unique<sc::child_probe>("gaps", device(), args(b_file));
-    children.push_back(b.get());
-  }
+  std::optional<sc::child_probe> b;
+  if (!alone) children.push_back(&b.emplace("gaps", device(), gaps_args(blocks, threads(), b_file)));
   const std::string problem = run_children(children);
   ASSERT_TRUE(problem.empty()) << problem;
   std::vector<std::vector<sc::kernels::gap_log>> logs;
   logs.push_back(read_records<sc::kernels::gap_log>(a_file, blocks));
   if (!alone) logs.push_back(read_records<sc::kernels::gap_log>(b_file, blocks));
   // SCHED-13 per context: each child's blocks against the device's residency limits.
-  for (std::size_t i = 0; i < logs.size(); ++i) {
-    sc::block_records spans;
-    for (const auto& g : logs[i]) spans.push_back({g.t0_ns, g.t1_ns, 0, g.sm_begin, g.sm_end, 0, 0});
-    const std::string name = i == 0 ? "a" : "b";
-    EXPECT_TRUE(sc::families::residency_verdict({{&spans, threads(), name}}, properties(), "residency." + name));
-  }
+  for (std::size_t i = 0; i < logs.size(); ++i)
+    EXPECT_TRUE(context_within_residency_limits(*this, logs[i], i == 0 ? "a" : "b"));
   for (const auto& log : logs) ASSERT_EQ(blocks, log.size()) << "a child's gap log could not be read";
   const time_slices seen = observe_time_slices(logs);
   EXPECT_TRUE(sched11.observed_row(
