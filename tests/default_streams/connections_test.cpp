@@ -170,17 +170,7 @@ class ping_pong_pairs {
   // Round `rep` of pair p: the producer waits for the consumer's previous round and writes its value late;
   // the consumer waits for the producer's event (when `wait_for_data`), reads early in reverse order and
   // adds the elements that are not this round's value to `mismatches`.
-  void enqueue_round(unsigned p, unsigned rep, bool wait_for_data, std::uint32_t* mismatches) {
-    const std::uint32_t value = (p + 1) * 1000u + rep + 1;
-    if (rep > 0) SC_CHECK_CUDA(cudaStreamWaitEvent(producers_[p].get(), consumed_[p].get(), 0));
-    SC_CHECK_CUDA(
-        sc::kernels::launch_fill_late(producers_[p].get(), data_[p].data(), kElements, value, kProducerDelayNs));
-    SC_CHECK_CUDA(cudaEventRecord(produced_[p].get(), producers_[p].get()));
-    if (wait_for_data) SC_CHECK_CUDA(cudaStreamWaitEvent(consumers_[p].get(), produced_[p].get(), 0));
-    SC_CHECK_CUDA(
-        sc::kernels::launch_count_mismatches(consumers_[p].get(), data_[p].data(), kElements, value, mismatches));
-    SC_CHECK_CUDA(cudaEventRecord(consumed_[p].get(), consumers_[p].get()));
-  }
+  void enqueue_round(unsigned p, unsigned rep, bool wait_for_data, std::uint32_t* mismatches);
 
  private:
   static constexpr std::uint32_t kElements = 4096;
@@ -193,6 +183,18 @@ class ping_pong_pairs {
   std::vector<sc::event> produced_;
   std::vector<sc::event> consumed_;
 };
+
+void ping_pong_pairs::enqueue_round(unsigned p, unsigned rep, bool wait_for_data, std::uint32_t* mismatches) {
+  const std::uint32_t value = (p + 1) * 1000u + rep + 1;
+  if (rep > 0) SC_CHECK_CUDA(cudaStreamWaitEvent(producers_[p].get(), consumed_[p].get(), 0));
+  SC_CHECK_CUDA(
+      sc::kernels::launch_fill_late(producers_[p].get(), data_[p].data(), kElements, value, kProducerDelayNs));
+  SC_CHECK_CUDA(cudaEventRecord(produced_[p].get(), producers_[p].get()));
+  if (wait_for_data) SC_CHECK_CUDA(cudaStreamWaitEvent(consumers_[p].get(), produced_[p].get(), 0));
+  SC_CHECK_CUDA(
+      sc::kernels::launch_count_mismatches(consumers_[p].get(), data_[p].data(), kElements, value, mismatches));
+  SC_CHECK_CUDA(cudaEventRecord(consumed_[p].get(), consumers_[p].get()));
+}
 
 // DFLT-17 · RT stream and event semantics; ROCm hipSharedQueueAnyOrderOverlap pattern: under
 // oversubscription (32 streams; 1, 8 or 32 connections) every event dependency is honored: 16

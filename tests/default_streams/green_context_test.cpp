@@ -39,17 +39,7 @@ class green_context {
   unsigned sms() const { return sms_; }
   CUstream& stream() { return stream_; }
   // cuStreamGetCtx_v2 of `asked` while this green context is current (pushed, then popped again).
-  CUresult stream_context_while_current(CUstream asked) const {
-    CUcontext as_context = nullptr;
-    SC_CHECK_CU(g_.cuCtxFromGreenCtx(&as_context, green_));
-    SC_CHECK_CU(g_.cuCtxPushCurrent(as_context));
-    CUcontext context = nullptr;
-    CUgreenCtx owner = nullptr;
-    const CUresult rc = g_.cuStreamGetCtx_v2(asked, &context, &owner);
-    CUcontext popped = nullptr;
-    SC_CHECK_CU(g_.cuCtxPopCurrent(&popped));
-    return rc;
-  }
+  CUresult stream_context_while_current(CUstream asked) const;
 
  private:
   const sc::green_context_api& g_;
@@ -57,6 +47,18 @@ class green_context {
   CUstream stream_ = nullptr;
   unsigned sms_ = 0;
 };
+
+CUresult green_context::stream_context_while_current(CUstream asked) const {
+  CUcontext as_context = nullptr;
+  SC_CHECK_CU(g_.cuCtxFromGreenCtx(&as_context, green_));
+  SC_CHECK_CU(g_.cuCtxPushCurrent(as_context));
+  CUcontext context = nullptr;
+  CUgreenCtx owner = nullptr;
+  const CUresult rc = g_.cuStreamGetCtx_v2(asked, &context, &owner);
+  CUcontext popped = nullptr;
+  SC_CHECK_CU(g_.cuCtxPopCurrent(&popped));
+  return rc;
+}
 
 // A stream the green context made although it must not have: its flags recorded, then destroyed.
 void record_and_destroy_unexpected_stream(CUstream made) {
