@@ -1,12 +1,14 @@
 // DFLT-15, DFLT-16, DFLT-17 and DFLT-22: behaviors of the hardware connections
 // (CUDA_DEVICE_MAX_CONNECTIONS, default 8) and of launch blocking, chosen by environment variables set
 // before CUDA initializes (entries default_streams.conn1.*, default_streams.conn32.*,
-// default_streams.launch_blocking.*); DFLT-16 and DFLT-17 also run in the default entries.
+// default_streams.launch_blocking.*). DFLT-16 and DFLT-17 are parameterized by the connection count: an
+// instance per count, each run in the entries that set it (DefaultConnections in the default entries).
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +80,35 @@ std::string connections() {
   return set == nullptr ? std::string("default") : std::string(set);
 }
 
+// A connection count DFLT-16 and DFLT-17 are measured with, and the ctest entries that set it before CUDA
+// starts (none sets it for the default, 8 on Hopper).
+struct connection_count {
+  const char* name;      // the instance's
+  const char* variable;  // CUDA_DEVICE_MAX_CONNECTIONS as those entries set it; nullptr: unset
+  const char* entries;
+};
+constexpr connection_count kDefaultConnections{"DefaultConnections", nullptr, "the default entries"};
+constexpr connection_count kOneConnection{"OneConnection", "1", "default_streams.conn1.*"};
+constexpr connection_count kThirtyTwoConnections{"ThirtyTwoConnections", "32", "default_streams.conn32.*"};
+
+// How GoogleTest shows an instance's parameter: by its name.
+void PrintTo(const connection_count& count, std::ostream* out) { *out << count.name; }
+
+// DFLT-16 and DFLT-17, once per connection count: each instance runs in the entries that set its count and
+// skips elsewhere.
+class ConnectionCounts : public DefaultStreams, public ::testing::WithParamInterface<connection_count> {
+ protected:
+  void SetUp() override {
+    DefaultStreams::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (GetParam().variable == nullptr)
+      SC_REQUIRE(sc::requirement::default_connections);
+    else if (!variable_is("CUDA_DEVICE_MAX_CONNECTIONS", GetParam().variable))
+      GTEST_SKIP() << "needs CUDA_DEVICE_MAX_CONNECTIONS=" << GetParam().variable << " before CUDA starts (ctest entry "
+                   << GetParam().entries << ")";
+  }
+};
+
 // `n` non-blocking streams named prefix0, prefix1, ..., made one after the other.
 std::vector<sc::stream> make_streams(DefaultStreams& t, unsigned n, const std::string& prefix) {
   std::vector<sc::stream> made;
@@ -114,7 +145,7 @@ landings count_landings(const sc::marks& m, unsigned first, unsigned n, std::chr
 // What ran before it in its process does not change the count: its 24 streams are created one after the other,
 // and the driver hands connections out to new streams in turn, so the 8 busy streams cover all 8 default
 // connections, and with 32 the 24 streams get 24 different ones, wherever the turn stood.
-TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
+TEST_P(ConnectionCounts, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   const sc::claim dflt16("DFLT-16");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
@@ -199,7 +230,7 @@ void ping_pong_pairs::enqueue_round(unsigned p, unsigned rep, bool wait_for_data
 // DFLT-17 · RT stream and event semantics; ROCm hipSharedQueueAnyOrderOverlap pattern: under
 // oversubscription (32 streams; 1, 8 or 32 connections) every event dependency is honored: 16
 // producer/consumer pairs ping-pong 50 times; producers write late, consumers read early in reverse order.
-TEST_F(DefaultStreams, OversubscribedStreamsKeepEveryEventDependency) {
+TEST_P(ConnectionCounts, OversubscribedStreamsKeepEveryEventDependency) {
   const sc::claim dflt17("DFLT-17");
   constexpr unsigned kPairs = 16;
   constexpr unsigned kReps = 50;
@@ -217,6 +248,12 @@ TEST_F(DefaultStreams, OversubscribedStreamsKeepEveryEventDependency) {
   EXPECT_EQ(0u, wrong) << "consumers read data their producers had not written yet, with " << connections()
                        << " connections";
 }
+
+INSTANTIATE_TEST_SUITE_P(, ConnectionCounts,
+                         ::testing::Values(kDefaultConnections, kOneConnection, kThirtyTwoConnections),
+                         [](const ::testing::TestParamInfo<connection_count>& instance) {
+                           return instance.param.name;
+                         });
 
 // DFLT-15 · RTAS24 rule R2; Megatron-LM #533 (observed): with CUDA_DEVICE_MAX_CONNECTIONS=1 all streams
 // share one hardware queue in host enqueue order, so a kernel pending behind a gate in A holds back a
