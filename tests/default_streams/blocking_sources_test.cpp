@@ -37,60 +37,55 @@ struct host_call {
   std::function<void()> release;
 };
 
+// Two rows for one pair of calls that make and free `handle`: the making call measured (freed afterwards,
+// `free_label` naming the release), then the freeing call measured (made beforehand).
+template <class Handle>
+void add_make_and_free(std::vector<host_call>& rows, const std::string& make_name, const std::string& free_name,
+                       const char* free_label, Handle& handle, const std::function<cudaError_t()>& make_call,
+                       const std::function<cudaError_t()>& free_call) {
+  rows.push_back({make_name, [] {}, make_call,
+                  [&handle, free_call, free_label] {
+                    sc::note_teardown(free_call(), free_label);
+                    handle = nullptr;
+                  }});
+  rows.push_back({free_name, [make_call] { SC_CHECK_CUDA(make_call()); },
+                  [&handle, free_call] {
+                    const cudaError_t c = free_call();
+                    handle = nullptr;
+                    return c;
+                  },
+                  [] {}});
+}
+
 std::vector<host_call> calls(void*& device, void*& host, void*& pageable, cudaStream_t& made, cudaStream_t other) {
-  return {
-      {"cudaStreamCreate", [] {}, [&made] { return cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking); },
-       [&made] {
-         sc::note_teardown(cudaStreamDestroy(made), "cudaStreamDestroy");
-         made = nullptr;
-       }},
-      {"cudaStreamDestroy(idle)", [&made] { SC_CHECK_CUDA(cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking)); },
-       [&made] {
-         const cudaError_t c = cudaStreamDestroy(made);
-         made = nullptr;
-         return c;
-       },
-       [] {}},
-      {"cudaMalloc", [] {}, [&device] { return cudaMalloc(&device, kBytes); },
-       [&device] {
-         sc::note_teardown(cudaFree(device), "cudaFree");
-         device = nullptr;
-       }},
-      {"cudaFree", [&device] { SC_CHECK_CUDA(cudaMalloc(&device, kBytes)); },
-       [&device] {
-         const cudaError_t c = cudaFree(device);
-         device = nullptr;
-         return c;
-       },
-       [] {}},
-      {"cudaMallocHost", [] {}, [&host] { return cudaMallocHost(&host, kBytes); },
-       [&host] {
-         sc::note_teardown(cudaFreeHost(host), "cudaFreeHost");
-         host = nullptr;
-       }},
-      {"cudaFreeHost", [&host] { SC_CHECK_CUDA(cudaMallocHost(&host, kBytes)); },
-       [&host] {
-         const cudaError_t c = cudaFreeHost(host);
-         host = nullptr;
-         return c;
-       },
-       [] {}},
-      {"cudaHostRegister", [&pageable] { pageable = std::aligned_alloc(4096, kBytes); },
-       [&pageable] { return cudaHostRegister(pageable, kBytes, cudaHostRegisterDefault); },
-       [&pageable] {
-         sc::note_teardown(cudaHostUnregister(pageable), "cudaHostUnregister");
-         std::free(pageable);
-         pageable = nullptr;
-       }},
-      {"cudaFuncSetAttribute(carveout)", [] {}, [] { return sc::kernels::set_empty_kernel_carveout(50); }, [] {}},
-      {"cudaMallocAsync+cudaFreeAsync", [] {},
-       [other] {
-         void* p = nullptr;
-         const cudaError_t a = cudaMallocAsync(&p, kBytes, other);
-         return a != cudaSuccess ? a : cudaFreeAsync(p, other);
-       },
-       [] {}},
-  };
+  std::vector<host_call> rows;
+  add_make_and_free(
+      rows, "cudaStreamCreate", "cudaStreamDestroy(idle)", "cudaStreamDestroy", made,
+      [&made] { return cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking); },
+      [&made] { return cudaStreamDestroy(made); });
+  add_make_and_free(
+      rows, "cudaMalloc", "cudaFree", "cudaFree", device, [&device] { return cudaMalloc(&device, kBytes); },
+      [&device] { return cudaFree(device); });
+  add_make_and_free(
+      rows, "cudaMallocHost", "cudaFreeHost", "cudaFreeHost", host, [&host] { return cudaMallocHost(&host, kBytes); },
+      [&host] { return cudaFreeHost(host); });
+  rows.push_back({"cudaHostRegister", [&pageable] { pageable = std::aligned_alloc(4096, kBytes); },
+                  [&pageable] { return cudaHostRegister(pageable, kBytes, cudaHostRegisterDefault); },
+                  [&pageable] {
+                    sc::note_teardown(cudaHostUnregister(pageable), "cudaHostUnregister");
+                    std::free(pageable);
+                    pageable = nullptr;
+                  }});
+  rows.push_back(
+      {"cudaFuncSetAttribute(carveout)", [] {}, [] { return sc::kernels::set_empty_kernel_carveout(50); }, [] {}});
+  rows.push_back({"cudaMallocAsync+cudaFreeAsync", [] {},
+                  [other] {
+                    void* p = nullptr;
+                    const cudaError_t a = cudaMallocAsync(&p, kBytes, other);
+                    return a != cudaSuccess ? a : cudaFreeAsync(p, other);
+                  },
+                  [] {}});
+  return rows;
 }
 
 // What another host thread sees while a call waits: does its launch into the non-blocking stream `other`
@@ -164,9 +159,12 @@ class other_thread_probe {
   std::thread thread_;  // last: started once every member above exists
 };
 
+// DFLT-18/19 with s1 (made with `gated_flags`) gated: every call of calls(), each with its gate.
 void measure_blocking_sources(DefaultStreams& t, const sc::claim& dflt18, const sc::claim& dflt19,
-                              stream_flags gated_flags, const sc::stream& s1, const sc::stream& s2,
-                              const sc::stream& other) {
+                              stream_flags gated_flags) {
+  const sc::stream s1 = t.make(gated_flags, "s1");
+  const sc::stream s2 = t.make(stream_flags::blocking, "s2");
+  const sc::stream other = t.make(stream_flags::non_blocking, "other");
   const std::string kind = gated_flags == stream_flags::blocking ? "blocking_gate" : "non_blocking_gate";
   // Mutations (arrangement): DFLT-19, every call first synchronizes the gated stream (so it must wait);
   // DFLT-18, the mark meant for s2 goes into the gated s1 (so it cannot run).
@@ -236,10 +234,7 @@ TEST_F(DefaultStreams, BlockingSourcesWithABlockingStreamBusy) {
   const sc::claim dflt18("DFLT-18", sc::verdict_kind::observed);
   const sc::claim dflt19("DFLT-19");
   SC_REQUIRE(sc::requirement::async_launches);
-  const sc::stream s1 = make(stream_flags::blocking, "s1");
-  const sc::stream s2 = make(stream_flags::blocking, "s2");
-  const sc::stream other = make(stream_flags::non_blocking, "other");
-  measure_blocking_sources(*this, dflt18, dflt19, stream_flags::blocking, s1, s2, other);
+  measure_blocking_sources(*this, dflt18, dflt19, stream_flags::blocking);
 }
 
 // DFLT-18, DFLT-19 · ECRTS18 Table 3 (observed): the same with a non-blocking stream gated.
@@ -247,10 +242,40 @@ TEST_F(DefaultStreams, BlockingSourcesWithANonBlockingStreamBusy) {
   const sc::claim dflt18("DFLT-18", sc::verdict_kind::observed);
   const sc::claim dflt19("DFLT-19");
   SC_REQUIRE(sc::requirement::async_launches);
-  const sc::stream s1 = make(stream_flags::non_blocking, "s1");
-  const sc::stream s2 = make(stream_flags::blocking, "s2");
-  const sc::stream other = make(stream_flags::non_blocking, "other");
-  measure_blocking_sources(*this, dflt18, dflt19, stream_flags::non_blocking, s1, s2, other);
+  measure_blocking_sources(*this, dflt18, dflt19, stream_flags::non_blocking);
+}
+
+// One DFLT-18 call issued to the legacy stream, with a blocking and then a non-blocking s1 gated: the call
+// returns while gated, and a mark in blocking s2 issued after it stays absent behind blocking s1 (SSB) and
+// runs beside non-blocking s1 (DFLT-04). `into_gated`: the mark goes into the gated s1 instead.
+void expect_legacy_stream_work(DefaultStreams& t, const char* name, const std::function<cudaError_t()>& call,
+                               bool into_gated) {
+  for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
+    const bool blocking = flags == stream_flags::blocking;
+    SCOPED_TRACE(std::string(name) + (blocking ? " with blocking s1 gated" : " with non-blocking s1 gated"));
+    sc::marks m;
+    const sc::stream s1 = t.make(flags, "s1");
+    const sc::stream s2 = t.make(stream_flags::blocking, "s2");
+    sc::gated_result later{sc::gated_outcome::invalid, "not measured: the call did not return"};
+    sc::gate g;
+    t.hold(g, s1);
+    ASSERT_TRUE(g.wait_started());
+    sc::while_gated_steps steps;
+    steps.after_return = [&] {
+      t.drop(m, into_gated ? s1 : s2, 1);
+      later = blocking ? sc::absent_while_gated(m, 1, g) : sc::present_while_gated(m, 1, g, kMarkDeadline);
+    };
+    const sc::return_observation seen = sc::call_while_gated(call, g, sc::kReturnWindow, steps);
+    t.drain();
+    EXPECT_CUDA_EQ(cudaSuccess, seen.code);
+    EXPECT_TRUE(seen.returned) << name << " waited for the gate";
+    EXPECT_TRUE(later) << (blocking ? "blocking s2 ran before the legacy-stream call's wait for s1 ended"
+                                    : "blocking s2 waited although the call did not wait for non-blocking s1");
+    const std::string key = std::string(name) + (blocking ? ".blocking_gate" : ".non_blocking_gate");
+    sc::observe(key + ".detail", seen.detail);
+    if (seen.returned.outcome() == sc::gated_outcome::holds)
+      sc::observe(key + ".took_us", static_cast<long long>(seen.took.count()));
+  }
 }
 
 // DFLT-18 (documented part) · SYNC: a synchronous cudaMemset to device memory is asynchronous with respect
@@ -264,42 +289,11 @@ TEST_F(DefaultStreams, SynchronousMemsetAndDeviceCopyAreLegacyStreamWork) {
   SC_REQUIRE(sc::requirement::async_launches);
   const bool into_gated = dflt18.mutated(sc::mutation_kind::arrangement);
   sc::device_buffer<char> memory(2 * kBytes);
-  struct call {
-    const char* name;
-    std::function<cudaError_t()> run;
-  };
-  const std::vector<call> calls = {
-      {"cudaMemset(sync)", [&] { return cudaMemset(memory.data(), 0x5c, kBytes); }},
-      {"cudaMemcpy(DtoD)",
-       [&] { return cudaMemcpy(memory.data() + kBytes, memory.data(), kBytes, cudaMemcpyDeviceToDevice); }}};
-  for (const call& c : calls) {
-    for (const stream_flags flags : {stream_flags::blocking, stream_flags::non_blocking}) {
-      const bool blocking = flags == stream_flags::blocking;
-      SCOPED_TRACE(std::string(c.name) + (blocking ? " with blocking s1 gated" : " with non-blocking s1 gated"));
-      sc::marks m;
-      const sc::stream s1 = make(flags, "s1");
-      const sc::stream s2 = make(stream_flags::blocking, "s2");
-      sc::gated_result later{sc::gated_outcome::invalid, "not measured: the call did not return"};
-      sc::gate g;
-      hold(g, s1);
-      ASSERT_TRUE(g.wait_started());
-      sc::while_gated_steps steps;
-      steps.after_return = [&] {
-        drop(m, into_gated ? s1 : s2, 1);
-        later = blocking ? sc::absent_while_gated(m, 1, g) : sc::present_while_gated(m, 1, g, kMarkDeadline);
-      };
-      const sc::return_observation seen = sc::call_while_gated(c.run, g, sc::kReturnWindow, steps);
-      drain();
-      EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-      EXPECT_TRUE(seen.returned) << c.name << " waited for the gate";
-      EXPECT_TRUE(later) << (blocking ? "blocking s2 ran before the legacy-stream call's wait for s1 ended"
-                                      : "blocking s2 waited although the call did not wait for non-blocking s1");
-      const std::string key = std::string(c.name) + (blocking ? ".blocking_gate" : ".non_blocking_gate");
-      sc::observe(key + ".detail", seen.detail);
-      if (seen.returned.outcome() == sc::gated_outcome::holds)
-        sc::observe(key + ".took_us", static_cast<long long>(seen.took.count()));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_legacy_stream_work(
+      *this, "cudaMemset(sync)", [&] { return cudaMemset(memory.data(), 0x5c, kBytes); }, into_gated));
+  ASSERT_NO_FATAL_FAILURE(expect_legacy_stream_work(
+      *this, "cudaMemcpy(DtoD)",
+      [&] { return cudaMemcpy(memory.data() + kBytes, memory.data(), kBytes, cudaMemcpyDeviceToDevice); }, into_gated));
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // DFLT-15, DFLT-16, DFLT-17 and DFLT-22: behaviors of the hardware connections
 // (CUDA_DEVICE_MAX_CONNECTIONS, default 8) and of launch blocking, chosen by environment variables set
 // before CUDA initializes (entries default_streams.conn1.*, default_streams.conn32.*,
-// default_streams.launch_blocking.*); DFLT-16 and DFLT-17 also run in the default entries.
+// default_streams.launch_blocking.*). DFLT-16 and DFLT-17 are parameterized by the connection count: an
+// instance per count, each run in the entries that set it (DefaultConnections in the default entries).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
-#include <memory>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,6 +80,64 @@ std::string connections() {
   return set == nullptr ? std::string("default") : std::string(set);
 }
 
+// A connection count DFLT-16 and DFLT-17 are measured with, and the ctest entries that set it before CUDA
+// starts (none sets it for the default, 8 on Hopper).
+struct connection_count {
+  const char* name;      // the instance's
+  const char* variable;  // CUDA_DEVICE_MAX_CONNECTIONS as those entries set it; nullptr: unset
+  const char* entries;
+};
+constexpr connection_count kDefaultConnections{"DefaultConnections", nullptr, "the default entries"};
+constexpr connection_count kOneConnection{"OneConnection", "1", "default_streams.conn1.*"};
+constexpr connection_count kThirtyTwoConnections{"ThirtyTwoConnections", "32", "default_streams.conn32.*"};
+
+// How GoogleTest shows an instance's parameter: by its name.
+void PrintTo(const connection_count& count, std::ostream* out) { *out << count.name; }
+
+// DFLT-16 and DFLT-17, once per connection count: each instance runs in the entries that set its count and
+// skips elsewhere.
+class ConnectionCounts : public DefaultStreams, public ::testing::WithParamInterface<connection_count> {
+ protected:
+  void SetUp() override {
+    DefaultStreams::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (GetParam().variable == nullptr)
+      SC_REQUIRE(sc::requirement::default_connections);
+    else if (!variable_is("CUDA_DEVICE_MAX_CONNECTIONS", GetParam().variable))
+      GTEST_SKIP() << "needs CUDA_DEVICE_MAX_CONNECTIONS=" << GetParam().variable << " before CUDA starts (ctest entry "
+                   << GetParam().entries << ")";
+  }
+};
+
+// `n` non-blocking streams named prefix0, prefix1, ..., made one after the other.
+std::vector<sc::stream> make_streams(DefaultStreams& t, unsigned n, const std::string& prefix) {
+  std::vector<sc::stream> made;
+  for (unsigned i = 0; i < n; ++i) made.push_back(t.make(stream_flags::non_blocking, prefix + std::to_string(i)));
+  return made;
+}
+
+// How many of marks first .. first + n - 1 land within a window (watched to its end, or until all have
+// landed), and when the count last grew, from the window's start (host clock).
+struct landings {
+  unsigned landed = 0;
+  std::chrono::steady_clock::duration last{0};
+};
+landings count_landings(const sc::marks& m, unsigned first, unsigned n, std::chrono::milliseconds window) {
+  const auto start = std::chrono::steady_clock::now();
+  landings seen;
+  auto last_landing = start;
+  while (std::chrono::steady_clock::now() - start < window) {
+    unsigned now_landed = 0;
+    for (unsigned i = 0; i < n; ++i) now_landed += m.ticket_of(first + i) != 0;
+    if (now_landed > seen.landed) last_landing = std::chrono::steady_clock::now();
+    seen.landed = now_landed;
+    if (seen.landed == n) break;
+    std::this_thread::yield();
+  }
+  seen.last = last_landing - start;
+  return seen;
+}
+
 // DFLT-16 · RTAS24 R2, Fig. 5, Corollaries 1-2 (observed): with the default 8 connections, more busy
 // streams than connections produce false dependencies: streams whose head shares a hardware queue with a
 // busy stream's pending work are held back. 8 streams each hold a gate and a mark pending behind it; then
@@ -84,7 +145,7 @@ std::string connections() {
 // What ran before it in its process does not change the count: its 24 streams are created one after the other,
 // and the driver hands connections out to new streams in turn, so the 8 busy streams cover all 8 default
 // connections, and with 32 the 24 streams get 24 different ones, wherever the turn stood.
-TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
+TEST_P(ConnectionCounts, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   const sc::claim dflt16("DFLT-16");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
@@ -101,84 +162,83 @@ TEST_F(DefaultStreams, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   const bool mutated = dflt16.mutated(sc::mutation_kind::arrangement);
   const bool own_queues = connections() == "32";
   sc::marks m;
-  std::vector<sc::stream> busy;
-  std::vector<sc::stream> fresh;
-  for (unsigned i = 0; i < kBusy; ++i) busy.push_back(make(stream_flags::non_blocking, "busy" + std::to_string(i)));
-  for (unsigned i = 0; i < kFresh; ++i) fresh.push_back(make(stream_flags::non_blocking, "fresh" + std::to_string(i)));
-  std::vector<std::unique_ptr<sc::gate>> gates;  // declared last: destroyed (opened) first
+  const std::vector<sc::stream> busy = make_streams(*this, kBusy, "busy");
+  const std::vector<sc::stream> fresh = make_streams(*this, kFresh, "fresh");
+  sc::families::gate_set gates(kBusy);  // declared last: destroyed (opened) first
   for (unsigned i = 0; i < kBusy; ++i) {
-    gates.push_back(std::make_unique<sc::gate>());
-    hold(*gates.back(), busy[i]);
+    hold(gates[i], busy[i]);
     if (!(mutated && !own_queues)) drop(m, busy[i], i);  // pending behind the gate: the queue head waits
   }
   for (unsigned i = 0; i < kFresh; ++i) drop(m, mutated && own_queues ? busy[i % kBusy] : fresh[i], kBusy + i);
-  const auto start = std::chrono::steady_clock::now();
-  unsigned landed = 0;
-  auto last_landing = start;  // when the count last grew (host clock)
-  while (std::chrono::steady_clock::now() - start < kLandingWindow) {
-    unsigned now_landed = 0;
-    for (unsigned i = 0; i < kFresh; ++i) now_landed += m.ticket_of(kBusy + i) != 0;
-    if (now_landed > landed) last_landing = std::chrono::steady_clock::now();
-    landed = now_landed;
-    if (landed == kFresh) break;
-    std::this_thread::yield();
-  }
-  unsigned started = 0;
-  std::string not_closed;
-  for (const auto& g : gates) {
-    started += g->started();
-    if (!closed(g->state())) not_closed = sc::to_string(g->state());
-  }
-  for (auto& g : gates) g->open();
+  const landings seen = count_landings(m, kBusy, kFresh, kLandingWindow);
+  const unsigned started = gates.started();
+  const std::string not_closed = gates.not_closed();
+  gates.open_all();
   drain();
   ASSERT_EQ("", not_closed) << "a gate was not closed during the window, so the count proves nothing";
   const std::string key = "connections_" + connections();
   sc::observe(key + ".busy_gates_running", static_cast<int>(started));
-  sc::observe(key + ".fresh_marks_landed", static_cast<int>(landed));
+  sc::observe(key + ".fresh_marks_landed", static_cast<int>(seen.landed));
   // Evidence for the window: how long after its start the last fresh mark was seen (absent: none landed).
-  if (landed > 0)
-    sc::observe(key + ".last_landing_us", std::chrono::duration<double, std::micro>(last_landing - start).count());
-  EXPECT_TRUE(dflt16.matches_baseline(key + ".fresh_marks_landed", static_cast<int>(landed)));
+  if (seen.landed > 0)
+    sc::observe(key + ".last_landing_us", std::chrono::duration<double, std::micro>(seen.last).count());
+  EXPECT_TRUE(dflt16.matches_baseline(key + ".fresh_marks_landed", static_cast<int>(seen.landed)));
+}
+
+// DFLT-17's producer/consumer pairs: pair p has a buffer, a producer and a consumer stream and the events
+// between them, made pair by pair (the order in which the streams are handed their connections).
+class ping_pong_pairs {
+ public:
+  ping_pong_pairs(DefaultStreams& t, unsigned pairs) {
+    for (unsigned p = 0; p < pairs; ++p) {
+      data_.emplace_back(kElements);
+      producers_.push_back(t.make(stream_flags::non_blocking, "producer" + std::to_string(p)));
+      consumers_.push_back(t.make(stream_flags::non_blocking, "consumer" + std::to_string(p)));
+      produced_.push_back(sc::event::create(sc::event_flags::disable_timing));
+      consumed_.push_back(sc::event::create(sc::event_flags::disable_timing));
+    }
+  }
+  // Round `rep` of pair p: the producer waits for the consumer's previous round and writes its value late;
+  // the consumer waits for the producer's event (when `wait_for_data`), reads early in reverse order and
+  // adds the elements that are not this round's value to `mismatches`.
+  void enqueue_round(unsigned p, unsigned rep, bool wait_for_data, std::uint32_t* mismatches);
+
+ private:
+  static constexpr std::uint32_t kElements = 4096;
+  // Reason: 20 us of spinning before the write is many times a launch, so a consumer that did not wait
+  // would read the previous value.
+  static constexpr std::uint64_t kProducerDelayNs = 20'000;
+  std::vector<sc::device_buffer<std::uint32_t>> data_;
+  std::vector<sc::stream> producers_;
+  std::vector<sc::stream> consumers_;
+  std::vector<sc::event> produced_;
+  std::vector<sc::event> consumed_;
+};
+
+void ping_pong_pairs::enqueue_round(unsigned p, unsigned rep, bool wait_for_data, std::uint32_t* mismatches) {
+  const std::uint32_t value = (p + 1) * 1000u + rep + 1;
+  if (rep > 0) SC_CHECK_CUDA(cudaStreamWaitEvent(producers_[p].get(), consumed_[p].get(), 0));
+  SC_CHECK_CUDA(
+      sc::kernels::launch_fill_late(producers_[p].get(), data_[p].data(), kElements, value, kProducerDelayNs));
+  SC_CHECK_CUDA(cudaEventRecord(produced_[p].get(), producers_[p].get()));
+  if (wait_for_data) SC_CHECK_CUDA(cudaStreamWaitEvent(consumers_[p].get(), produced_[p].get(), 0));
+  SC_CHECK_CUDA(
+      sc::kernels::launch_count_mismatches(consumers_[p].get(), data_[p].data(), kElements, value, mismatches));
+  SC_CHECK_CUDA(cudaEventRecord(consumed_[p].get(), consumers_[p].get()));
 }
 
 // DFLT-17 · RT stream and event semantics; ROCm hipSharedQueueAnyOrderOverlap pattern: under
 // oversubscription (32 streams; 1, 8 or 32 connections) every event dependency is honored: 16
 // producer/consumer pairs ping-pong 50 times; producers write late, consumers read early in reverse order.
-TEST_F(DefaultStreams, OversubscribedStreamsKeepEveryEventDependency) {
+TEST_P(ConnectionCounts, OversubscribedStreamsKeepEveryEventDependency) {
   const sc::claim dflt17("DFLT-17");
   constexpr unsigned kPairs = 16;
   constexpr unsigned kReps = 50;
-  constexpr std::uint32_t kElements = 4096;
-  // Reason: 20 us of spinning before the write is many times a launch, so a consumer that did not wait
-  // would read the previous value.
-  constexpr std::uint64_t kProducerDelayNs = 20'000;
   sc::device_buffer<std::uint32_t> mismatches(1);
-  std::vector<sc::device_buffer<std::uint32_t>> data;
-  std::vector<sc::stream> producers;
-  std::vector<sc::stream> consumers;
-  std::vector<sc::event> produced;
-  std::vector<sc::event> consumed;
-  for (unsigned p = 0; p < kPairs; ++p) {
-    data.emplace_back(kElements);
-    producers.push_back(make(stream_flags::non_blocking, "producer" + std::to_string(p)));
-    consumers.push_back(make(stream_flags::non_blocking, "consumer" + std::to_string(p)));
-    produced.push_back(sc::event::create(sc::event_flags::disable_timing));
-    consumed.push_back(sc::event::create(sc::event_flags::disable_timing));
-  }
+  ping_pong_pairs pairs(*this, kPairs);
   const bool wait_for_data = !dflt17.mutated(sc::mutation_kind::arrangement);
-  for (unsigned rep = 0; rep < kReps; ++rep) {
-    for (unsigned p = 0; p < kPairs; ++p) {
-      const std::uint32_t value = (p + 1) * 1000u + rep + 1;
-      if (rep > 0) SC_CHECK_CUDA(cudaStreamWaitEvent(producers[p].get(), consumed[p].get(), 0));
-      SC_CHECK_CUDA(
-          sc::kernels::launch_fill_late(producers[p].get(), data[p].data(), kElements, value, kProducerDelayNs));
-      SC_CHECK_CUDA(cudaEventRecord(produced[p].get(), producers[p].get()));
-      if (wait_for_data) SC_CHECK_CUDA(cudaStreamWaitEvent(consumers[p].get(), produced[p].get(), 0));
-      SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(consumers[p].get(), data[p].data(), kElements, value,
-                                                         mismatches.data()));
-      SC_CHECK_CUDA(cudaEventRecord(consumed[p].get(), consumers[p].get()));
-    }
-  }
+  for (unsigned rep = 0; rep < kReps; ++rep)
+    for (unsigned p = 0; p < kPairs; ++p) pairs.enqueue_round(p, rep, wait_for_data, mismatches.data());
   drain();
   std::uint32_t wrong = 0;
   SC_CHECK_CUDA(cudaMemcpy(&wrong, mismatches.data(), sizeof(wrong), cudaMemcpyDeviceToHost));
@@ -188,6 +248,12 @@ TEST_F(DefaultStreams, OversubscribedStreamsKeepEveryEventDependency) {
   EXPECT_EQ(0u, wrong) << "consumers read data their producers had not written yet, with " << connections()
                        << " connections";
 }
+
+INSTANTIATE_TEST_SUITE_P(, ConnectionCounts,
+                         ::testing::Values(kDefaultConnections, kOneConnection, kThirtyTwoConnections),
+                         [](const ::testing::TestParamInfo<connection_count>& instance) {
+                           return instance.param.name;
+                         });
 
 // DFLT-15 · RTAS24 rule R2; Megatron-LM #533 (observed): with CUDA_DEVICE_MAX_CONNECTIONS=1 all streams
 // share one hardware queue in host enqueue order, so a kernel pending behind a gate in A holds back a

@@ -2,7 +2,9 @@
 // what they enqueue, so every test's observation file shows the order it proved.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/gate.hpp"
@@ -32,6 +34,38 @@ class DefaultStreams : public GpuTest {
 
   const stream legacy_ = stream::legacy();
   const stream per_thread_ = stream::per_thread();
+};
+
+// Gates that each hold a stream of their own (a gate is pinned in place, so each lives on the heap). Declare
+// the set after the streams and marks it guards: it is then destroyed, and every gate opened, first.
+class gate_set {
+ public:
+  explicit gate_set(unsigned n) {
+    for (unsigned i = 0; i < n; ++i) gates_.push_back(std::make_unique<gate>());
+  }
+  unsigned size() const { return static_cast<unsigned>(gates_.size()); }
+  gate& operator[](unsigned i) { return *gates_[i]; }
+  const gate& operator[](unsigned i) const { return *gates_[i]; }
+  // How many gates are running.
+  unsigned started() const {
+    unsigned n = 0;
+    for (const auto& g : gates_) n += g->started();
+    return n;
+  }
+  bool all_started() const { return started() == size(); }
+  // The state of a gate that is not closed (the last one), or "" when every gate is closed.
+  std::string not_closed() const {
+    std::string state;
+    for (const auto& g : gates_)
+      if (!closed(g->state())) state = to_string(g->state());
+    return state;
+  }
+  void open_all() {
+    for (auto& g : gates_) g->open();
+  }
+
+ private:
+  std::vector<std::unique_ptr<gate>> gates_;
 };
 
 }  // namespace sc::families

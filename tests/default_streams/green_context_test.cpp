@@ -38,6 +38,8 @@ class green_context {
   CUgreenCtx get() const { return green_; }
   unsigned sms() const { return sms_; }
   CUstream& stream() { return stream_; }
+  // cuStreamGetCtx_v2 of `asked` while this green context is current (pushed, then popped again).
+  CUresult stream_context_while_current(CUstream asked) const;
 
  private:
   const sc::green_context_api& g_;
@@ -45,6 +47,26 @@ class green_context {
   CUstream stream_ = nullptr;
   unsigned sms_ = 0;
 };
+
+CUresult green_context::stream_context_while_current(CUstream asked) const {
+  CUcontext as_context = nullptr;
+  SC_CHECK_CU(g_.cuCtxFromGreenCtx(&as_context, green_));
+  SC_CHECK_CU(g_.cuCtxPushCurrent(as_context));
+  CUcontext context = nullptr;
+  CUgreenCtx owner = nullptr;
+  const CUresult rc = g_.cuStreamGetCtx_v2(asked, &context, &owner);
+  CUcontext popped = nullptr;
+  SC_CHECK_CU(g_.cuCtxPopCurrent(&popped));
+  return rc;
+}
+
+// A stream the green context made although it must not have: its flags recorded, then destroyed.
+void record_and_destroy_unexpected_stream(CUstream made) {
+  unsigned flags = 0;
+  EXPECT_CU_EQ(CUDA_SUCCESS, sc::driver().cuStreamGetFlags(made, &flags));
+  sc::observe("flags_of_stream_made_with_flags_0", static_cast<int>(flags));
+  sc::note_teardown(sc::driver().cuStreamDestroy(made), "cuStreamDestroy (green, flags 0)");
+}
 
 // DFLT-21 · DRV cuGreenCtxStreamCreate ("CU_STREAM_NON_BLOCKING must be specified"), cuStreamGetCtx_v2
 // ("specifying CU_STREAM_PER_THREAD ... returns CUDA_ERROR_INVALID_HANDLE if a green context is current"):
@@ -63,12 +85,7 @@ TEST_F(DefaultStreams, GreenContextStreamsAreNonBlockingAndHaveNoPerThreadStream
   const CUresult blocking_rc = g->cuGreenCtxStreamCreate(&blocking, green.get(), 0, 0);
   sc::observe("rc.blocking_stream", sc::error_name(blocking_rc));
   EXPECT_CU_EQ(CUDA_ERROR_INVALID_VALUE, blocking_rc) << "flags 0 (no CU_STREAM_NON_BLOCKING) were accepted";
-  if (blocking_rc == CUDA_SUCCESS) {
-    unsigned flags = 0;
-    EXPECT_CU_EQ(CUDA_SUCCESS, sc::driver().cuStreamGetFlags(blocking, &flags));
-    sc::observe("flags_of_stream_made_with_flags_0", static_cast<int>(flags));
-    sc::note_teardown(sc::driver().cuStreamDestroy(blocking), "cuStreamDestroy (green, flags 0)");
-  }
+  if (blocking_rc == CUDA_SUCCESS) record_and_destroy_unexpected_stream(blocking);
 
   SC_CHECK_CU(g->cuGreenCtxStreamCreate(&green.stream(), green.get(), CU_STREAM_NON_BLOCKING, 0));
   unsigned flags = 0;
@@ -79,13 +96,8 @@ TEST_F(DefaultStreams, GreenContextStreamsAreNonBlockingAndHaveNoPerThreadStream
   EXPECT_CU_EQ(CUDA_SUCCESS, g->cuStreamGetCtx_v2(green.stream(), &context, &owner));
   EXPECT_EQ(green.get(), owner) << "the stream does not belong to its green context";
 
-  CUcontext as_context = nullptr;
-  SC_CHECK_CU(g->cuCtxFromGreenCtx(&as_context, green.get()));
-  SC_CHECK_CU(g->cuCtxPushCurrent(as_context));
   const CUstream asked = dflt21.mutated(sc::mutation_kind::arrangement) ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD;
-  const CUresult per_thread_rc = g->cuStreamGetCtx_v2(asked, &context, &owner);
-  CUcontext popped = nullptr;
-  SC_CHECK_CU(g->cuCtxPopCurrent(&popped));
+  const CUresult per_thread_rc = green.stream_context_while_current(asked);
   sc::observe("rc.per_thread_with_green_current", sc::error_name(per_thread_rc));
   EXPECT_CU_EQ(CUDA_ERROR_INVALID_HANDLE, per_thread_rc);
 }

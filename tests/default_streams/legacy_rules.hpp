@@ -25,22 +25,31 @@ inline enqueue_path runtime_path(DefaultStreams& t) {
           [](const stream& s, const event& e) { SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), e.get(), 0)); }};
 }
 
+// The DFLT-02 and DFLT-04 (legacy side) arrangement: a gate holds s1, made with `s1_flags`, then mark 1 goes
+// to the legacy stream. The gate is the last member: destroyed, and opened, first.
+struct legacy_mark_behind_held_s1 {
+  legacy_mark_behind_held_s1(DefaultStreams& t, const enqueue_path& p, stream_flags s1_flags)
+      : s1(p.make(s1_flags, "s1")) {
+    t.hold(g, s1);
+    p.drop(m, p.null_stream, 1);
+  }
+  marks m;
+  stream s1;
+  gate g;
+};
+
 // DFLT-02: an action in the legacy stream first waits for all earlier work in blocking streams.
 inline void legacy_waits_for_earlier_blocking_work(DefaultStreams& t, const claim& c, const enqueue_path& p) {
-  marks m;
-  const stream s1 =
-      p.make(c.mutate(mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking), "s1");
-  gate g;
-  t.hold(g, s1);
-  p.drop(m, p.null_stream, 1);
+  legacy_mark_behind_held_s1 arranged(
+      t, p, c.mutate(mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking));
   {
-    held_window w(g);
-    EXPECT_TRUE(w.absent(probe::mark(m, 1))) << "legacy work ran while blocking s1 was held";
+    held_window w(arranged.g);
+    EXPECT_TRUE(w.absent(probe::mark(arranged.m, 1))) << "legacy work ran while blocking s1 was held";
     t.recorder().host_event("gate opened");
   }
   t.drain();
-  EXPECT_EQ(1u, m.ticket_of(1));
-  EXPECT_GE(m.stamp_ns_of(1), g.end_ns()) << "the legacy mark landed before the gate in s1 ended";
+  EXPECT_EQ(1u, arranged.m.ticket_of(1));
+  EXPECT_GE(arranged.m.stamp_ns_of(1), arranged.g.end_ns()) << "the legacy mark landed before the gate in s1 ended";
 }
 
 // DFLT-03, SSB example k1(s); k2(0); k3(s): k1 holds blocking s1, k2 goes to the legacy stream, k3 to
@@ -66,15 +75,11 @@ inline void blocking_waits_for_earlier_legacy_work(DefaultStreams& t, const clai
 
 // DFLT-04, one direction: the legacy stream does not wait for a non-blocking stream.
 inline void legacy_does_not_wait_for_non_blocking_work(DefaultStreams& t, const claim& c, const enqueue_path& p) {
-  marks m;
-  const stream s1 =
-      p.make(c.mutate(mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking), "s1");
-  gate g;
-  t.hold(g, s1);
-  p.drop(m, p.null_stream, 1);
+  legacy_mark_behind_held_s1 arranged(
+      t, p, c.mutate(mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking));
   {
-    held_window w(g);
-    EXPECT_TRUE(w.present(probe::mark(m, 1))) << "the legacy stream waited for a non-blocking stream";
+    held_window w(arranged.g);
+    EXPECT_TRUE(w.present(probe::mark(arranged.m, 1))) << "the legacy stream waited for a non-blocking stream";
   }
   t.drain();
 }

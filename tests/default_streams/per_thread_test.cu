@@ -4,7 +4,7 @@
 // which is the legacy stream or this thread's default stream depending on how this file was built.
 #include <gtest/gtest.h>
 
-#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -53,6 +53,78 @@ class PerThreadStreams : public DefaultStreams {
     sc::observe("build_variant", SC_BUILD_VARIANT);
     sc::observe("per_thread_build", kPerThreadBuild);
   }
+
+  // A gate holds `held`, then mark `id` goes to `later`: whether the mark stays absent while the gate is
+  // closed. The gate is open and the device drained on return.
+  sc::gated_result absent_behind_held_stream(const sc::stream& held, const sc::stream& later, unsigned id) {
+    sc::marks m;
+    sc::gate g;
+    hold(g, held);
+    drop(m, later, id);
+    sc::held_window w(g);
+    const sc::gated_result absent = w.absent(sc::probe::mark(m, id));
+    w.release();
+    drain();
+    return absent;
+  }
+
+  // Mark `id` launched with <<<>>> and no stream, labelled "mark<id>@<<<>>>"; with `other_path` through the
+  // other build mode's path instead: the legacy-mode library's stream 0 in per-thread builds,
+  // cudaStreamPerThread in the legacy build.
+  void drop_without_a_stream(sc::marks& m, unsigned id, bool other_path) {
+    const auto label = recorder().label("mark" + std::to_string(id) + "@<<<>>>");
+    if (other_path && kPerThreadBuild)
+      drop(m, sc::stream::null(), id);
+    else if (other_path)
+      drop(m, per_thread_, id);
+    else
+      m.drop_by(id, launch_mark_without_stream);
+  }
+};
+
+// The ids of stream 0 as this translation unit names it, of the legacy stream and of this thread's
+// per-thread stream.
+struct default_stream_ids {
+  unsigned long long zero = 0;
+  unsigned long long legacy = 0;
+  unsigned long long per_thread = 0;
+};
+default_stream_ids ids_of_default_streams() {
+  default_stream_ids ids;
+  SC_CHECK_CUDA(cudaStreamGetId(0, &ids.zero));
+  SC_CHECK_CUDA(cudaStreamGetId(cudaStreamLegacy, &ids.legacy));
+  SC_CHECK_CUDA(cudaStreamGetId(cudaStreamPerThread, &ids.per_thread));
+  return ids;
+}
+
+// DFLT-08's threads: thread i selects the device, holds gate i through `launch` (its error kept as code(i)),
+// and stays alive, its default stream too, until end().
+class threads_holding_gates {
+ public:
+  template <class Launch>
+  threads_holding_gates(sc::families::gate_set& gates, int device, Launch launch) : codes_(gates.size(), cudaSuccess) {
+    team_.start(gates.size(), [this, &gates, device, launch](unsigned i) {
+      codes_[i] = cudaSetDevice(device);
+      try {
+        if (codes_[i] == cudaSuccess) gates[i].hold_by(launch);
+      } catch (const sc::cuda_error& e) {
+        codes_[i] = e.code();
+      }
+      team_.update([this] { ++launched_; });
+      team_.wait_until([] { return false; });  // alive (its default stream too) until the team ends
+    });
+  }
+  // Waits (up to kPresenceDeadline) until every thread has made its launch.
+  void wait_launched() {
+    team_.wait_until([this] { return launched_ == codes_.size(); }, sc::kPresenceDeadline);
+  }
+  void end() { team_.end(); }
+  cudaError_t code(unsigned i) const { return codes_[i]; }
+
+ private:
+  std::vector<cudaError_t> codes_;
+  std::size_t launched_ = 0;  // under the team's lock
+  sc::thread_team team_;      // last: its threads use every member above
 };
 
 // DFLT-06 · SSB; PG 2.3.6: the per-thread default stream does not synchronize with other (blocking)
@@ -80,28 +152,8 @@ TEST_F(PerThreadStreams, PerThreadStreamSynchronizesWithTheLegacyStream) {
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream nb = make(stream_flags::non_blocking, "nb");
   const sc::stream& subject = dflt07.mutated(sc::mutation_kind::arrangement) ? nb : per_thread_;
-  {
-    sc::marks m;
-    sc::gate g;
-    hold(g, legacy_);
-    drop(m, subject, 1);
-    {
-      sc::held_window w(g);
-      EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "per-thread work did not wait for earlier legacy work";
-    }
-    drain();
-  }
-  {
-    sc::marks m;
-    sc::gate g;
-    hold(g, subject);
-    drop(m, legacy_, 2);
-    {
-      sc::held_window w(g);
-      EXPECT_TRUE(w.absent(sc::probe::mark(m, 2))) << "legacy work did not wait for earlier per-thread work";
-    }
-    drain();
-  }
+  EXPECT_TRUE(absent_behind_held_stream(legacy_, subject, 1)) << "per-thread work did not wait for earlier legacy work";
+  EXPECT_TRUE(absent_behind_held_stream(subject, legacy_, 2)) << "legacy work did not wait for earlier per-thread work";
 }
 
 // DFLT-08 · SSB; PG 2.3.6.2: the per-thread default streams of two host threads are distinct
@@ -142,8 +194,7 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
   constexpr unsigned kThreads = 8;
-  std::vector<std::unique_ptr<sc::gate>> gates;
-  for (unsigned i = 0; i < kThreads; ++i) gates.push_back(std::make_unique<sc::gate>());
+  sc::families::gate_set gates(kThreads);
   // Mutation (arrangement): each thread launches through the other build mode's path: the legacy-mode
   // library's stream 0 (the legacy stream) in per-thread builds, cudaStreamPerThread in the legacy build.
   const bool other_path = dflt08.mutated(sc::mutation_kind::arrangement);
@@ -151,38 +202,21 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
     if (!other_path) return launch_gate_without_stream(w, ns, banner);
     return sc::kernels::launch_gate(kPerThreadBuild ? nullptr : cudaStreamPerThread, w, ns, banner);
   };
-  std::vector<cudaError_t> codes(kThreads, cudaSuccess);
-  unsigned launched = 0;  // under the team's lock
-  sc::thread_team team;
-  team.start(kThreads, [&](unsigned i) {
-    codes[i] = cudaSetDevice(device());
-    try {
-      if (codes[i] == cudaSuccess) gates[i]->hold_by(launch);
-    } catch (const sc::cuda_error& e) {
-      codes[i] = e.code();
-    }
-    team.update([&] { ++launched; });
-    team.wait_until([] { return false; });  // alive (its default stream too) until the team ends
-  });
-  team.wait_until([&] { return launched == kThreads; }, sc::kPresenceDeadline);
-  const auto all_started = [&] {
-    for (const auto& g : gates)
-      if (!g->started()) return false;
-    return true;
-  };
+  threads_holding_gates threads(gates, device(), launch);
+  threads.wait_launched();
   // Judged against gate 0: in the legacy build the eight gates queue in one stream, and gate 0 may be
   // pending behind another; a pending gate is closed all the same.
+  const auto all_started = [&] { return gates.all_started(); };
   const sc::gated_result together = kPerThreadBuild
-                                        ? sc::present_while_gated("all 8 gates running", all_started, *gates[0])
-                                        : sc::absent_while_gated("all 8 gates running", all_started, *gates[0]);
-  int running = 0;
-  for (const auto& g : gates) running += g->started();
-  for (auto& g : gates) g->open();
+                                        ? sc::present_while_gated("all 8 gates running", all_started, gates[0])
+                                        : sc::absent_while_gated("all 8 gates running", all_started, gates[0]);
+  const int running = static_cast<int>(gates.started());
+  gates.open_all();
   SC_CHECK_CUDA(cudaDeviceSynchronize());
-  team.end();
-  for (unsigned i = 0; i < kThreads; ++i) EXPECT_CUDA_EQ(cudaSuccess, codes[i]) << "thread " << i;
+  threads.end();
+  for (unsigned i = 0; i < kThreads; ++i) EXPECT_CUDA_EQ(cudaSuccess, threads.code(i)) << "thread " << i;
   EXPECT_TRUE(together) << (kPerThreadBuild ? "per-thread build" : "legacy build (negative control)");
-  for (const auto& g : gates) EXPECT_FALSE(g->timed_out()) << "a gate's watchdog fired";
+  for (unsigned i = 0; i < kThreads; ++i) EXPECT_FALSE(gates[i].timed_out()) << "a gate's watchdog fired";
   sc::observe("gates_running_together", running);
 }
 
@@ -197,18 +231,7 @@ TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
   const sc::stream s1 = make(stream_flags::blocking, "s1");
   sc::gate g;
   hold(g, s1);
-  // Mutation (arrangement): mark 1 goes through the other build mode's path (the legacy-mode library's
-  // stream 0 in per-thread builds, cudaStreamPerThread in the legacy build) instead of <<<>>>.
-  const bool other_path = dflt09.mutated(sc::mutation_kind::arrangement);
-  {
-    const auto label = recorder().label("mark1@<<<>>>");
-    if (other_path && kPerThreadBuild)
-      drop(m, sc::stream::null(), 1);
-    else if (other_path)
-      drop(m, per_thread_, 1);
-    else
-      m.drop_by(1, launch_mark_without_stream);
-  }
+  drop_without_a_stream(m, 1, dflt09.mutated(sc::mutation_kind::arrangement));
   drop(m, sc::stream::null(), 2);  // through the legacy-mode library: always the legacy stream
   ASSERT_TRUE(g.wait_started());
   if (kPerThreadBuild)
@@ -218,14 +241,11 @@ TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
   EXPECT_TRUE(sc::absent_while_gated(m, 2, g)) << "the legacy-mode library's handle 0 did not mean the legacy stream";
   g.open();
   drain();
-  unsigned long long zero = 0, legacy = 0, per_thread = 0;
-  SC_CHECK_CUDA(cudaStreamGetId(0, &zero));
-  SC_CHECK_CUDA(cudaStreamGetId(cudaStreamLegacy, &legacy));
-  SC_CHECK_CUDA(cudaStreamGetId(cudaStreamPerThread, &per_thread));
-  EXPECT_EQ(kPerThreadBuild ? per_thread : legacy, zero) << "stream 0's id in this translation unit";
-  sc::observe("id.stream0", zero);
-  sc::observe("id.legacy", legacy);
-  sc::observe("id.per_thread", per_thread);
+  const default_stream_ids ids = ids_of_default_streams();
+  EXPECT_EQ(kPerThreadBuild ? ids.per_thread : ids.legacy, ids.zero) << "stream 0's id in this translation unit";
+  sc::observe("id.stream0", ids.zero);
+  sc::observe("id.legacy", ids.legacy);
+  sc::observe("id.per_thread", ids.per_thread);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ namespace {
 using nlohmann::json;
 
 using Instruments = sc::families::Instruments;
+using sc::families::record_figures;
 
 std::uint64_t monotonic_raw_ns() {
   timespec t{};
@@ -38,16 +39,21 @@ bool await_flag(std::uint32_t& word, std::chrono::milliseconds deadline) {
   return true;
 }
 
+// The timer probe kernel's view of %globaltimer over `reads` consecutive reads.
+sc::kernels::timer_probe run_timer_probe(unsigned reads) {
+  sc::mapped<sc::kernels::timer_probe> probe(1);
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  SC_CHECK_CUDA(sc::kernels::launch_timer_probe(s.get(), probe.device(), reads));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  return *probe.host();
+}
+
 // INST-01 · PTX special registers (%globaltimer): the timer's tick is measured, and every tolerance of
 // the suite is a number of these ticks.
 TEST_F(Instruments, GlobaltimerTickIsMeasured) {
   const sc::claim inst01("INST-01");
-  sc::mapped<sc::kernels::timer_probe> probe(1);
-  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
-  const unsigned reads = inst01.mutate(sc::mutation_kind::arrangement, 4 * sc::kTimerProbeReads, 1u);
-  SC_CHECK_CUDA(sc::kernels::launch_timer_probe(s.get(), probe.device(), reads));
-  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
-  const sc::kernels::timer_probe p = *probe.host();
+  const sc::kernels::timer_probe p =
+      run_timer_probe(inst01.mutate(sc::mutation_kind::arrangement, 4 * sc::kTimerProbeReads, 1u));
 
   // Reason for the bound: published ticks range from 32 ns (H200) to 1 us (A100); a tick above 4 us
   // would make the suite's 2-tick tolerances coarser than a kernel launch.
@@ -57,14 +63,8 @@ TEST_F(Instruments, GlobaltimerTickIsMeasured) {
   EXPECT_LE(p.min_step_ns, kLargestUsableTickNs);
   EXPECT_EQ(sc::device_timer().tick_ns, p.min_step_ns) << "the start-up calibration saw another tick";
 
-  const json figures = {{"tick_ns", p.min_step_ns},
-                        {"max_step_ns", p.max_step_ns},
-                        {"reads", p.reads},
-                        {"steps", p.steps},
-                        {"cupti_active", sc::trace::state().enabled}};
-  sc::observe("tick_ns", static_cast<unsigned long long>(p.min_step_ns));
-  sc::observe("max_step_ns", static_cast<unsigned long long>(p.max_step_ns));
-  inst01.record_instrument(figures);
+  record_figures(inst01, {{"tick_ns", p.min_step_ns}, {"max_step_ns", p.max_step_ns}},
+                 {{"reads", p.reads}, {"steps", p.steps}, {"cupti_active", sc::trace::state().enabled}});
   EXPECT_TRUE(inst01.matches_baseline("tick_ns", p.min_step_ns));
 }
 
@@ -88,6 +88,32 @@ clock_pair tightest_pair(std::uint64_t& stamp, int samples) {
   return best;
 }
 
+// Waits (busily: no sleep) until the beacon's running stamp is `ns` past its start stamp; false when
+// `deadline` passes first.
+bool await_beacon_progress(sc::kernels::beacon& b, std::uint64_t ns, std::chrono::seconds deadline) {
+  const std::uint64_t gpu_start = sc::load_acquire(b.start_ns);
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  while (sc::load_acquire(b.now_ns) - gpu_start < ns)
+    if (std::chrono::steady_clock::now() >= until) return false;
+  return true;
+}
+
+// Why a second clock pair read after the beacon ended makes no rate: its stamp had stopped.
+constexpr const char* kBeaconEnded =
+    "the beacon had ended when the second clock pair was read, so its stamp had stopped: no rate";
+
+// INST-02's reading: how far each clock ran between two clock pairs, and their ratio.
+struct clock_rate {
+  double gpu_ns;
+  double host_ns;
+  double rate;
+};
+clock_rate rate_between(const clock_pair& first, const clock_pair& last) {
+  const double gpu_ns = static_cast<double>(static_cast<std::int64_t>(last.gpu_ns - first.gpu_ns));
+  const double host_ns = static_cast<double>(last.host_ns - first.host_ns);
+  return {gpu_ns, host_ns, gpu_ns / host_ns};
+}
+
 // INST-02 · EXAM task_host_utilities rate check: %globaltimer advances at the host's raw monotonic rate.
 TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
   const sc::claim inst02("INST-02");
@@ -107,38 +133,45 @@ TEST_F(Instruments, GlobaltimerRateMatchesHostClock) {
   SC_CHECK_CUDA(sc::kernels::launch_beacon(s.get(), beacon.device(), kSpanNs));
   ASSERT_TRUE(await_flag(beacon.host()->started, std::chrono::seconds{2})) << "beacon kernel never started";
   const clock_pair first = tightest_pair(beacon.host()->now_ns, kSamples);
-  // Let most of the span pass: wait (busy, no sleep) until the GPU stamp is 90 % of the way.
-  const std::uint64_t gpu_start = sc::load_acquire(beacon.host()->start_ns);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
-  while (sc::load_acquire(beacon.host()->now_ns) - gpu_start < kSpanNs / 10 * 9)
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the beacon's stamp stopped advancing";
+  // Let most of the span pass: the GPU stamp 90 % of the way.
+  ASSERT_TRUE(await_beacon_progress(*beacon.host(), kSpanNs / 10 * 9, std::chrono::seconds{5}))
+      << "the beacon's stamp stopped advancing";
   const bool stale = inst02.mutated(sc::mutation_kind::arrangement);
   const clock_pair last = tightest_pair(stale ? beacon.host()->start_ns : beacon.host()->now_ns, kSamples);
   // A pair read after the beacon ended holds a stamp that had stopped: no rate can be made of it.
   const bool ended_before_read = sc::load_acquire(beacon.host()->done) != 0;
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
-  if (ended_before_read) {
-    const sc::gated_result invalid = sc::invalid_check(
-        "the beacon had ended when the second clock pair was read, so its stamp had stopped: no rate");
-    FAIL() << invalid.message();
-  }
+  if (ended_before_read) FAIL() << sc::invalid_check(kBeaconEnded).message();
 
-  const double gpu_ns = static_cast<double>(static_cast<std::int64_t>(last.gpu_ns - first.gpu_ns));
-  const double host_ns = static_cast<double>(last.host_ns - first.host_ns);
-  const double rate = gpu_ns / host_ns;
-  sc::observe("rate", rate);
-  sc::observe("gpu_ns", gpu_ns);
-  sc::observe("host_ns", host_ns);
+  const clock_rate r = rate_between(first, last);
   sc::observe("bracket_ns.first", static_cast<unsigned long long>(first.bracket_ns));
   sc::observe("bracket_ns.last", static_cast<unsigned long long>(last.bracket_ns));
-  inst02.record_instrument({{"rate", rate},
-                            {"gpu_ns", gpu_ns},
-                            {"host_ns", host_ns},
-                            {"bracket_ns", {first.bracket_ns, last.bracket_ns}},
-                            {"host_clock", "CLOCK_MONOTONIC_RAW"},
-                            {"tolerance", kRateTolerance},
-                            {"cupti_active", sc::trace::state().enabled}});
-  EXPECT_NEAR(1.0, rate, kRateTolerance) << "%globaltimer ran " << gpu_ns << " ns while the host saw " << host_ns;
+  record_figures(inst02, {{"rate", r.rate}, {"gpu_ns", r.gpu_ns}, {"host_ns", r.host_ns}},
+                 {{"bracket_ns", {first.bracket_ns, last.bracket_ns}},
+                  {"host_clock", "CLOCK_MONOTONIC_RAW"},
+                  {"tolerance", kRateTolerance},
+                  {"cupti_active", sc::trace::state().enabled}});
+  EXPECT_NEAR(1.0, r.rate, kRateTolerance) << "%globaltimer ran " << r.gpu_ns << " ns while the host saw " << r.host_ns;
+}
+
+// cudaEventElapsedTime from `before` to `after`, in milliseconds.
+float elapsed_ms(const sc::event& before, const sc::event& after) {
+  float ms = 0;
+  SC_CHECK_CUDA(cudaEventElapsedTime(&ms, before.get(), after.get()));
+  return ms;
+}
+
+// The spin kernel (one block of 128 threads) asked for `ns`, between two timing events in its own stream;
+// returns, once it has run, the events' elapsed time in milliseconds.
+float spin_between_events(sc::mapped<sc::kernels::block_record>& record, std::uint64_t ns) {
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  sc::event before = sc::event::create();
+  sc::event after = sc::event::create();
+  SC_CHECK_CUDA(cudaEventRecord(before.get(), s.get()));
+  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), record.device(), 1, 128, ns));
+  SC_CHECK_CUDA(cudaEventRecord(after.get(), s.get()));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  return elapsed_ms(before, after);
 }
 
 // INST-03 · hip-tests utils.hh failure mode: the spin kernel lasts what it was asked, by %globaltimer,
@@ -152,16 +185,8 @@ TEST_F(Instruments, SpinKernelHitsRequestedDuration) {
   // Reason: cudaEventElapsedTime has "a resolution of around 0.5 microseconds".
   constexpr double kEventResolutionMs = 0.0005;
   sc::mapped<sc::kernels::block_record> record(1);
-  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
-  sc::event before = sc::event::create();
-  sc::event after = sc::event::create();
-  SC_CHECK_CUDA(cudaEventRecord(before.get(), s.get()));
-  SC_CHECK_CUDA(sc::kernels::launch_spin(
-      s.get(), record.device(), 1, 128, inst03.mutate(sc::mutation_kind::arrangement, kRequestedNs, kRequestedNs / 2)));
-  SC_CHECK_CUDA(cudaEventRecord(after.get(), s.get()));
-  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
-  float event_ms = 0;
-  SC_CHECK_CUDA(cudaEventElapsedTime(&event_ms, before.get(), after.get()));
+  const float event_ms =
+      spin_between_events(record, inst03.mutate(sc::mutation_kind::arrangement, kRequestedNs, kRequestedNs / 2));
 
   const sc::kernels::block_record r = *record.host();
   const std::uint64_t spun = r.t1_ns - r.t0_ns;
@@ -171,13 +196,15 @@ TEST_F(Instruments, SpinKernelHitsRequestedDuration) {
   EXPECT_GE(spun, kRequestedNs);
   EXPECT_LE(spun, kRequestedNs + overshoot.ns()) << "slack " << overshoot;
   EXPECT_GE(static_cast<double>(event_ms) + kEventResolutionMs, static_cast<double>(kRequestedNs) / 1e6);
-  sc::observe("event_ms", static_cast<double>(event_ms));
-  sc::observe("max_gap_ns", static_cast<unsigned long long>(r.max_gap_ns));
-  inst03.record_instrument({{"requested_ns", kRequestedNs},
-                            {"spin_ns", spun},
-                            {"event_ms", event_ms},
-                            {"overshoot_ns", spun - kRequestedNs},
-                            {"max_gap_ns", r.max_gap_ns}});
+  record_figures(inst03, {{"event_ms", static_cast<double>(event_ms)}, {"max_gap_ns", r.max_gap_ns}},
+                 {{"requested_ns", kRequestedNs}, {"spin_ns", spun}, {"overshoot_ns", spun - kRequestedNs}});
+}
+
+// Enqueues `n` empty kernels in `s`; how long the host took to enqueue them.
+std::chrono::duration<double, std::micro> launch_empties(const sc::stream& s, int n) {
+  const auto host_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) SC_CHECK_CUDA(sc::kernels::launch_empty(s.get()));
+  return std::chrono::steady_clock::now() - host_start;
 }
 
 // INST-05 · GTRACE launch latency: the cost of a launch is recorded; "immediately" in the suite's
@@ -194,19 +221,14 @@ TEST_F(Instruments, LaunchCostIsRecorded) {
   sc::event after = sc::event::create();
   SC_CHECK_CUDA(sc::kernels::launch_empty(s.get()));  // warm
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
-  const bool bracket =
-      !inst05.mutated(sc::mutation_kind::arrangement);  // mutation: record both events before the launches
+  const bool bracket = !inst05.mutated(sc::mutation_kind::arrangement);
   SC_CHECK_CUDA(cudaEventRecord(before.get(), s.get()));
   if (!bracket) SC_CHECK_CUDA(cudaEventRecord(after.get(), s.get()));
-  const auto host_start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kLaunches; ++i) SC_CHECK_CUDA(sc::kernels::launch_empty(s.get()));
-  const auto host_end = std::chrono::steady_clock::now();
+  const std::chrono::duration<double, std::micro> host_time = launch_empties(s, kLaunches);
   if (bracket) SC_CHECK_CUDA(cudaEventRecord(after.get(), s.get()));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
-  float ms = 0;
-  SC_CHECK_CUDA(cudaEventElapsedTime(&ms, before.get(), after.get()));
-  const double gpu_us = static_cast<double>(ms) * 1000.0 / kLaunches;
-  const double host_us = std::chrono::duration<double, std::micro>(host_end - host_start).count() / kLaunches;
+  const double gpu_us = static_cast<double>(elapsed_ms(before, after)) * 1000.0 / kLaunches;
+  const double host_us = host_time.count() / kLaunches;
   sc::observe("gpu_us_per_launch", gpu_us);
   sc::observe("host_enqueue_us_per_launch", host_us);
   // The launches ran; under a tool their cost is the tool's (racecheck on an H100: 5 ms per empty launch).
@@ -219,16 +241,21 @@ TEST_F(Instruments, LaunchCostIsRecorded) {
   EXPECT_LT(gpu_us, kMaxLaunchUs);
 }
 
+// The spin kernel (1024 threads a block, 1 ms) with `blocks` blocks, each writing its record; returns once
+// it has run.
+void run_spin(sc::mapped<sc::kernels::block_record>& records, unsigned blocks) {
+  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
+  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), blocks, 1024, 1'000'000));
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+}
+
 // INST-08 · PTX %smid, %nsmid: %smid < %nsmid; recorded at block start and end because it may change
 // after preemption.
 TEST_F(Instruments, SmIdsAreBelowNsmidAndRecordedAtBothEnds) {
   const sc::claim inst08("INST-08");
   const unsigned blocks = static_cast<unsigned>(properties().multiProcessorCount);
   sc::mapped<sc::kernels::block_record> records(blocks);
-  sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
-  const unsigned launched = inst08.mutate(sc::mutation_kind::arrangement, blocks, blocks - 1);
-  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), launched, 1024, 1'000'000));
-  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  run_spin(records, inst08.mutate(sc::mutation_kind::arrangement, blocks, blocks - 1));
   std::set<std::uint32_t> distinct;
   unsigned moved = 0;
   for (unsigned b = 0; b < blocks; ++b) {
@@ -238,15 +265,12 @@ TEST_F(Instruments, SmIdsAreBelowNsmidAndRecordedAtBothEnds) {
     distinct.insert(r.sm_begin);
     moved += r.sm_begin != r.sm_end;
   }
-  sc::observe("blocks", static_cast<int>(blocks));
-  sc::observe("distinct_sms", static_cast<int>(distinct.size()));
-  sc::observe("blocks_that_changed_sm", static_cast<int>(moved));
-  sc::observe("nsmid", static_cast<int>(records.host()[0].nsmid));
-  inst08.record_instrument({{"blocks", blocks},
-                            {"distinct_sms", distinct.size()},
-                            {"blocks_that_changed_sm", moved},
-                            {"nsmid", records.host()[0].nsmid},
-                            {"sm_count", properties().multiProcessorCount}});
+  record_figures(inst08,
+                 {{"blocks", blocks},
+                  {"distinct_sms", distinct.size()},
+                  {"blocks_that_changed_sm", moved},
+                  {"nsmid", records.host()[0].nsmid}},
+                 {{"sm_count", properties().multiProcessorCount}});
 }
 
 }  // namespace

@@ -35,20 +35,13 @@ TEST_F(PriorityFlags, GetFlagsReturnsTheCreationFlags) {
   streams.push_back({stream::create(non_blocking, 0, "WithPriority(non_blocking, 0)"), 1u});
   streams.push_back({stream::create(non_blocking, greatest_, "WithPriority(non_blocking, greatest)"), 1u});
   for (const unsigned flags : {0u, 1u}) {
-    cudaStream_t raw = nullptr;
-    SC_CHECK_CUDA(cudaStreamCreateWithFlags(&raw, flags));
-    streams.push_back({stream::adopt(raw, "cudaStreamCreateWithFlags(" + std::to_string(flags) + ")"), flags});
-    CUstream driver_raw = nullptr;
-    SC_CHECK_CU(cu().cuStreamCreate(&driver_raw, flags));
-    streams.push_back({stream::adopt(driver_raw, "cuStreamCreate(" + std::to_string(flags) + ")"), flags});
+    streams.push_back({runtime_stream_with_flags(flags), flags});
+    streams.push_back({driver_stream_with_flags(flags), flags});
   }
   for (const made& m : streams) {
-    unsigned runtime_view = 99;
-    unsigned driver_view = 99;
-    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetFlags(m.s.get(), &runtime_view));
-    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetFlags(m.s.get(), &driver_view));
-    EXPECT_EQ(m.expected, runtime_view) << m.s.name();
-    EXPECT_EQ(m.expected, driver_view) << m.s.name();
+    const auto seen = flags_of(m.s.get());
+    EXPECT_EQ(m.expected, seen.runtime) << m.s.name();
+    EXPECT_EQ(m.expected, seen.driver) << m.s.name();
   }
 }
 

@@ -13,6 +13,14 @@ using sc::stream;
 using sc::stream_flags;
 using PriorityFlags = sc::families::PriorityFlags;
 
+// A non-blocking stream made on device `other`; the current device is `home` again on return.
+stream stream_on_device(int other, int home, const char* name) {
+  SC_CHECK_CUDA(cudaSetDevice(other));
+  stream s = stream::create(stream_flags::non_blocking, 0, name);
+  SC_CHECK_CUDA(cudaSetDevice(home));
+  return s;
+}
+
 // PRIO-12 · RT cudaStreamGetId (12.0): ids are unique for the program's lifetime (a destroyed stream's id
 // is not handed out again) and the special handles have ids too; the driver reports the same ids.
 TEST_F(PriorityFlags, StreamIdsAreUniqueForTheProgramsLifetime) {
@@ -26,12 +34,9 @@ TEST_F(PriorityFlags, StreamIdsAreUniqueForTheProgramsLifetime) {
     for (int i = 0; i < kPerRound; ++i) {
       streams.push_back(stream::create(i % 2 ? stream_flags::blocking : stream_flags::non_blocking));
       const cudaStream_t asked = misread && ids.empty() ? cudaStreamPerThread : streams.back().get();
-      unsigned long long runtime_id = 0;
-      unsigned long long driver_id = 0;
-      EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetId(asked, &runtime_id));
-      EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetId(asked, &driver_id));
-      EXPECT_EQ(runtime_id, driver_id);
-      ids.push_back(runtime_id);
+      const auto id = id_of(asked);
+      EXPECT_EQ(id.runtime, id.driver);
+      ids.push_back(id.runtime);
     }
   }
   const std::set<unsigned long long> distinct(ids.begin(), ids.end());
@@ -61,23 +66,15 @@ TEST_F(PriorityFlags, StreamGetDeviceReturnsTheStreamsDevice) {
   const bool elsewhere = devices > 1 && prio13.mutated(sc::mutation_kind::arrangement);
   const int expected = devices > 1 ? device() : prio13.mutate(sc::mutation_kind::expectation, device(), device() + 1);
   std::vector<stream> streams;
-  if (elsewhere) {
-    SC_CHECK_CUDA(cudaSetDevice((device() + 1) % devices));
-    streams.push_back(stream::create(stream_flags::non_blocking, 0, "created on the other device"));
-    SC_CHECK_CUDA(cudaSetDevice(device()));
-  } else {
-    streams.push_back(stream::create(stream_flags::non_blocking, 0, "created"));
-  }
+  streams.push_back(elsewhere ? stream_on_device((device() + 1) % devices, device(), "created on the other device")
+                              : stream::create(stream_flags::non_blocking, 0, "created"));
   streams.push_back(stream::legacy());
   streams.push_back(stream::per_thread());
   streams.push_back(stream::null());
   for (const stream& s : streams) {
-    int runtime_view = -1;
-    CUdevice driver_view = -1;
-    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetDevice(s.get(), &runtime_view));
-    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetDevice(s.get(), &driver_view));
-    EXPECT_EQ(expected, runtime_view) << s.name();
-    EXPECT_EQ(expected, static_cast<int>(driver_view)) << s.name() << " (primary context of device ordinal)";
+    const auto seen = device_of(s.get());
+    EXPECT_EQ(expected, seen.runtime) << s.name();
+    EXPECT_EQ(expected, seen.driver) << s.name() << " (primary context of device ordinal)";
   }
 }
 

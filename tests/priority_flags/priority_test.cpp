@@ -139,12 +139,9 @@ TEST_F(PriorityFlags, EveryInRangePriorityReadsBackUnchanged) {
     SCOPED_TRACE("priority " + std::to_string(p));
     const int asked = prio05.mutate(sc::mutation_kind::arrangement, p, p + 1);
     const stream s = stream::create(stream_flags::non_blocking, asked);
-    int runtime_view = 0;
-    int driver_view = 0;
-    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetPriority(s.get(), &runtime_view));
-    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetPriority(s.get(), &driver_view));
-    EXPECT_EQ(p, runtime_view);
-    EXPECT_EQ(p, driver_view);
+    const auto seen = priority_of(s.get());
+    EXPECT_EQ(p, seen.runtime);
+    EXPECT_EQ(p, seen.driver);
     ++checked;
   }
   // A loop that never ran proves nothing: it must have visited every level.
@@ -161,20 +158,13 @@ TEST_F(PriorityFlags, PlainlyCreatedStreamsHaveDefaultPriorityZero) {
                         ? stream::create(stream_flags::blocking, greatest_ - 1)
                         : stream::create_default("cudaStreamCreate"));
   for (const unsigned flags : {0u, static_cast<unsigned>(cudaStreamNonBlocking)}) {
-    cudaStream_t raw = nullptr;
-    SC_CHECK_CUDA(cudaStreamCreateWithFlags(&raw, flags));
-    streams.push_back(stream::adopt(raw, "cudaStreamCreateWithFlags(" + std::to_string(flags) + ")"));
-    CUstream driver_raw = nullptr;
-    SC_CHECK_CU(cu().cuStreamCreate(&driver_raw, flags));
-    streams.push_back(stream::adopt(driver_raw, "cuStreamCreate(" + std::to_string(flags) + ")"));
+    streams.push_back(runtime_stream_with_flags(flags));
+    streams.push_back(driver_stream_with_flags(flags));
   }
   for (const stream& s : streams) {
-    int runtime_view = -1;
-    int driver_view = -1;
-    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetPriority(s.get(), &runtime_view));
-    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetPriority(s.get(), &driver_view));
-    EXPECT_EQ(0, runtime_view) << s.name();
-    EXPECT_EQ(0, driver_view) << s.name();
+    const auto seen = priority_of(s.get());
+    EXPECT_EQ(0, seen.runtime) << s.name();
+    EXPECT_EQ(0, seen.driver) << s.name();
   }
 }
 
@@ -250,6 +240,68 @@ class level_streams {
   std::vector<level> levels_;
 };
 
+// PRIO-11's threads: each makes its level_streams, arrives at the start line, enqueues its work behind
+// `released` once the test opens "start", and checks it once the test opens "go". A thread that throws keeps
+// the message as its error, and still arrives, so that it never holds the start line.
+class level_threads {
+ public:
+  level_threads(unsigned threads, int device, int greatest, int least)
+      : threads_(threads),
+        device_(device),
+        greatest_(greatest),
+        least_(least),
+        errors_(threads),
+        checked_(threads, 0) {}
+
+  void start(const sc::event& released, bool unordered_copy) {
+    team_.start(threads_, [this, &released, unordered_copy](unsigned t) {
+      try {
+        SC_CHECK_CUDA(cudaSetDevice(device_));
+        level_streams work(t, greatest_, least_);
+        phases_.arrive(team_);
+        phases_.wait_for(team_, phases_.start);
+        enqueued_ += work.enqueue(released, unordered_copy);
+        phases_.wait_for(team_, phases_.go);
+        checked_[t] = work.check();
+      } catch (const std::exception& e) {
+        errors_[t] = e.what();
+        phases_.arrive(team_);  // a thread that failed early must not hold the start line
+      }
+    });
+  }
+  bool all_arrived() { return phases_.all_arrived(team_, threads_); }
+  // Opens "start" while `g` holds the event every stream waits on, and checks that every thread's streams
+  // have their work enqueued (so pending at once) while it is closed; records how long that took.
+  sc::gated_result start_while_gated(const sc::gate& g) {
+    const unsigned expected = threads_ * static_cast<unsigned>(least_ - greatest_ + 1);
+    const auto started = std::chrono::steady_clock::now();
+    phases_.open(team_, phases_.start);
+    sc::gated_result all_pending = sc::present_while_gated(
+        "all " + std::to_string(expected) + " streams created with their work pending",
+        [&] { return enqueued_.load() == expected; }, g);
+    sc::observe("enqueue_ms",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+    sc::observe("streams_pending_at_once", static_cast<int>(enqueued_.load()));
+    return all_pending;
+  }
+  void open_start() { phases_.open(team_, phases_.start); }
+  void open_go() { phases_.open(team_, phases_.go); }
+  void end() { team_.end(); }
+  const std::string& error(unsigned t) const { return errors_[t]; }
+  int levels_checked(unsigned t) const { return checked_[t]; }
+
+ private:
+  const unsigned threads_;
+  const int device_;
+  const int greatest_;
+  const int least_;
+  std::vector<std::string> errors_;
+  std::vector<int> checked_;
+  team_phases phases_;  // the team's lock guards it
+  std::atomic<unsigned> enqueued_{0};
+  sc::thread_team team_;  // last: its threads use every member above
+};
+
 // PRIO-11 · RT stream semantics: streams at every level, created and used from 16 host threads at once,
 // all complete with correct results. "At once" is arranged, not hoped for: the 16 threads create their
 // streams and buffers together, then, once a gate holds, enqueue their work together; every stream's
@@ -259,53 +311,28 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
   const sc::claim prio11("PRIO-11");
   SC_REQUIRE(sc::requirement::async_launches);
   constexpr unsigned kThreads = 16;
-  const unsigned streams_expected = kThreads * static_cast<unsigned>(least_ - greatest_ + 1);
   const bool unordered_copy = prio11.mutated(sc::mutation_kind::arrangement);
-  std::vector<std::string> errors(kThreads);
-  std::vector<int> checked(kThreads, 0);
-  team_phases phases;  // the team's lock guards it
-  std::atomic<unsigned> enqueued{0};
   const stream hold = stream::create(stream_flags::non_blocking, 0, "hold");
   const sc::event released = sc::event::create(sc::event_flags::disable_timing);
-  sc::thread_team team;
-  team.start(kThreads, [&](unsigned t) {
-    try {
-      SC_CHECK_CUDA(cudaSetDevice(device()));
-      level_streams work(t, greatest_, least_);
-      phases.arrive(team);
-      phases.wait_for(team, phases.start);
-      enqueued += work.enqueue(released, unordered_copy);
-      phases.wait_for(team, phases.go);
-      checked[t] = work.check();
-    } catch (const std::exception& e) {
-      errors[t] = e.what();
-      phases.arrive(team);  // a thread that failed early must not hold the start line
-    }
-  });
+  level_threads threads(kThreads, device(), greatest_, least_);
+  threads.start(released, unordered_copy);
   sc::gated_result all_pending{sc::gated_outcome::invalid, "not measured: the threads did not reach the start line"};
   {
     sc::gate g;
-    if (phases.all_arrived(team, kThreads)) {
+    if (threads.all_arrived()) {
       g.hold(hold);
       SC_CHECK_CUDA(cudaEventRecord(released.get(), hold.get()));
-      const auto started = std::chrono::steady_clock::now();
-      phases.open(team, phases.start);
-      all_pending = sc::present_while_gated(
-          "all " + std::to_string(streams_expected) + " streams created with their work pending",
-          [&] { return enqueued.load() == streams_expected; }, g);
-      sc::observe("enqueue_ms",
-                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
-      sc::observe("streams_pending_at_once", static_cast<int>(enqueued.load()));
+      all_pending = threads.start_while_gated(g);
     }
-    phases.open(team, phases.start);
+    threads.open_start();
     g.open();
-    phases.open(team, phases.go);
+    threads.open_go();
   }
-  team.end();
+  threads.end();
   EXPECT_TRUE(all_pending);
   for (unsigned t = 0; t < kThreads; ++t) {
-    EXPECT_EQ("", errors[t]) << "thread " << t;
-    EXPECT_EQ(least_ - greatest_ + 1, checked[t]) << "thread " << t;
+    EXPECT_EQ("", threads.error(t)) << "thread " << t;
+    EXPECT_EQ(least_ - greatest_ + 1, threads.levels_checked(t)) << "thread " << t;
   }
 }
 

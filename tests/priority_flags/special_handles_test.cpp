@@ -28,21 +28,16 @@ TEST_F(PriorityFlags, SpecialHandlesReportTheirPriorityAndFlags) {
       {"null", nullptr}, {"legacy", swapped ? impostor.get() : cudaStreamLegacy}, {"per_thread", cudaStreamPerThread}};
   sc::observe("build_mode", kModeName);
   for (const special& h : handles) {
-    int priority = -99;
-    unsigned flags = 99;
-    int driver_priority = -99;
-    unsigned driver_flags = 99;
-    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetPriority(h.handle, &priority)) << h.name;
-    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamGetFlags(h.handle, &flags)) << h.name;
-    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetPriority(h.handle, &driver_priority)) << h.name;
-    EXPECT_CU_EQ(CUDA_SUCCESS, cu().cuStreamGetFlags(h.handle, &driver_flags)) << h.name;
-    EXPECT_EQ(priority, driver_priority) << h.name << ": runtime and driver disagree";
-    EXPECT_EQ(flags, driver_flags) << h.name << ": runtime and driver disagree";
+    SCOPED_TRACE(h.name);
+    const auto priority = priority_of(h.handle);
+    const auto flags = flags_of(h.handle);
+    EXPECT_EQ(priority.runtime, priority.driver) << h.name << ": runtime and driver disagree";
+    EXPECT_EQ(flags.runtime, flags.driver) << h.name << ": runtime and driver disagree";
     const std::string key = std::string(kModeName) + "." + h.name;
-    sc::observe(key + ".priority", priority);
-    sc::observe(key + ".flags", static_cast<int>(flags));
-    EXPECT_TRUE(prio07.matches_baseline(key + ".priority", priority));
-    EXPECT_TRUE(prio07.matches_baseline(key + ".flags", flags));
+    sc::observe(key + ".priority", priority.runtime);
+    sc::observe(key + ".flags", static_cast<int>(flags.runtime));
+    EXPECT_TRUE(prio07.matches_baseline(key + ".priority", priority.runtime));
+    EXPECT_TRUE(prio07.matches_baseline(key + ".flags", flags.runtime));
   }
 }
 
