@@ -31,7 +31,7 @@ from streamcheck.model import parse_plan  # the one reader of plan tables (ci/st
 CLAIM = re.compile(r'\bclaim\s+\w+\s*\(\s*"([A-Z][A-Z0-9]*-\d+)"\s*(?:,\s*(?:sc::)?verdict_kind::(\w+)\s*)?([,)])')
 # How a test body must open: with its claims (they say what the test proves).
 OPENING = re.compile(r'\s*(?:const\s+)?(?:sc::)?claim\s')
-TEST = re.compile(r"\bTEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{")
+TEST = re.compile(r"\bTEST(_F|_P)?\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{")
 KINDS = ("documented", "observed", "recorded")
 RUNNER_INCLUDE = re.compile(r'#\s*include\s*[<"](sc/runner/[^>"]+)[>"]')
 DETAIL_CALL = re.compile(r'\b(?:sc::)?detail::(\w+)')
@@ -55,14 +55,16 @@ def plan_rows(source):
 
 
 def test_bodies(text):
-    """(Suite.Test, first character, last character) of each test body in a source file."""
+    """(Suite.Test, first character, last character) of each test body in a source file; a value-parameterized
+    test is Suite.Test/* (its plan names every instance so)."""
     bodies = []
     for match in TEST.finditer(text):
         depth, at = 1, match.end()
         while depth and at < len(text):
             depth += {"{": 1, "}": -1}.get(text[at], 0)
             at += 1
-        bodies.append(("%s.%s" % match.groups(), match.end(), at))
+        kind, suite, name = match.groups()
+        bodies.append(("%s.%s%s" % (suite, name, "/*" if kind == "_P" else ""), match.end(), at))
     return bodies
 
 

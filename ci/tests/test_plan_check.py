@@ -65,6 +65,19 @@ class PlanCheck(unittest.TestCase):
         self.assertEqual(1, rc, out)
         self.assertIn("X-03's Tests cell names Fam.Gone, which matches no test", out)
 
+    def test_a_parameterized_test_is_named_with_its_instances(self):
+        # A TEST_P body is Suite.Test/*, the name its plan gives every instance; its claim opens it like any.
+        plan = PLAN.replace("`Fam.Gone`", "`Modes.Gone/*`")
+        param = AGREES.replace("TEST_F(Fam, Gone)", "TEST_P(Modes, Gone)")
+        with tempfile.TemporaryDirectory() as root:
+            family = Path(root, "tests", "fam")
+            family.mkdir(parents=True)
+            (family / "README.md").write_text(plan)
+            (family / "fam_test.cpp").write_text(param)
+            done = subprocess.run([sys.executable, str(SCRIPT), root], capture_output=True, text=True, timeout=60)
+        self.assertEqual((0, "plan_check: 3 claim(s) in 3 test(s) read; 0 disagreement(s) with the plans\n"),
+                         (done.returncode, done.stdout))
+
 
 if __name__ == "__main__":
     unittest.main()
