@@ -10,11 +10,11 @@
 // "/<param>" names the observation files cannot carry yet).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "capture.hpp"
 #include "sc/fixtures/check.hpp"
-#include "sc/fixtures/thread_team.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -137,36 +137,19 @@ TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingRelaxedCapture) {
 TEST_F(StreamCapture, LegacyStreamWorkFromAnotherThreadBesideABlockingGlobalCapture) {
   const sc::claim capt05("CAPT-05");
   const sc::stream b = make(capturing_kind(capt05, stream_flags::blocking), "b");
-  const int dev = device();
   sc::marks m;
-  // The team's steps: 1 the other thread is ready, 2 the capture is open, 3 it has launched.
-  cudaError_t launched = cudaErrorUnknown;
-  sc::thread_team team;
-  team.start(1, [&](unsigned) {
-    const cudaError_t set = cudaSetDevice(dev);
-    team.step_to(1);
-    if (!team.reached(2, sc::kWorkDeadline)) return;
-    const cudaError_t code = sc::taking_last_error(set == cudaSuccess ? legacy_mark(m, 1) : set);
-    team.step_to(3, [&] { launched = code; });
-  });
-  ASSERT_TRUE(team.reached(1, sc::kWorkDeadline)) << "the other thread did not start";
-  sc::graph g;
-  cudaError_t ended = cudaErrorUnknown;
-  {
-    sc::capture c(b, cudaStreamCaptureModeGlobal);
-    team.step_to(2);
-    EXPECT_TRUE(team.reached(3, sc::kWorkDeadline)) << "the other thread's launch";
-    ended = c.end(g);
-  }
-  team.end();
-  sc::clear_last_error();
+  // The other thread keeps its own capture mode (Global, the default).
+  const beside_a_capture got =
+      call_beside_a_capture(b, cudaStreamCaptureModeGlobal, std::nullopt, [&] { return legacy_mark(m, 1); });
+  ASSERT_TRUE(got.started) << "the other thread did not start";
+  EXPECT_TRUE(got.called) << "the other thread's launch";
   const bool landed = lands_within(m, 1, sc::kLandingDeadline);
-  sc::observe("other_thread.legacy_launch", sc::error_name(launched));
-  sc::observe("other_thread.end_capture", sc::error_name(ended));
+  sc::observe("other_thread.legacy_launch", sc::error_name(got.code));
+  sc::observe("other_thread.end_capture", sc::error_name(got.ended));
   sc::observe("other_thread.mark_landed", landed);
   EXPECT_TRUE(capt05.matches_baseline(
       "other_thread_beside_a_blocking_global_capture",
-      sc::error_name(launched) + "; " + sc::error_name(ended) + "; " + (landed ? "ran" : "did not run")));
+      sc::error_name(got.code) + "; " + sc::error_name(got.ended) + "; " + (landed ? "ran" : "did not run")));
 }
 
 }  // namespace

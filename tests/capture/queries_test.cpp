@@ -16,25 +16,12 @@ namespace {
 using sc::stream_flags;
 using sc::families::StreamCapture;
 
-// What a call made during a capture returned, and what ending that capture then returned.
-struct call_in_capture {
-  cudaError_t code = cudaErrorUnknown;
-  cudaError_t ended = cudaErrorUnknown;
+// A call that a capture must refuse, and the code it must refuse it with (cudaErrorUnknown: any error).
+struct refused_call {
+  const char* name;
+  std::function<cudaError_t()> call;
+  cudaError_t expected;
 };
-
-// `call` made in a ThreadLocal capture of `s` begun for it alone; the capture is ended (and its graph, if any,
-// discarded) before this returns.
-call_in_capture in_a_capture_of(const sc::stream& s, const std::function<cudaError_t()>& call) {
-  call_in_capture out;
-  sc::graph g;
-  {
-    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
-    out.code = call();
-    out.ended = c.end(g);
-  }
-  sc::clear_last_error();
-  return out;
-}
 
 // CAPT-07 · CUDA Programming Guide, stream capture ("It is invalid to synchronize or query the execution status of
 // a stream which is being captured or a captured event"; "When an invalid operation is attempted during stream
@@ -48,12 +35,7 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   const sc::stream& asked = elsewhere ? idle : s;
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
-  struct refused {
-    const char* name;
-    std::function<cudaError_t()> call;
-    cudaError_t expected;  // cudaErrorUnknown: any error
-  };
-  const refused calls[] = {
+  const refused_call calls[] = {
       {"cudaStreamQuery", [&] { return cudaStreamQuery(asked.get()); }, cudaErrorUnknown},
       {"cudaStreamSynchronize", [&] { return cudaStreamSynchronize(asked.get()); }, cudaErrorUnknown},
       {"cudaEventQuery",
@@ -63,9 +45,9 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
        },
        cudaErrorCapturedEvent},
   };
-  for (const refused& r : calls) {
+  for (const refused_call& r : calls) {
     SCOPED_TRACE(r.name);
-    const call_in_capture got = in_a_capture_of(s, r.call);
+    const call_in_capture got = in_a_capture_of(s, cudaStreamCaptureModeThreadLocal, r.call);
     sc::observe(std::string(r.name) + ".code", sc::error_name(got.code));
     sc::observe(std::string(r.name) + ".end_capture", sc::error_name(got.ended));
     if (r.expected == cudaErrorUnknown) {

@@ -29,81 +29,88 @@ sc::graph allocating_graph(const sc::stream& s, std::size_t bytes, std::uint32_t
   return g;
 }
 
+// The graphs' memory goes back to the system however a test ends (cudaDeviceGraphMemTrim).
+struct trim_graph_memory {
+  int device;
+  ~trim_graph_memory() { sc::note_teardown(cudaDeviceGraphMemTrim(device), "cudaDeviceGraphMemTrim"); }
+};
+
 // MPOOL-11 · RT cudaStreamBeginCapture/cudaMallocAsync (stream-ordered allocations in a capture are graph memory
-// nodes), cudaGraphLaunch ("If any allocations created by graphExec remain unfreed ... and graphExec was not
-// instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch will fail with cudaErrorInvalidValue"):
-// (a) an allocation, a fill and a free captured make one memory-allocation node, one kernel node and one
-// memory-free node, and the graph launches twice; (b) without the free, the second launch fails with
-// cudaErrorInvalidValue while the first launch's allocation is unfreed, and succeeds once it was freed (and the
-// block read back as the graph wrote it); (c) instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, it
-// launches twice with nothing freed in between.
+// nodes): an allocation, a fill and a free captured make one memory-allocation node, one kernel node and one
+// memory-free node, and the graph launches twice (what it allocates is freed by each launch).
 TEST_F(MemoryPools, CapturedAllocationsAreGraphMemoryNodes) {
+  const sc::claim mpool11("MPOOL-11");
+  const bool unfreed = mpool11.mutated(sc::mutation_kind::arrangement);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream recording = make(stream_flags::non_blocking, "recording");
+  const trim_graph_memory trim{device()};
+  void* p = nullptr;
+  const sc::graph g = allocating_graph(recording, kBlockBytes, 3, !unfreed, &p);
+  sc::observe("freed.nodes", static_cast<long long>(g.node_count()));
+  EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeMemAlloc)) << "the captured allocation";
+  EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeKernel)) << "the captured fill";
+  EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeMemFree)) << "the captured free";
+  const sc::graph_exec x = sc::graph_exec::instantiate(g);
+  void* live = nullptr;  // under the mutation, the first launch's allocation, which the graph does not free
+  const sc::families::unfreed_guard left(s, {&live});
+  EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "freed"));
+  if (unfreed) live = p;
+  EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "freed")) << "a graph that frees what it allocates, launched again";
+  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+}
+
+// MPOOL-11 · RT cudaGraphLaunch ("If any allocations created by graphExec remain unfreed ... and graphExec was not
+// instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch will fail with cudaErrorInvalidValue"): a
+// graph that allocates, fills and does not free is launched; launched again while that allocation is unfreed it
+// fails with cudaErrorInvalidValue, and once the allocation (read back as the graph wrote it) was freed it launches.
+TEST_F(MemoryPools, UnfreedGraphAllocationRefusesTheNextLaunchUntilFreed) {
   const sc::claim mpool11("MPOOL-11");
   const bool auto_free = mpool11.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream recording = make(stream_flags::non_blocking, "recording");
-  // The graphs' memory goes back to the system however the test ends (cudaDeviceGraphMemTrim).
-  struct trim_graph_memory {
-    int device;
-    ~trim_graph_memory() { sc::note_teardown(cudaDeviceGraphMemTrim(device), "cudaDeviceGraphMemTrim"); }
-  } trim{device()};
+  const trim_graph_memory trim{device()};
+  void* p = nullptr;
+  const sc::graph g = allocating_graph(recording, kBlockBytes, 4, false, &p);
+  EXPECT_EQ(0u, g.node_count(cudaGraphNodeTypeMemFree));
+  const sc::graph_exec x = sc::graph_exec::instantiate(g, auto_free ? cudaGraphInstantiateFlagAutoFreeOnLaunch : 0);
+  void* live = nullptr;  // the graph's allocation while a launch has made it and nothing freed it
+  const sc::families::unfreed_guard left(s, {&live});
+  ASSERT_CUDA_EQ(cudaSuccess, launch(x, s, "unfreed"));
+  live = p;
+  const cudaError_t again = sc::taking_last_error(launch(x, s, "unfreed"));
+  sc::observe("unfreed.second_launch", sc::error_name(again));
+  EXPECT_CUDA_EQ(cudaErrorInvalidValue, again) << "a graph launched again while its allocation was unfreed";
+  EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(p), kBlockWords, 4, s))
+      << "the graph's allocation does not read back as the graph wrote it";
+  ASSERT_CUDA_EQ(cudaSuccess, sc::families::free_in(live, s));
+  const cudaError_t third = launch(x, s, "unfreed");
+  EXPECT_CUDA_EQ(cudaSuccess, third) << "the graph launched again after its allocation was freed";
+  if (third == cudaSuccess) live = p;
+  sc::families::expect_freed_in(s, {&live});
+}
 
-  // (a)
-  {
-    void* p = nullptr;
-    const sc::graph g = allocating_graph(recording, kBlockBytes, 3, true, &p);
-    sc::observe("freed.nodes", static_cast<long long>(g.node_count()));
-    EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeMemAlloc)) << "the captured allocation";
-    EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeKernel)) << "the captured fill";
-    EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeMemFree)) << "the captured free";
-    const sc::graph_exec x = sc::graph_exec::instantiate(g);
-    EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "freed"));
-    EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "freed")) << "a graph that frees what it allocates, launched again";
-    EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
-  }
-
-  // (b)
-  {
-    void* p = nullptr;
-    const sc::graph g = allocating_graph(recording, kBlockBytes, 4, false, &p);
-    EXPECT_EQ(0u, g.node_count(cudaGraphNodeTypeMemFree));
-    const sc::graph_exec x = sc::graph_exec::instantiate(g, auto_free ? cudaGraphInstantiateFlagAutoFreeOnLaunch : 0);
-    void* live = nullptr;  // the graph's allocation while a launch has made it and nothing freed it
-    const sc::families::unfreed_guard left(s, {&live});
-    ASSERT_CUDA_EQ(cudaSuccess, launch(x, s, "unfreed"));
-    live = p;
-    const cudaError_t again = sc::taking_last_error(launch(x, s, "unfreed"));
-    sc::observe("unfreed.second_launch", sc::error_name(again));
-    EXPECT_CUDA_EQ(cudaErrorInvalidValue, again) << "a graph launched again while its allocation was unfreed";
-    EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(p), kBlockWords, 4, s))
-        << "the graph's allocation does not read back as the graph wrote it";
-    ASSERT_CUDA_EQ(cudaSuccess, sc::families::free_in(live, s));
-    const cudaError_t third = launch(x, s, "unfreed");
-    EXPECT_CUDA_EQ(cudaSuccess, third) << "the graph launched again after its allocation was freed";
-    if (third == cudaSuccess) live = p;
-    EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(live, s));
-    EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
-  }
-
-  // (c)
-  {
-    void* p = nullptr;
-    const sc::graph g = allocating_graph(recording, kBlockBytes, 5, false, &p);
-    const sc::graph_exec x = sc::graph_exec::instantiate(g, cudaGraphInstantiateFlagAutoFreeOnLaunch);
-    void* live = nullptr;
-    const sc::families::unfreed_guard left(s, {&live});
-    const cudaError_t first = launch(x, s, "auto_free");
-    EXPECT_CUDA_EQ(cudaSuccess, first);
-    if (first == cudaSuccess) live = p;
-    const cudaError_t again = sc::taking_last_error(launch(x, s, "auto_free"));
-    sc::observe("auto_free.second_launch", sc::error_name(again));
-    EXPECT_CUDA_EQ(cudaSuccess, again) << "a graph instantiated to free on launch, launched again";
-    if (again == cudaSuccess) live = p;
-    if (live != nullptr) {
-      EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(live, s));
-    }
-    EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
-  }
+// MPOOL-11 · RT cudaGraphLaunch (unfreed allocations fail the next launch unless graphExec was "instantiated with
+// cudaGraphInstantiateFlagAutoFreeOnLaunch"): a graph that allocates and does not free, instantiated with the flag,
+// launches twice with nothing freed in between.
+TEST_F(MemoryPools, AutoFreeOnLaunchLetsAnUnfreedGraphLaunchAgain) {
+  const sc::claim mpool11("MPOOL-11");
+  const bool no_flag = mpool11.mutated(sc::mutation_kind::arrangement);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream recording = make(stream_flags::non_blocking, "recording");
+  const trim_graph_memory trim{device()};
+  void* p = nullptr;
+  const sc::graph g = allocating_graph(recording, kBlockBytes, 5, false, &p);
+  const sc::graph_exec x = sc::graph_exec::instantiate(g, no_flag ? 0 : cudaGraphInstantiateFlagAutoFreeOnLaunch);
+  void* live = nullptr;
+  const sc::families::unfreed_guard left(s, {&live});
+  const cudaError_t first = launch(x, s, "auto_free");
+  EXPECT_CUDA_EQ(cudaSuccess, first);
+  if (first == cudaSuccess) live = p;
+  const cudaError_t again = sc::taking_last_error(launch(x, s, "auto_free"));
+  sc::observe("auto_free.second_launch", sc::error_name(again));
+  EXPECT_CUDA_EQ(cudaSuccess, again) << "a graph instantiated to free on launch, launched again";
+  if (again == cudaSuccess) live = p;
+  sc::families::expect_freed_in(s, {&live});
 }
 
 }  // namespace
