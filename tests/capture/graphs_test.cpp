@@ -15,46 +15,54 @@ namespace {
 using sc::stream_flags;
 using sc::families::StreamCapture;
 
-// A gate holds s1; `first` is launched into s1 behind it, then `second` into s2 (each launch must be accepted), and
-// `while_held` asks its question while the gate is closed. The caller drains.
-void launch_beside_a_held_launch(StreamCapture& t, const sc::stream& s1, const sc::graph_exec& first,
-                                 const char* first_name, const sc::stream& s2, const sc::graph_exec& second,
-                                 const char* second_name,
+// CAPT-10's arrangement: s1 and s2, two non-blocking streams; a graph of mark 1 of m, captured in a third stream and
+// instantiated twice (x and y).
+struct one_graph_two_instances {
+  explicit one_graph_two_instances(StreamCapture& t)
+      : s1(t.make(stream_flags::non_blocking, "s1")),
+        s2(t.make(stream_flags::non_blocking, "s2")),
+        recording(t.make(stream_flags::non_blocking, "recording")),
+        g(StreamCapture::graph_of_mark(recording, m, 1)),
+        x(sc::graph_exec::instantiate(g)),
+        y(sc::graph_exec::instantiate(g)) {}
+  const sc::stream s1;
+  const sc::stream s2;
+  const sc::stream recording;
+  sc::marks m;
+  const sc::graph g;
+  const sc::graph_exec x;
+  const sc::graph_exec y;
+};
+
+// A gate holds a.s1; x is launched into s1 behind it, then `second` (x or y) into s2, each launch expected to be
+// accepted; `while_held` asks its question while the gate is closed. The caller drains.
+void launch_beside_a_held_launch(StreamCapture& t, one_graph_two_instances& a, bool second_is_y,
                                  const std::function<void(const sc::held_window&)>& while_held) {
   sc::gate gate;
-  t.hold(gate, s1);
+  t.hold(gate, a.s1);
   sc::held_window w(gate);
-  EXPECT_CUDA_EQ(cudaSuccess, t.launch(first, s1, first_name));
-  EXPECT_CUDA_EQ(cudaSuccess, t.launch(second, s2, second_name));
+  EXPECT_CUDA_EQ(cudaSuccess, t.launch(a.x, a.s1, "x"));
+  EXPECT_CUDA_EQ(cudaSuccess, t.launch(second_is_y ? a.y : a.x, a.s2, second_is_y ? "y" : "x"));
   while_held(w);
 }
 
 // CAPT-10 · RT cudaGraphLaunch ("Only one instance of graphExec may be executing at a time. Each launch is ordered
 // behind both any previous work in stream and any previous launches of graphExec"): an executable graph launched
-// behind a gate in s1 and then into a free stream s2 does not run in s2 while the gate is closed. Its control needs
-// s2 to run while s1 waits: with CUDA_DEVICE_MAX_CONNECTIONS set the streams may share one hardware queue (with 1,
-// s2's launch waits behind s1's; H100 and H200), so the test skips at once there.
+// behind a gate in s1 and then into a free stream s2 does not run in s2 while the gate is closed. Like its control
+// (the next test), it needs s2 to run while s1 waits: with CUDA_DEVICE_MAX_CONNECTIONS set the streams may share one
+// hardware queue (with 1, s2's launch waits behind s1's; H100 and H200), so the test skips at once there.
 TEST_F(StreamCapture, OneExecutableGraphIsSerializedAcrossStreams) {
   const sc::claim capt10("CAPT-10");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
   const bool other_instance = capt10.mutated(sc::mutation_kind::arrangement);
-  const sc::stream s1 = make(stream_flags::non_blocking, "s1");
-  const sc::stream s2 = make(stream_flags::non_blocking, "s2");
-  const sc::stream recording = make(stream_flags::non_blocking, "recording");
-  // Graph of mark 1, instantiated twice (x, and y for the mutation).
-  sc::marks m;
-  const sc::graph g = graph_of_mark(recording, m, 1);
-  const sc::graph_exec x = sc::graph_exec::instantiate(g);
-  const sc::graph_exec y = sc::graph_exec::instantiate(g);
-  launch_beside_a_held_launch(*this, s1, x, "x", s2, other_instance ? y : x, other_instance ? "y" : "x",
-                              [&](const sc::held_window& w) {
-                                EXPECT_TRUE(w.absent(sc::probe::mark(m, 1)))
-                                    << "a launch of the executable graph ran while its earlier launch in another "
-                                       "stream was held";
-                              });
+  one_graph_two_instances a(*this);
+  launch_beside_a_held_launch(*this, a, other_instance, [&](const sc::held_window& w) {
+    EXPECT_TRUE(w.absent(sc::probe::mark(a.m, 1)))
+        << "a launch of the executable graph ran while its earlier launch in another stream was held";
+  });
   drain();
-  EXPECT_NE(0u, m.ticket_of(1)) << "the graph's mark never landed";
+  EXPECT_NE(0u, a.m.ticket_of(1)) << "the graph's mark never landed";
 }
 
 // CAPT-10 · RT cudaGraphLaunch ("To execute a graph concurrently, it must be instantiated multiple times into
@@ -66,18 +74,11 @@ TEST_F(StreamCapture, TwoInstantiationsOfAGraphRunAtOnceAcrossStreams) {
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
   const bool same_instance = capt10.mutated(sc::mutation_kind::arrangement);
-  const sc::stream s1 = make(stream_flags::non_blocking, "s1");
-  const sc::stream s2 = make(stream_flags::non_blocking, "s2");
-  const sc::stream recording = make(stream_flags::non_blocking, "recording");
-  sc::marks n;
-  const sc::graph h = graph_of_mark(recording, n, 2);
-  const sc::graph_exec first = sc::graph_exec::instantiate(h);
-  const sc::graph_exec second = sc::graph_exec::instantiate(h);
-  launch_beside_a_held_launch(*this, s1, first, "first", s2, same_instance ? first : second,
-                              same_instance ? "first" : "second", [&](const sc::held_window& w) {
-                                EXPECT_TRUE(w.present(sc::probe::mark(n, 2)))
-                                    << "another instantiation of the graph did not run while the first was held";
-                              });
+  one_graph_two_instances a(*this);
+  launch_beside_a_held_launch(*this, a, !same_instance, [&](const sc::held_window& w) {
+    EXPECT_TRUE(w.present(sc::probe::mark(a.m, 1)))
+        << "another instantiation of the graph did not run while the first was held";
+  });
   drain();
 }
 

@@ -39,6 +39,23 @@ std::uint32_t ones_reader::count() const {
   return host;
 }
 
+cudaError_t allocate_and_fill(const mem_pool& pool, const stream& s, std::size_t bytes, std::uint32_t value, void*& out,
+                              cudaError_t& allocated) {
+  allocated = cudaMallocFromPoolAsync(&out, bytes, pool.get(), s.get());
+  if (allocated != cudaSuccess) {
+    clear_last_error();
+    return allocated;
+  }
+  const auto words = static_cast<std::uint32_t>(bytes / sizeof(std::uint32_t));
+  return kernels::launch_fill(s.get(), static_cast<std::uint32_t*>(out), words, value);
+}
+
+cudaError_t allocate_and_fill(const mem_pool& pool, const stream& s, std::size_t bytes, std::uint32_t value,
+                              void*& out) {
+  cudaError_t allocated = cudaErrorUnknown;
+  return allocate_and_fill(pool, s, bytes, value, out, allocated);
+}
+
 void expect_freed_in(const stream& s, std::initializer_list<void**> blocks) {
   for (void** block : blocks) {
     if (*block != nullptr) {

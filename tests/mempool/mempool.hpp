@@ -50,6 +50,15 @@ class ones_reader {
   device_buffer<std::uint32_t> seen_;
 };
 
+// An allocation of `bytes` from `pool` in `s` (into `out`) and, when it succeeded, a fill of it with `value` in `s`:
+// the allocation's error, or else the fill's code; `allocated`, where given, gets the allocation's code. A failed
+// allocation's error is taken from this thread's last error (made on call_while_gated's helper thread, it would
+// stay there).
+cudaError_t allocate_and_fill(const mem_pool& pool, const stream& s, std::size_t bytes, std::uint32_t value,
+                              void*& out);
+cudaError_t allocate_and_fill(const mem_pool& pool, const stream& s, std::size_t bytes, std::uint32_t value, void*& out,
+                              cudaError_t& allocated);
+
 // Frees in `s` each of `blocks` still non-null (free_in: it becomes null), then waits for `s` within the work
 // deadline; a call that fails is a (non-fatal) failure of the test.
 void expect_freed_in(const stream& s, std::initializer_list<void**> blocks);

@@ -29,11 +29,8 @@ TEST_F(MemoryPools, AllocationReturnsWhileItsStreamIsGatedAndIsValidThere) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   void* block = nullptr;
   const sc::return_observation allocated = call_while_held(s, [&] {
-    cudaError_t code = cudaMallocFromPoolAsync(&block, kBlockBytes, pool.get(), s.get());
-    if (code == cudaSuccess)
-      code = sc::kernels::launch_fill(s.get(), static_cast<std::uint32_t*>(block), kBlockWords, 7);
-    if (code == cudaSuccess && then_sync) code = cudaStreamSynchronize(s.get());
-    return code;
+    const cudaError_t code = sc::families::allocate_and_fill(pool, s, kBlockBytes, 7, block);
+    return code == cudaSuccess && then_sync ? cudaStreamSynchronize(s.get()) : code;
   });
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, allocated.code);

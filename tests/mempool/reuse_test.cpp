@@ -36,19 +36,6 @@ void expect_reused_in_order(MemoryPools& t, cudaError_t allocated, const std::ui
   sc::families::expect_freed_in(b, {&q});
 }
 
-// b allocates the one block of `pool` as q (the allocation's code in `allocated`) and, when it got it, writes 2s
-// into it: the allocation's error, or the write's code. Made on call_while_gated's helper thread, whose last error a
-// failed allocation leaves behind: it is cleared there.
-cudaError_t allocate_and_write_twos(const MemoryPools& t, const sc::mem_pool& pool, const sc::stream& b, void*& q,
-                                    cudaError_t& allocated) {
-  allocated = cudaMallocFromPoolAsync(&q, t.block_bytes(), pool.get(), b.get());
-  if (allocated != cudaSuccess) {
-    sc::clear_last_error();
-    return allocated;
-  }
-  return sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), t.block_words(), 2);
-}
-
 // MPOOL-04 · RT cudaMemPoolSetAttribute (cudaMemPoolReuseFollowEventDependencies: "Allow cuMemAllocAsync to use
 // memory asynchronously freed in another stream as long as a stream ordering dependency of the allocating stream
 // on the free action exists"): with only this policy on, a gate holds a ahead of a reader of p, the free of p and
@@ -73,8 +60,8 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
     sc::families::free_behind_a_gate freed(*this, a, held, reader, block_words());
     SC_CHECK_CUDA(cudaEventRecord(e.get(), a.get()));
     if (!no_edge) SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), e.get(), 0));
-    const sc::return_observation r =
-        sc::call_while_gated([&] { return allocate_and_write_twos(*this, pool, b, q, allocated); }, freed.gate());
+    const sc::return_observation r = sc::call_while_gated(
+        [&] { return sc::families::allocate_and_fill(pool, b, block_bytes(), 2, q, allocated); }, freed.gate());
     EXPECT_TRUE(r.returned) << "the allocation across the event edge waited for the gated stream";
   }
   drain();
@@ -176,7 +163,7 @@ reuse_seen reuse_behind_a_gate(MemoryPools& t, const sc::mem_pool& pool, const s
     steps.after_return = [&] { seen.later_work_held = freed.window().absent(sc::probe::mark(x.m, 1)); };
     const sc::return_observation r = sc::call_while_gated(
         [&] {
-          const cudaError_t code = allocate_and_write_twos(t, pool, b, x.q, seen.allocated);
+          const cudaError_t code = sc::families::allocate_and_fill(pool, b, t.block_bytes(), 2, x.q, seen.allocated);
           x.m.drop(b, 1);
           return code;
         },
