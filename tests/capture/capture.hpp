@@ -48,6 +48,10 @@ class StreamCapture : public GpuTest {
     SC_CHECK_CUDA(c.end(g));
     return g;
   }
+  // graph_of_mark's graph, instantiated (the graph itself is not kept).
+  static graph_exec exec_of_mark(const stream& recording, marks& m, unsigned id) {
+    return graph_exec::instantiate(graph_of_mark(recording, m, id));
+  }
   // A graph that holds itself: gate `g` as a kernel node, then mark `id` of `m`, captured in `recording`
   // (ThreadLocal); throws sc::cuda_error when the capture does not end with a graph. The captured gate is an
   // sc::gate like any other: held (pending) from the capture on, running once a launch of the graph reaches

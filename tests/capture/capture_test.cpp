@@ -61,8 +61,7 @@ TEST_F(StreamCapture, GraphLaunchWaitsForEarlierWorkInItsStream) {
   const stream_order_streams st = stream_order_streams_of(*this);
   const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? st.free : st.s;
   sc::marks m;
-  const sc::graph g = graph_of_mark(st.recording, m, 1);
-  const sc::graph_exec e = sc::graph_exec::instantiate(g);
+  const sc::graph_exec e = exec_of_mark(st.recording, m, 1);
   sc::gate gate;
   hold(gate, st.s);
   {

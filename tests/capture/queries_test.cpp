@@ -30,10 +30,9 @@ struct refused_call {
 // refused, each in a capture of its own, which must then end with an error.
 TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
   const sc::claim capt07("CAPT-07");
-  const bool elsewhere = capt07.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
-  const sc::stream& asked = elsewhere ? idle : s;
+  const sc::stream& asked = capt07.mutated(sc::mutation_kind::arrangement) ? idle : s;
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
   const refused_call calls[] = {
       {"cudaStreamQuery", [&] { return cudaStreamQuery(asked.get()); }, cudaErrorUnknown},
@@ -60,6 +59,24 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
   }
 }
 
+// Captures into `out`, in `s` (ThreadLocal): gate `g` held as a kernel node, mark 1 of `m`, and a record of `e` with
+// cudaEventRecordExternal after them, or ahead of them when `record_first`. Each step must be accepted (use under
+// ASSERT_NO_FATAL_FAILURE).
+void capture_gate_mark_and_external_record(StreamCapture& t, const sc::stream& s, sc::gate& g, sc::marks& m,
+                                           const sc::event& e, bool record_first, sc::graph& out) {
+  const auto record = [&] { return cudaEventRecordWithFlags(e.get(), s.get(), cudaEventRecordExternal); };
+  sc::capture c(s, cudaStreamCaptureModeThreadLocal);
+  if (record_first) {
+    ASSERT_CUDA_EQ(cudaSuccess, record());
+  }
+  t.hold(g, s);
+  t.drop(m, s, 1);
+  if (!record_first) {
+    ASSERT_CUDA_EQ(cudaSuccess, record());
+  }
+  ASSERT_CUDA_EQ(cudaSuccess, c.end(out)) << "a capture with an external event record";
+}
+
 // CAPT-07 · RT cudaEventRecordWithFlags (cudaEventRecordExternal: captured as an external event-record node),
 // cudaGraphAddEventRecordNode ("Each launch of the graph will record event to capture execution of the node's
 // dependencies"): a graph captured as a gate node, mark 1 and an external record of e has one event-record node;
@@ -72,22 +89,10 @@ TEST_F(StreamCapture, ExternalEventRecordCompletesAfterTheWorkAheadOfIt) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   const sc::event external = sc::event::create(sc::event_flags::disable_timing);
-  const auto record = [&] { return cudaEventRecordWithFlags(external.get(), s.get(), cudaEventRecordExternal); };
   sc::marks m;
   sc::gate gate;  // held by a node of the graph, so made before it
   sc::graph g;
-  {
-    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
-    if (first) {
-      ASSERT_CUDA_EQ(cudaSuccess, record());
-    }
-    hold(gate, s);
-    drop(m, s, 1);
-    if (!first) {
-      ASSERT_CUDA_EQ(cudaSuccess, record());
-    }
-    ASSERT_CUDA_EQ(cudaSuccess, c.end(g)) << "a capture with an external event record";
-  }
+  ASSERT_NO_FATAL_FAILURE(capture_gate_mark_and_external_record(*this, s, gate, m, external, first, g));
   EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeEventRecord)) << "the external record is not an event-record node";
   const sc::graph_exec x = sc::graph_exec::instantiate(g);
   EXPECT_CUDA_EQ(cudaSuccess, launch(x, idle, "external"));

@@ -59,12 +59,13 @@ struct named_call_into {
   std::function<cudaError_t(cudaStream_t)> call;
 };
 
-// One copy of `bytes` from `src` to `dst` as a batch of one (cudaMemcpyBatchAsync) into `s`, its source read in
-// stream order.
-cudaError_t batch_of_one_copy(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
-  void* dsts[] = {dst};
-  const void* srcs[] = {src};
-  std::size_t sizes[] = {bytes};
+// One copy of `src` to `dst` (buffers of the same size) as a batch of one (cudaMemcpyBatchAsync) into `s`, its
+// source read in stream order.
+cudaError_t batch_of_one_copy(sc::device_buffer<std::uint32_t>& dst, const sc::device_buffer<std::uint32_t>& src,
+                              cudaStream_t s) {
+  void* dsts[] = {dst.data()};
+  const void* srcs[] = {src.data()};
+  std::size_t sizes[] = {src.size() * sizeof(std::uint32_t)};
   cudaMemcpyAttributes attrs{};
   attrs.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
   std::size_t attr_index = 0;
@@ -114,19 +115,15 @@ TEST_F(StreamCapture, CallsACaptureRefusesAndWhetherItSurvives) {
   const sc::claim capt06("CAPT-06");
   const bool elsewhere = capt06.mutated(sc::mutation_kind::arrangement);
   const sc::stream recording = make(stream_flags::non_blocking, "recording");
-  const sc::stream other = make(stream_flags::non_blocking, "other");
   sc::marks launched;
-  const sc::graph small = graph_of_mark(recording, launched, 1);
-  const sc::graph_exec small_exec = sc::graph_exec::instantiate(small);
+  const sc::graph_exec small_exec = exec_of_mark(recording, launched, 1);
+  const sc::stream other = make(stream_flags::non_blocking, "other");
   sc::device_buffer<std::uint32_t> source(64);
   sc::device_buffer<std::uint32_t> target(64);
   SC_CHECK_CUDA(cudaMemset(source.data(), 0, 64 * sizeof(std::uint32_t)));
   std::uint32_t pageable[64] = {};
   const named_call_into calls[] = {
-      {"memcpy_batch",
-       [&](cudaStream_t into) {
-         return batch_of_one_copy(target.data(), source.data(), 64 * sizeof(std::uint32_t), into);
-       }},
+      {"memcpy_batch", [&](cudaStream_t into) { return batch_of_one_copy(target, source, into); }},
       {"graph_launch", [&](cudaStream_t into) { return cudaGraphLaunch(small_exec.get(), into); }},
       {"pageable_copy",
        [&](cudaStream_t into) {
