@@ -20,10 +20,9 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reports"))
 
-from streamcheck.common import InputError  # noqa: E402  (the one results reader, reports/streamcheck/)
-from streamcheck.results import load_run  # noqa: E402
+from streamcheck.common import InputError  # the one results reader (ci/streamcheck is reports/streamcheck)
+from streamcheck.results import load_run
 
 
 def main() -> int:

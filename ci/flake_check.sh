@@ -51,11 +51,11 @@ for i in $(seq 1 "$n"); do
     failed_runs=$((failed_runs + 1))
     # The tests that failed, from the run folder (in fast mode ctest names only the family's entries, and the
     # tests after one that ended the process are listed as not run).
-    python3 -c 'import sys; sys.path.insert(0, sys.argv[1])
+    PYTHONPATH="$src_reports" python3 -c 'import sys
 from streamcheck.results import load_run, not_run_after_process_ended
-for n, t in sorted(load_run(sys.argv[2])["tests"].items()):
+for n, t in sorted(load_run(sys.argv[1])["tests"].items()):
     if t["status"] == "failed": print(n)
-    elif not_run_after_process_ended(t): print(n + " (not run)")' "$src_reports" "$run" \
+    elif not_run_after_process_ended(t): print(n + " (not run)")' "$run" \
       >"$logs/failed-$i.txt" 2>/dev/null || true
   else
     rm -f "$log"

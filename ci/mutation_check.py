@@ -14,10 +14,9 @@ they are never taken for failures of the mutation.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reports"))
 
-from streamcheck.common import InputError  # noqa: E402  (the one results reader, reports/streamcheck/)
-from streamcheck.results import (  # noqa: E402
+from streamcheck.common import InputError  # the one results reader (ci/streamcheck is reports/streamcheck)
+from streamcheck.results import (
     load_run, not_run_after_process_ended, tests_claiming, unexpected_watchdogs)
 
 

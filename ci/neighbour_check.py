@@ -83,7 +83,7 @@ def stop_neighbour(neighbour, ends_by_itself=False):
 def tests_of(run):
     """(name, start, end, outcome, skip kind, evidence) of each GPU test of a run folder, from its observations."""
     found = []
-    for path in sorted((Path(run) / "observations").glob("*.json")):
+    for path in sorted((Path(run) / "observations").rglob("*.json")):
         doc = json.loads(path.read_text())
         start = doc.get("started_unix_ms")
         if not isinstance(start, int) or "gpu_sharing" not in doc:

@@ -26,8 +26,7 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
-from streamcheck.model import parse_plan  # noqa: E402  (the one reader of plan tables)
+from streamcheck.model import parse_plan  # the one reader of plan tables (ci/streamcheck is reports/streamcheck)
 
 CLAIM = re.compile(r'\bclaim\s+\w+\s*\(\s*"([A-Z][A-Z0-9]*-\d+)"\s*(?:,\s*(?:sc::)?verdict_kind::(\w+)\s*)?([,)])')
 # How a test body must open: with its claims (they say what the test proves).

@@ -13,8 +13,7 @@ Exits 1 with a one-line message when the file is missing or lists no ID, 2 on a 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
-from streamcheck.model import parse_plan  # noqa: E402  (the one reader of plan tables)
+from streamcheck.model import parse_plan  # the one reader of plan tables (ci/streamcheck is reports/streamcheck)
 
 
 def plan_ids(text, for_mutation, gpus=1):

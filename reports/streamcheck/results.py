@@ -413,13 +413,14 @@ def load_entries(run_dir: Path, problems: List[str]) -> Dict[str, List[str]]:
     """Each ctest entry's list (<run>/entries/<entry>.json): entry -> the ctest names of the tests its process
     was about to run. A listed test with no result was asked for and never finished."""
     entries: Dict[str, List[str]] = {}
-    for path in result_files(run_dir / "entries", "*.json"):
+    for path in result_files(run_dir / "entries", "*.json", recursive=True):
         try:
             doc = read_json(path, "entry list")
             if not isinstance(doc, dict):
                 raise InputError("%s: an entry list must be a JSON object" % path)
             tests = checked_list(doc, "tests", str, "a string", path)
-            entry = doc.get("entry") if isinstance(doc.get("entry"), str) and doc.get("entry") else path.stem
+            entry = doc.get("entry") if isinstance(doc.get("entry"), str) and doc.get("entry") else \
+                name_of(path, run_dir / "entries")
         except InputError as e:
             problems.append(str(e))
             continue
@@ -466,6 +467,12 @@ def load_env(run_dir: Path) -> Dict[str, Any]:
     return env
 
 
+def name_of(path: Path, folder: Path) -> str:
+    """The ctest name (or entry name) a result file of `folder` is named after: its path below the folder without
+    its suffix. A parameterized test's name carries '/' (Prefix/Suite.Test/Param), so its files lie in subfolders."""
+    return path.relative_to(folder).with_suffix("").as_posix()
+
+
 def result_files(folder: Path, pattern: str, recursive: bool = False) -> List[Path]:
     """Regular files of a run's subfolder, sorted; none when the folder is absent."""
     if not folder.is_dir():
@@ -491,7 +498,7 @@ def load_run(run_dir: Path) -> Dict[str, Any]:
     gtest_dir = run_dir / "gtest"
     for path in result_files(gtest_dir, "*.xml", recursive=True):
         run["xml_files"] += 1
-        stem = path.relative_to(gtest_dir).as_posix()[: -len(".xml")]
+        stem = name_of(path, gtest_dir)
         try:
             found = parse_gtest_xml(path, stem, run["entries"].get(stem, ()))
         except InputError as e:
@@ -506,13 +513,13 @@ def load_run(run_dir: Path) -> Dict[str, Any]:
             test["run"] = run_id
             tests[test["ctest_name"]] = test
 
-    for path in result_files(run_dir / "observations", "*.json"):
+    for path in result_files(run_dir / "observations", "*.json", recursive=True):
         run["observation_files"] += 1
         try:
             doc = read_json(path, "observation")
             check_schema(doc, path, OBSERVATION_SCHEMA, "observation")
             ctest = doc.get("ctest_name")
-            ctest = ctest if isinstance(ctest, str) and ctest else path.stem
+            ctest = ctest if isinstance(ctest, str) and ctest else name_of(path, run_dir / "observations")
             test = tests.get(ctest)
             if test is None:
                 gname = doc.get("test") if isinstance(doc.get("test"), str) else None
@@ -524,7 +531,7 @@ def load_run(run_dir: Path) -> Dict[str, Any]:
             tests[ctest] = merged
         except InputError as e:
             problems.append(str(e))
-            test = tests.get(path.stem)
+            test = tests.get(name_of(path, run_dir / "observations"))
             if test is not None:
                 test["notes"].append("its observation file could not be read: %s" % e)
                 test["observation_unreadable"] = True

@@ -13,8 +13,6 @@ from xml.sax.saxutils import quoteattr
 HERE = Path(__file__).resolve().parent
 REPORTS = HERE.parent
 SCRIPT = REPORTS / "streamcheck_report.py"
-if str(REPORTS) not in sys.path:
-    sys.path.insert(0, str(REPORTS))
 
 RECORDED_RUN = HERE / "data" / "h100-fast-run.tgz"
 UUID_A = "GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"

@@ -42,6 +42,24 @@ class ResultsReader(unittest.TestCase):
         for name in listed:
             self.assertEqual((tests[name]["status"], tests[name]["family"]), ("passed", name.split(".")[0]))
 
+    def test_a_parameterized_test_is_read_from_the_subfolders_its_name_makes(self):
+        # GoogleTest names an instance Prefix/Suite.Test/Param; its entry's XML, entry list and observation file
+        # lie in subfolders of their folders, and the shared process lists it by the same name.
+        alone = "capture.Modes/StreamCapture.Unsafe/Global"
+        write(self.run_dir / "gtest" / (alone + ".xml"), gtest_xml("Modes/StreamCapture", "Unsafe/Global"))
+        write(self.run_dir / "entries" / (alone + ".json"), json.dumps({"tests": [alone]}))
+        write(self.run_dir / "observations" / (alone + ".json"), json.dumps(observation(
+            "", "Modes/StreamCapture.Unsafe/Global", [("CAPT-03", "documented", "RT")])))
+        shared = "capture.Modes/StreamCapture.Unsafe/Relaxed"
+        write(self.run_dir / "entries" / "suite.fast.json", json.dumps({"entry": "suite.fast", "tests": [shared]}))
+        write(self.run_dir / "gtest" / "suite.fast.xml", gtest_xml("Modes/StreamCapture", "Unsafe/Relaxed"))
+        run = load_run(self.run_dir)
+        self.assertEqual(run["problems"], [])
+        self.assertEqual(run["entries"][alone], [alone])
+        for name in (alone, shared):
+            self.assertEqual((run["tests"][name]["status"], run["tests"][name]["family"]), ("passed", "capture"))
+        self.assertEqual(list(tests_claiming(run, "CAPT-03")), [alone])
+
     def test_a_folder_that_is_not_a_run_is_an_input_error(self):
         for damage in ("missing", "truncated", "schema 2"):
             with self.subTest(damage):

@@ -12,8 +12,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cmake"))
-import entries  # noqa: E402  (runner/cmake/entries.py)
+import entries  # runner/cmake/entries.py, on PYTHONPATH (tests/unit/CMakeLists.txt)
 
 FAKE = sys.argv.pop(1) if len(sys.argv) > 1 else os.environ.get("SC_ENTRIES_FAKE", "")
 

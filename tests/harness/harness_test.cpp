@@ -2,7 +2,9 @@
 // shown able to fail.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <nvtx3/nvtx3.hpp>
+#include <string>
 #include <vector>
 
 #include "sc/fixtures/check.hpp"
@@ -79,18 +81,6 @@ TEST_F(Harness, GateHoldsItsStreamUntilOpened) {
   EXPECT_GE(m.stamp_ns_of(1), g.end_ns()) << "the mark landed before the gate stopped waiting";
 }
 
-// Negative control of the gate: another non-blocking stream is not held.
-TEST_F(Harness, GateDoesNotHoldAnotherNonBlockingStream) {
-  SC_REQUIRE(sc::requirement::async_launches);
-  sc::marks m;
-  sc::stream held = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
-  sc::stream free = sc::stream::create(sc::stream_flags::non_blocking, 0, "free");
-  sc::gate g;
-  g.hold(held);
-  m.drop(free, 2);
-  EXPECT_TRUE(sc::present_while_gated(m, 2, g));
-}
-
 TEST_F(Harness, AbsencePredicateFailsWhenTheMarkLands) {
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
@@ -153,27 +143,44 @@ TEST_F(Harness, ChecksOnAnOpenedGateAreInvalid) {
   EXPECT_EQ(sc::gated_outcome::invalid, sc::absent_while_gated(m, 7, never_held).outcome());
 }
 
-// The host-side twin of the gate: a host function waiting on a host flag holds its stream the same way,
-// and the same predicates judge it.
-TEST_F(Harness, HostLatchHoldsItsStreamUntilOpened) {
+// Both holders, one instance each: a gate (a kernel on a mapped flag) and its host-side twin, a host function
+// waiting on a host flag. A closed one keeps the mark behind it absent while a mark in another non-blocking
+// stream lands (the negative control), and the held mark lands once it is opened; the same predicates judge
+// both. A value-parameterized test: its instances' names carry '/' (Holders.X/Gate), and so do their files.
+enum class holder_kind { gate, host_latch };
+
+class Holders : public sc::GpuTest, public ::testing::WithParamInterface<holder_kind> {
+ protected:
+  static std::unique_ptr<sc::holder> make(holder_kind kind) {
+    if (kind == holder_kind::gate) return std::make_unique<sc::gate>();
+    return std::make_unique<sc::host_latch>();
+  }
+};
+
+TEST_P(Holders, HoldTheirStreamButNotAnother) {
   SC_REQUIRE(sc::requirement::async_launches);
-  // With one connection the waiting host function blocks the shared queue, free stream included.
-  SC_REQUIRE(sc::requirement::own_connection_count);
+  // With one connection a waiting host function blocks the shared queue, the free stream included.
+  if (GetParam() == holder_kind::host_latch) SC_REQUIRE(sc::requirement::own_connection_count);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
   sc::stream free = sc::stream::create(sc::stream_flags::non_blocking, 0, "free");
-  sc::host_latch latch;
-  latch.hold(s);
+  const std::unique_ptr<sc::holder> holder = make(GetParam());
+  holder->hold(s);
   m.drop(s, 1);
   m.drop(free, 2);
-  ASSERT_TRUE(latch.wait_started());
-  EXPECT_TRUE(sc::absent_while_gated(m, 1, latch));
-  EXPECT_TRUE(sc::present_while_gated(m, 2, latch)) << "negative control: another stream is not held";
-  latch.open();
+  ASSERT_TRUE(holder->wait_started());
+  EXPECT_TRUE(sc::absent_while_gated(m, 1, *holder));
+  EXPECT_TRUE(sc::present_while_gated(m, 2, *holder)) << "negative control: another stream is not held";
+  holder->open();
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   EXPECT_NE(0u, m.ticket_of(1));
-  EXPECT_EQ(sc::gate_state::opened, latch.state());
+  EXPECT_EQ(sc::gate_state::opened, holder->state());
 }
+
+INSTANTIATE_TEST_SUITE_P(, Holders, ::testing::Values(holder_kind::gate, holder_kind::host_latch),
+                         [](const ::testing::TestParamInfo<holder_kind>& info) {
+                           return std::string(info.param == holder_kind::gate ? "Gate" : "HostLatch");
+                         });
 
 // A latch nobody opens returns at its deadline; checks on it are then invalid, and the firing is recorded
 // (expected here: the latch is silent, as the gate's watchdog test is).
