@@ -84,21 +84,21 @@ class StreamCapture : public GpuTest {
     team.end();
     return result;
   }
-  // What a call made during a capture returned, and what ending that capture then returned.
+  // What a call made during a capture returned, what ending that capture then returned, and the graph it ended with.
   struct call_in_capture {
     cudaError_t code = cudaErrorUnknown;
     cudaError_t ended = cudaErrorUnknown;
+    graph g;  // not engaged when the capture ended without a graph
   };
-  // `call` made in a capture of `s` in `mode`, begun for it alone; the capture is ended (and its graph, if any,
-  // discarded) and this thread's last error cleared before this returns.
+  // `call` made in a capture of `s` in `mode`, begun for it alone; the capture is ended and this thread's last error
+  // cleared before this returns.
   static call_in_capture in_a_capture_of(const stream& s, cudaStreamCaptureMode mode,
                                          const std::function<cudaError_t()>& call) {
     call_in_capture out;
-    graph g;
     {
       capture c(s, mode);
       out.code = call();
-      out.ended = c.end(g);
+      out.ended = c.end(out.g);
     }
     sc::clear_last_error();
     return out;

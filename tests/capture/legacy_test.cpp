@@ -46,24 +46,19 @@ void expect_legacy_work_runs_beside_a_non_blocking_capture(StreamCapture& t, con
                                                            cudaStreamCaptureMode mode) {
   const sc::stream s = t.make(capturing_kind(capt05, stream_flags::non_blocking), "s");
   sc::marks m;
-  sc::graph g;
-  cudaError_t launched = cudaErrorUnknown;
-  cudaError_t ended = cudaErrorUnknown;
-  {
-    sc::capture c(s, mode);
+  const StreamCapture::call_in_capture got = StreamCapture::in_a_capture_of(s, mode, [&] {
     m.drop(s, 1);
-    launched = legacy_mark(m, 2);
+    const cudaError_t launched = legacy_mark(m, 2);
     EXPECT_TRUE(StreamCapture::lands_within(m, 2, sc::kLandingDeadline))
         << "the legacy-stream mark did not run at once";
-    ended = c.end(g);
-  }
-  sc::clear_last_error();
-  sc::observe("legacy_launch", sc::error_name(launched));
-  sc::observe("end_capture", sc::error_name(ended));
-  EXPECT_CUDA_EQ(cudaSuccess, launched) << "legacy-stream work beside a capture of a non-blocking stream";
-  EXPECT_CUDA_EQ(cudaSuccess, ended) << "ending the capture of the non-blocking stream";
-  if (g.engaged()) {
-    EXPECT_EQ(1u, g.node_count()) << "the legacy-stream work was captured";
+    return launched;
+  });
+  sc::observe("legacy_launch", sc::error_name(got.code));
+  sc::observe("end_capture", sc::error_name(got.ended));
+  EXPECT_CUDA_EQ(cudaSuccess, got.code) << "legacy-stream work beside a capture of a non-blocking stream";
+  EXPECT_CUDA_EQ(cudaSuccess, got.ended) << "ending the capture of the non-blocking stream";
+  if (got.g.engaged()) {
+    EXPECT_EQ(1u, got.g.node_count()) << "the legacy-stream work was captured";
   }
 }
 
@@ -74,19 +69,11 @@ void expect_legacy_work_refused_beside_a_blocking_capture(StreamCapture& t, cons
                                                           cudaStreamCaptureMode mode) {
   const sc::stream b = t.make(capturing_kind(capt05, stream_flags::blocking), "b");
   sc::marks m;
-  sc::graph g;
-  cudaError_t launched = cudaErrorUnknown;
-  cudaError_t ended = cudaErrorUnknown;
-  {
-    sc::capture c(b, mode);
-    launched = legacy_mark(m, 1);
-    ended = c.end(g);
-  }
-  sc::clear_last_error();
-  sc::observe("legacy_launch", sc::error_name(launched));
-  sc::observe("end_capture", sc::error_name(ended));
-  EXPECT_CUDA_EQ(cudaErrorStreamCaptureImplicit, launched) << "legacy-stream work beside a blocking capture";
-  EXPECT_NE(cudaSuccess, ended) << "the blocking capture ended cleanly after the refused legacy use";
+  const StreamCapture::call_in_capture got = StreamCapture::in_a_capture_of(b, mode, [&] { return legacy_mark(m, 1); });
+  sc::observe("legacy_launch", sc::error_name(got.code));
+  sc::observe("end_capture", sc::error_name(got.ended));
+  EXPECT_CUDA_EQ(cudaErrorStreamCaptureImplicit, got.code) << "legacy-stream work beside a blocking capture";
+  EXPECT_NE(cudaSuccess, got.ended) << "the blocking capture ended cleanly after the refused legacy use";
   EXPECT_FALSE(StreamCapture::lands_within(m, 1)) << "the refused legacy-stream work ran";
 }
 
