@@ -6,8 +6,7 @@
 // streams, so using it beside a blocking stream's capture would make a dependency on captured work (the header of
 // cudaStreamIsCapturing says the same: the legacy stream is unusable while a blocking stream captures). The modes
 // decide which threads may make potentially unsafe calls (CAPT-02, CAPT-03); a launch is not one of them. So (a)
-// and (b) run under every mode, each mode a test of its own (one helper per scenario; not TEST_P, whose
-// "/<param>" names the observation files cannot carry yet).
+// and (b) run under every mode: value-parameterized tests, one instance per mode (Global, ThreadLocal, Relaxed).
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -39,18 +38,21 @@ stream_flags capturing_kind(const sc::claim& capt05, stream_flags kind) {
   return kind == stream_flags::blocking ? stream_flags::non_blocking : stream_flags::blocking;
 }
 
-// (a) in capture mode `mode`: while s, a non-blocking stream, captures mark 1, mark 2 is launched into the legacy
-// stream from the capturing thread: the launch is accepted and the mark lands while the capture is still open;
-// the capture ends with the one captured mark as its graph.
-void expect_legacy_work_runs_beside_a_non_blocking_capture(StreamCapture& t, const sc::claim& capt05,
-                                                           cudaStreamCaptureMode mode) {
-  const sc::stream s = t.make(capturing_kind(capt05, stream_flags::non_blocking), "s");
+// CAPT-05's scenarios that run in every capture mode: one instance per mode, the mode the test's parameter.
+class StreamCaptureInEachMode : public StreamCapture, public ::testing::WithParamInterface<cudaStreamCaptureMode> {};
+
+// CAPT-05 (a) · Programming Guide, stream capture (the rule names streams "not created with cudaStreamNonBlocking"
+// only): while s, a non-blocking stream, captures mark 1 in the instance's mode, mark 2 is launched into the legacy
+// stream from the capturing thread: the launch is accepted and the mark lands while the capture is still open; the
+// capture ends with the one captured mark as its graph.
+TEST_P(StreamCaptureInEachMode, LegacyStreamWorkRunsBesideANonBlockingCapture) {
+  const sc::claim capt05("CAPT-05");
+  const sc::stream s = make(capturing_kind(capt05, stream_flags::non_blocking), "s");
   sc::marks m;
-  const StreamCapture::call_in_capture got = StreamCapture::in_a_capture_of(s, mode, [&] {
+  const call_in_capture got = in_a_capture_of(s, GetParam(), [&] {
     m.drop(s, 1);
     const cudaError_t launched = legacy_mark(m, 2);
-    EXPECT_TRUE(StreamCapture::lands_within(m, 2, sc::kLandingDeadline))
-        << "the legacy-stream mark did not run at once";
+    EXPECT_TRUE(lands_within(m, 2, sc::kLandingDeadline)) << "the legacy-stream mark did not run at once";
     return launched;
   });
   sc::observe("legacy_launch", sc::error_name(got.code));
@@ -62,61 +64,38 @@ void expect_legacy_work_runs_beside_a_non_blocking_capture(StreamCapture& t, con
   }
 }
 
-// (b) in capture mode `mode`: while b, a blocking stream, captures, a mark launched into the legacy stream from the
-// capturing thread is refused with cudaErrorStreamCaptureImplicit, never runs, and the capture then ends with an
-// error.
-void expect_legacy_work_refused_beside_a_blocking_capture(StreamCapture& t, const sc::claim& capt05,
-                                                          cudaStreamCaptureMode mode) {
-  const sc::stream b = t.make(capturing_kind(capt05, stream_flags::blocking), "b");
+// CAPT-05 (b) · Programming Guide, stream capture ("When any stream in the same context is being captured, and it
+// was not created with cudaStreamNonBlocking, any attempted use of the legacy stream is invalid"),
+// cudaErrorStreamCaptureImplicit: while b, a blocking stream, captures in the instance's mode, a mark launched into
+// the legacy stream from the capturing thread is refused, never runs, and the capture then ends with an error. (In
+// the Relaxed instance too: Relaxed frees the thread from the unsafe-call rules, not the legacy stream from its
+// implicit dependency on the blocking stream.)
+TEST_P(StreamCaptureInEachMode, LegacyStreamWorkIsRefusedBesideABlockingCapture) {
+  const sc::claim capt05("CAPT-05");
+  const sc::stream b = make(capturing_kind(capt05, stream_flags::blocking), "b");
   sc::marks m;
-  const StreamCapture::call_in_capture got = StreamCapture::in_a_capture_of(b, mode, [&] { return legacy_mark(m, 1); });
+  const call_in_capture got = in_a_capture_of(b, GetParam(), [&] { return legacy_mark(m, 1); });
   sc::observe("legacy_launch", sc::error_name(got.code));
   sc::observe("end_capture", sc::error_name(got.ended));
   EXPECT_CUDA_EQ(cudaErrorStreamCaptureImplicit, got.code) << "legacy-stream work beside a blocking capture";
   EXPECT_NE(cudaSuccess, got.ended) << "the blocking capture ended cleanly after the refused legacy use";
-  EXPECT_FALSE(StreamCapture::lands_within(m, 1)) << "the refused legacy-stream work ran";
+  EXPECT_FALSE(lands_within(m, 1)) << "the refused legacy-stream work ran";
 }
 
-// CAPT-05 (a) · Programming Guide, stream capture (the rule names streams "not created with cudaStreamNonBlocking"
-// only): beside a Global capture of a non-blocking stream, legacy-stream work runs at once and is not captured.
-TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingGlobalCapture) {
-  const sc::claim capt05("CAPT-05");
-  expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeGlobal);
+// The instances' names: the capture modes in PascalCase.
+std::string mode_instance_name(const ::testing::TestParamInfo<cudaStreamCaptureMode>& mode) {
+  switch (mode.param) {
+    case cudaStreamCaptureModeGlobal:
+      return "Global";
+    case cudaStreamCaptureModeThreadLocal:
+      return "ThreadLocal";
+    case cudaStreamCaptureModeRelaxed:
+      return "Relaxed";
+  }
+  return "Unknown";
 }
 
-// CAPT-05 (a) · the same beside a ThreadLocal capture.
-TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingThreadLocalCapture) {
-  const sc::claim capt05("CAPT-05");
-  expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeThreadLocal);
-}
-
-// CAPT-05 (a) · the same beside a Relaxed capture.
-TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingRelaxedCapture) {
-  const sc::claim capt05("CAPT-05");
-  expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeRelaxed);
-}
-
-// CAPT-05 (b) · Programming Guide, stream capture ("When any stream in the same context is being captured, and it
-// was not created with cudaStreamNonBlocking, any attempted use of the legacy stream is invalid"),
-// cudaErrorStreamCaptureImplicit: beside a Global capture of a blocking stream, a legacy-stream launch is refused,
-// never runs, and the capture ends with an error.
-TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingGlobalCapture) {
-  const sc::claim capt05("CAPT-05");
-  expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeGlobal);
-}
-
-// CAPT-05 (b) · the same beside a ThreadLocal capture.
-TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingThreadLocalCapture) {
-  const sc::claim capt05("CAPT-05");
-  expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeThreadLocal);
-}
-
-// CAPT-05 (b) · the same beside a Relaxed capture: Relaxed frees the thread from the unsafe-call rules, not the
-// legacy stream from its implicit dependency on the blocking stream.
-TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingRelaxedCapture) {
-  const sc::claim capt05("CAPT-05");
-  expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeRelaxed);
-}
+INSTANTIATE_TEST_SUITE_P(, StreamCaptureInEachMode, ::testing::ValuesIn(StreamCapture::kModes), mode_instance_name);
 
 // CAPT-05 (c) · the guide's rule names no thread: a mark launched into the legacy stream from another thread while
 // this thread captures b (blocking) in Global mode. Its code, the capture's ending and whether the mark ran are
