@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "sc/fixtures/check.hpp"
@@ -47,6 +48,10 @@ class StreamCapture : public GpuTest {
     SC_CHECK_CUDA(c.end(g));
     return g;
   }
+  // graph_of_mark's graph, instantiated (the graph itself is not kept).
+  static graph_exec exec_of_mark(const stream& recording, marks& m, unsigned id) {
+    return graph_exec::instantiate(graph_of_mark(recording, m, id));
+  }
   // A graph that holds itself: gate `g` as a kernel node, then mark `id` of `m`, captured in `recording`
   // (ThreadLocal); throws sc::cuda_error when the capture does not end with a graph. The captured gate is an
   // sc::gate like any other: held (pending) from the capture on, running once a launch of the graph reaches
@@ -78,6 +83,69 @@ class StreamCapture : public GpuTest {
     });
     team.end();
     return result;
+  }
+  // What a call made during a capture returned, what ending that capture then returned, and the graph it ended with.
+  struct call_in_capture {
+    cudaError_t code = cudaErrorUnknown;
+    cudaError_t ended = cudaErrorUnknown;
+    graph g;  // not engaged when the capture ended without a graph
+  };
+  // `call` made in a capture of `s` in `mode`, begun for it alone; the capture is ended and this thread's last error
+  // cleared before this returns.
+  static call_in_capture in_a_capture_of(const stream& s, cudaStreamCaptureMode mode,
+                                         const std::function<cudaError_t()>& call) {
+    call_in_capture out;
+    {
+      capture c(s, mode);
+      out.code = call();
+      out.ended = c.end(out.g);
+    }
+    sc::clear_last_error();
+    return out;
+  }
+  // What happened when another thread made a call while this thread captured (call_beside_a_capture).
+  struct beside_a_capture {
+    bool started = false;                     // the other thread was set up before the capture began
+    cudaError_t prepared = cudaErrorUnknown;  // setting its device (and its capture mode)
+    bool called = false;                      // its call returned while the capture was open
+    cudaError_t code = cudaErrorUnknown;      // the call's code (`prepared` when setting up failed)
+    cudaError_t ended = cudaErrorUnknown;     // what ending the capture then returned
+  };
+  // `call` made on a thread of its own while this thread captures `s` in `mode`. Before the capture begins, the
+  // thread sets its device to the test's and, when `thread_mode` is given, its capture interaction mode
+  // (cudaThreadExchangeStreamCaptureMode); once the capture is open it makes `call` (unless setting up failed),
+  // and the capture ends once the call returned or its deadline passed. Nothing is captured when the thread did
+  // not start. The thread is joined, and this thread's last error cleared, before this returns.
+  beside_a_capture call_beside_a_capture(const stream& s, cudaStreamCaptureMode mode,
+                                         std::optional<cudaStreamCaptureMode> thread_mode,
+                                         const std::function<cudaError_t()>& call) {
+    beside_a_capture out;
+    const int dev = device();
+    // The team's steps: 1 the other thread is ready, 2 the capture is open, 3 it has called.
+    thread_team team;
+    team.start(1, [&](unsigned) {
+      cudaError_t code = cudaSetDevice(dev);
+      if (code == cudaSuccess && thread_mode) {
+        cudaStreamCaptureMode mine = *thread_mode;
+        code = cudaThreadExchangeStreamCaptureMode(&mine);
+      }
+      team.step_to(1, [&] { out.prepared = code; });
+      if (!team.reached(2, kWorkDeadline)) return;
+      const cudaError_t called = sc::taking_last_error(code == cudaSuccess ? call() : code);
+      team.step_to(3, [&] { out.code = called; });
+    });
+    out.started = team.reached(1, kWorkDeadline);
+    if (!out.started) return out;
+    graph g;
+    {
+      capture c(s, mode);
+      team.step_to(2);
+      out.called = team.reached(3, kWorkDeadline);
+      out.ended = c.end(g);
+    }
+    team.end();
+    sc::clear_last_error();
+    return out;
   }
   // "active", "invalidated" or "none" for `s` now, or the error cudaStreamIsCapturing returned.
   static std::string capture_status(const stream& s) {

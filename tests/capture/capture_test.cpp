@@ -11,6 +11,18 @@ namespace {
 using sc::stream_flags;
 using sc::families::StreamCapture;
 
+// CAPT-09's streams: s, where the graph keeps its place in the stream's order; recording, where the graph is
+// captured; free, a stream nothing holds (where the mutation launches the graph instead).
+struct stream_order_streams {
+  sc::stream s;
+  sc::stream recording;
+  sc::stream free;
+};
+stream_order_streams stream_order_streams_of(StreamCapture& t) {
+  return {t.make(stream_flags::non_blocking, "s"), t.make(stream_flags::non_blocking, "recording"),
+          t.make(stream_flags::non_blocking, "free")};
+}
+
 // CAPT-01 · RT cudaStreamBeginCapture (operations pushed into a capturing stream "will not be executed, but will
 // instead be captured into a graph"), cudaGraphLaunch: a mark enqueued in a capturing stream does not land while the
 // capture is open, nor after it ended; it lands once the captured graph is launched.
@@ -46,15 +58,12 @@ TEST_F(StreamCapture, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
 TEST_F(StreamCapture, GraphLaunchWaitsForEarlierWorkInItsStream) {
   const sc::claim capt09("CAPT-09");
   SC_REQUIRE(sc::requirement::async_launches);
-  const sc::stream s = make(stream_flags::non_blocking, "s");
-  const sc::stream recording = make(stream_flags::non_blocking, "recording");
-  const sc::stream free = make(stream_flags::non_blocking, "free");
-  const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? free : s;
+  const stream_order_streams st = stream_order_streams_of(*this);
+  const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? st.free : st.s;
   sc::marks m;
-  const sc::graph g = graph_of_mark(recording, m, 1);
-  const sc::graph_exec e = sc::graph_exec::instantiate(g);
+  const sc::graph_exec e = exec_of_mark(st.recording, m, 1);
   sc::gate gate;
-  hold(gate, s);
+  hold(gate, st.s);
   {
     sc::held_window w(gate);
     EXPECT_CUDA_EQ(cudaSuccess, launch(e, target, "e")) << "launching the graph behind the gate";
@@ -71,16 +80,14 @@ TEST_F(StreamCapture, GraphLaunchWaitsForEarlierWorkInItsStream) {
 TEST_F(StreamCapture, LaterWorkInTheStreamWaitsForTheGraph) {
   const sc::claim capt09("CAPT-09");
   SC_REQUIRE(sc::requirement::async_launches);
-  const sc::stream s = make(stream_flags::non_blocking, "s");
-  const sc::stream recording = make(stream_flags::non_blocking, "recording");
-  const sc::stream free = make(stream_flags::non_blocking, "free");
-  const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? free : s;
+  const stream_order_streams st = stream_order_streams_of(*this);
+  const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? st.free : st.s;
   sc::marks m;
   sc::gate gate;  // held by a node of the graph, so made before it
-  const sc::graph g = graph_of_gate_then_mark(recording, gate, m, 1);
+  const sc::graph g = graph_of_gate_then_mark(st.recording, gate, m, 1);
   const sc::graph_exec e = sc::graph_exec::instantiate(g);
   EXPECT_CUDA_EQ(cudaSuccess, launch(e, target, "e")) << "launching the graph";
-  drop(m, s, 2);
+  drop(m, st.s, 2);
   {
     sc::held_window w(gate);
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 2))) << "work enqueued after the graph ran while the graph was held";

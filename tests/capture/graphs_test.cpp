@@ -2,8 +2,9 @@
 // graph are not; an executable graph's parameter update reaches later launches only.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <functional>
 
 #include "capture.hpp"
 #include "sc/fixtures/check.hpp"
@@ -14,53 +15,103 @@ namespace {
 using sc::stream_flags;
 using sc::families::StreamCapture;
 
+// CAPT-10's arrangement: s1 and s2, two non-blocking streams; a graph of mark 1 of m, captured in a third stream and
+// instantiated twice (x and y).
+struct one_graph_two_instances {
+  explicit one_graph_two_instances(StreamCapture& t)
+      : s1(t.make(stream_flags::non_blocking, "s1")),
+        s2(t.make(stream_flags::non_blocking, "s2")),
+        recording(t.make(stream_flags::non_blocking, "recording")),
+        g(StreamCapture::graph_of_mark(recording, m, 1)),
+        x(sc::graph_exec::instantiate(g)),
+        y(sc::graph_exec::instantiate(g)) {}
+  const sc::stream s1;
+  const sc::stream s2;
+  const sc::stream recording;
+  sc::marks m;
+  const sc::graph g;
+  const sc::graph_exec x;
+  const sc::graph_exec y;
+};
+
+// A gate holds a.s1; x is launched into s1 behind it, then `second` (x or y) into s2, each launch expected to be
+// accepted; `while_held` asks its question while the gate is closed. The caller drains.
+void launch_beside_a_held_launch(StreamCapture& t, one_graph_two_instances& a, bool second_is_y,
+                                 const std::function<void(const sc::held_window&)>& while_held) {
+  sc::gate gate;
+  t.hold(gate, a.s1);
+  sc::held_window w(gate);
+  EXPECT_CUDA_EQ(cudaSuccess, t.launch(a.x, a.s1, "x"));
+  EXPECT_CUDA_EQ(cudaSuccess, t.launch(second_is_y ? a.y : a.x, a.s2, second_is_y ? "y" : "x"));
+  while_held(w);
+}
+
 // CAPT-10 · RT cudaGraphLaunch ("Only one instance of graphExec may be executing at a time. Each launch is ordered
-// behind both any previous work in stream and any previous launches of graphExec. To execute a graph
-// concurrently, it must be instantiated multiple times into multiple executable graphs."): an
-// executable graph launched behind a gate in s1 and then into a free stream s2 does not run in s2 while the gate
-// is closed; the control, another instantiation of the same graph launched into s2, runs at once. The control
-// needs s2 to run while s1 waits: with CUDA_DEVICE_MAX_CONNECTIONS set the streams may share one hardware queue
-// (with 1, s2's launch waits behind s1's; H100 and H200), so the test skips at once there.
+// behind both any previous work in stream and any previous launches of graphExec"): an executable graph launched
+// behind a gate in s1 and then into a free stream s2 does not run in s2 while the gate is closed. Like its control
+// (the next test), it needs s2 to run while s1 waits: with CUDA_DEVICE_MAX_CONNECTIONS set the streams may share one
+// hardware queue (with 1, s2's launch waits behind s1's; H100 and H200), so the test skips at once there.
 TEST_F(StreamCapture, OneExecutableGraphIsSerializedAcrossStreams) {
   const sc::claim capt10("CAPT-10");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
   const bool other_instance = capt10.mutated(sc::mutation_kind::arrangement);
-  const sc::stream s1 = make(stream_flags::non_blocking, "s1");
-  const sc::stream s2 = make(stream_flags::non_blocking, "s2");
-  const sc::stream recording = make(stream_flags::non_blocking, "recording");
-  // Serialized: graph of mark 1, instantiated twice (x, and y for the mutation).
-  sc::marks m;
-  const sc::graph g = graph_of_mark(recording, m, 1);
-  const sc::graph_exec x = sc::graph_exec::instantiate(g);
-  const sc::graph_exec y = sc::graph_exec::instantiate(g);
-  {
-    sc::gate gate;
-    hold(gate, s1);
-    sc::held_window w(gate);
-    EXPECT_CUDA_EQ(cudaSuccess, launch(x, s1, "x"));
-    EXPECT_CUDA_EQ(cudaSuccess, launch(other_instance ? y : x, s2, other_instance ? "y" : "x"));
-    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1)))
+  one_graph_two_instances a(*this);
+  launch_beside_a_held_launch(*this, a, other_instance, [&](const sc::held_window& w) {
+    EXPECT_TRUE(w.absent(sc::probe::mark(a.m, 1)))
         << "a launch of the executable graph ran while its earlier launch in another stream was held";
-  }
+  });
   drain();
-  EXPECT_NE(0u, m.ticket_of(1)) << "the graph's mark never landed";
+  EXPECT_NE(0u, a.m.ticket_of(1)) << "the graph's mark never landed";
+}
 
-  // Control: two instantiations of one graph (mark 2 of another board) are not ordered with each other.
-  sc::marks n;
-  const sc::graph h = graph_of_mark(recording, n, 2);
-  const sc::graph_exec first = sc::graph_exec::instantiate(h);
-  const sc::graph_exec second = sc::graph_exec::instantiate(h);
-  {
-    sc::gate gate;
-    hold(gate, s1);
-    sc::held_window w(gate);
-    EXPECT_CUDA_EQ(cudaSuccess, launch(first, s1, "first"));
-    EXPECT_CUDA_EQ(cudaSuccess, launch(second, s2, "second"));
-    EXPECT_TRUE(w.present(sc::probe::mark(n, 2)))
+// CAPT-10 · RT cudaGraphLaunch ("To execute a graph concurrently, it must be instantiated multiple times into
+// multiple executable graphs"), the control of the serialization above: two instantiations of one graph are not
+// ordered with each other, so the second, launched into s2 while the first is held behind a gate in s1, runs at
+// once. Skips where CUDA_DEVICE_MAX_CONNECTIONS is set, as above.
+TEST_F(StreamCapture, TwoInstantiationsOfAGraphRunAtOnceAcrossStreams) {
+  const sc::claim capt10("CAPT-10");
+  SC_REQUIRE(sc::requirement::async_launches);
+  SC_REQUIRE(sc::requirement::default_connections);
+  const bool same_instance = capt10.mutated(sc::mutation_kind::arrangement);
+  one_graph_two_instances a(*this);
+  launch_beside_a_held_launch(*this, a, !same_instance, [&](const sc::held_window& w) {
+    EXPECT_TRUE(w.present(sc::probe::mark(a.m, 1)))
         << "another instantiation of the graph did not run while the first was held";
-  }
+  });
   drain();
+}
+
+// The one kernel node of a graph of one mark (graph_of_mark), and its parameters changed to drop mark `slot` of the
+// same board instead. Built in place: `changed` points into `args`, `args` into the fields.
+struct retargeted_mark_node {
+  retargeted_mark_node() = default;
+  retargeted_mark_node(const retargeted_mark_node&) = delete;
+  retargeted_mark_node& operator=(const retargeted_mark_node&) = delete;
+  cudaGraphNode_t node = nullptr;
+  std::uint32_t* counter = nullptr;
+  sc::kernels::mark_board* board = nullptr;
+  unsigned slot = 0;
+  void* args[3] = {&counter, &board, &slot};
+  cudaKernelNodeParams changed{};
+};
+
+// Reads the mark node of `g` into `out` and makes its parameters drop mark `slot` (use under
+// ASSERT_NO_FATAL_FAILURE: a graph that is not one mark node fails the test).
+void retarget_mark_node(const sc::graph& g, unsigned slot, retargeted_mark_node& out) {
+  ASSERT_EQ(1u, g.node_count());
+  std::size_t count = 1;
+  ASSERT_CUDA_EQ(cudaSuccess, cudaGraphGetNodes(g.get(), &out.node, &count));
+  cudaKernelNodeParams params{};
+  ASSERT_CUDA_EQ(cudaSuccess, cudaGraphKernelNodeGetParams(out.node, &params));
+  ASSERT_NE(nullptr, params.kernelParams) << "the captured mark node has no parameter array";
+  // The mark kernel's parameters: counter, board, slot (kernels/launch.hpp, launch_mark).
+  out.counter = *static_cast<std::uint32_t**>(params.kernelParams[0]);
+  out.board = *static_cast<sc::kernels::mark_board**>(params.kernelParams[1]);
+  out.slot = slot;
+  out.changed = params;
+  out.changed.kernelParams = out.args;
+  out.changed.extra = nullptr;
 }
 
 // CAPT-11 · RT cudaGraphExecKernelNodeSetParams ("The modifications only affect future launches of hGraphExec.
@@ -75,24 +126,11 @@ TEST_F(StreamCapture, ParameterUpdatesReachLaterLaunchesOnly) {
   const sc::stream recording = make(stream_flags::non_blocking, "recording");
   sc::marks m;
   const sc::graph g = graph_of_mark(recording, m, 1);
-  ASSERT_EQ(1u, g.node_count());
-  cudaGraphNode_t node = nullptr;
-  std::size_t count = 1;
-  ASSERT_CUDA_EQ(cudaSuccess, cudaGraphGetNodes(g.get(), &node, &count));
-  cudaKernelNodeParams params{};
-  ASSERT_CUDA_EQ(cudaSuccess, cudaGraphKernelNodeGetParams(node, &params));
-  ASSERT_NE(nullptr, params.kernelParams) << "the captured mark node has no parameter array";
-  // The mark kernel's parameters: counter, board, slot (kernels/launch.hpp, launch_mark).
-  std::uint32_t* counter = *static_cast<std::uint32_t**>(params.kernelParams[0]);
-  sc::kernels::mark_board* board = *static_cast<sc::kernels::mark_board**>(params.kernelParams[1]);
-  unsigned slot = 2;
-  void* args[] = {&counter, &board, &slot};
-  cudaKernelNodeParams changed = params;
-  changed.kernelParams = args;
-  changed.extra = nullptr;
+  retargeted_mark_node to_2;
+  ASSERT_NO_FATAL_FAILURE(retarget_mark_node(g, 2, to_2));
   const sc::graph_exec x = sc::graph_exec::instantiate(g);
   if (early) {
-    ASSERT_CUDA_EQ(cudaSuccess, cudaGraphExecKernelNodeSetParams(x.get(), node, &changed));
+    ASSERT_CUDA_EQ(cudaSuccess, cudaGraphExecKernelNodeSetParams(x.get(), to_2.node, &to_2.changed));
   }
   {
     sc::gate gate;
@@ -100,7 +138,7 @@ TEST_F(StreamCapture, ParameterUpdatesReachLaterLaunchesOnly) {
     sc::held_window w(gate);
     EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "x"));
     if (!early) {
-      EXPECT_CUDA_EQ(cudaSuccess, cudaGraphExecKernelNodeSetParams(x.get(), node, &changed));
+      EXPECT_CUDA_EQ(cudaSuccess, cudaGraphExecKernelNodeSetParams(x.get(), to_2.node, &to_2.changed));
     }
     EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "x"));
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 1)));

@@ -6,15 +6,14 @@
 // streams, so using it beside a blocking stream's capture would make a dependency on captured work (the header of
 // cudaStreamIsCapturing says the same: the legacy stream is unusable while a blocking stream captures). The modes
 // decide which threads may make potentially unsafe calls (CAPT-02, CAPT-03); a launch is not one of them. So (a)
-// and (b) run under every mode, each mode a test of its own (one helper per scenario; not TEST_P, whose
-// "/<param>" names the observation files cannot carry yet).
+// and (b) run under every mode: value-parameterized tests, one instance per mode (Global, ThreadLocal, Relaxed).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "capture.hpp"
 #include "sc/fixtures/check.hpp"
-#include "sc/fixtures/thread_team.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -39,97 +38,64 @@ stream_flags capturing_kind(const sc::claim& capt05, stream_flags kind) {
   return kind == stream_flags::blocking ? stream_flags::non_blocking : stream_flags::blocking;
 }
 
-// (a) in capture mode `mode`: while s, a non-blocking stream, captures mark 1, mark 2 is launched into the legacy
-// stream from the capturing thread: the launch is accepted and the mark lands while the capture is still open;
-// the capture ends with the one captured mark as its graph.
-void expect_legacy_work_runs_beside_a_non_blocking_capture(StreamCapture& t, const sc::claim& capt05,
-                                                           cudaStreamCaptureMode mode) {
-  const sc::stream s = t.make(capturing_kind(capt05, stream_flags::non_blocking), "s");
-  sc::marks m;
-  sc::graph g;
-  cudaError_t launched = cudaErrorUnknown;
-  cudaError_t ended = cudaErrorUnknown;
-  {
-    sc::capture c(s, mode);
-    m.drop(s, 1);
-    launched = legacy_mark(m, 2);
-    EXPECT_TRUE(StreamCapture::lands_within(m, 2, sc::kLandingDeadline))
-        << "the legacy-stream mark did not run at once";
-    ended = c.end(g);
-  }
-  sc::clear_last_error();
-  sc::observe("legacy_launch", sc::error_name(launched));
-  sc::observe("end_capture", sc::error_name(ended));
-  EXPECT_CUDA_EQ(cudaSuccess, launched) << "legacy-stream work beside a capture of a non-blocking stream";
-  EXPECT_CUDA_EQ(cudaSuccess, ended) << "ending the capture of the non-blocking stream";
-  if (g.engaged()) {
-    EXPECT_EQ(1u, g.node_count()) << "the legacy-stream work was captured";
-  }
-}
-
-// (b) in capture mode `mode`: while b, a blocking stream, captures, a mark launched into the legacy stream from the
-// capturing thread is refused with cudaErrorStreamCaptureImplicit, never runs, and the capture then ends with an
-// error.
-void expect_legacy_work_refused_beside_a_blocking_capture(StreamCapture& t, const sc::claim& capt05,
-                                                          cudaStreamCaptureMode mode) {
-  const sc::stream b = t.make(capturing_kind(capt05, stream_flags::blocking), "b");
-  sc::marks m;
-  sc::graph g;
-  cudaError_t launched = cudaErrorUnknown;
-  cudaError_t ended = cudaErrorUnknown;
-  {
-    sc::capture c(b, mode);
-    launched = legacy_mark(m, 1);
-    ended = c.end(g);
-  }
-  sc::clear_last_error();
-  sc::observe("legacy_launch", sc::error_name(launched));
-  sc::observe("end_capture", sc::error_name(ended));
-  EXPECT_CUDA_EQ(cudaErrorStreamCaptureImplicit, launched) << "legacy-stream work beside a blocking capture";
-  EXPECT_NE(cudaSuccess, ended) << "the blocking capture ended cleanly after the refused legacy use";
-  EXPECT_FALSE(StreamCapture::lands_within(m, 1)) << "the refused legacy-stream work ran";
-}
+// CAPT-05's scenarios that run in every capture mode: one instance per mode, the mode the test's parameter.
+class StreamCaptureInEachMode : public StreamCapture, public ::testing::WithParamInterface<cudaStreamCaptureMode> {};
 
 // CAPT-05 (a) · Programming Guide, stream capture (the rule names streams "not created with cudaStreamNonBlocking"
-// only): beside a Global capture of a non-blocking stream, legacy-stream work runs at once and is not captured.
-TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingGlobalCapture) {
+// only): while s, a non-blocking stream, captures mark 1 in the instance's mode, mark 2 is launched into the legacy
+// stream from the capturing thread: the launch is accepted and the mark lands while the capture is still open; the
+// capture ends with the one captured mark as its graph.
+TEST_P(StreamCaptureInEachMode, LegacyStreamWorkRunsBesideANonBlockingCapture) {
   const sc::claim capt05("CAPT-05");
-  expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeGlobal);
-}
-
-// CAPT-05 (a) · the same beside a ThreadLocal capture.
-TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingThreadLocalCapture) {
-  const sc::claim capt05("CAPT-05");
-  expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeThreadLocal);
-}
-
-// CAPT-05 (a) · the same beside a Relaxed capture.
-TEST_F(StreamCapture, LegacyStreamWorkRunsBesideANonBlockingRelaxedCapture) {
-  const sc::claim capt05("CAPT-05");
-  expect_legacy_work_runs_beside_a_non_blocking_capture(*this, capt05, cudaStreamCaptureModeRelaxed);
+  const sc::stream s = make(capturing_kind(capt05, stream_flags::non_blocking), "s");
+  sc::marks m;
+  const call_in_capture got = in_a_capture_of(s, GetParam(), [&] {
+    m.drop(s, 1);
+    const cudaError_t launched = legacy_mark(m, 2);
+    EXPECT_TRUE(lands_within(m, 2, sc::kLandingDeadline)) << "the legacy-stream mark did not run at once";
+    return launched;
+  });
+  sc::observe("legacy_launch", sc::error_name(got.code));
+  sc::observe("end_capture", sc::error_name(got.ended));
+  EXPECT_CUDA_EQ(cudaSuccess, got.code) << "legacy-stream work beside a capture of a non-blocking stream";
+  EXPECT_CUDA_EQ(cudaSuccess, got.ended) << "ending the capture of the non-blocking stream";
+  if (got.g.engaged()) {
+    EXPECT_EQ(1u, got.g.node_count()) << "the legacy-stream work was captured";
+  }
 }
 
 // CAPT-05 (b) · Programming Guide, stream capture ("When any stream in the same context is being captured, and it
 // was not created with cudaStreamNonBlocking, any attempted use of the legacy stream is invalid"),
-// cudaErrorStreamCaptureImplicit: beside a Global capture of a blocking stream, a legacy-stream launch is refused,
-// never runs, and the capture ends with an error.
-TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingGlobalCapture) {
+// cudaErrorStreamCaptureImplicit: while b, a blocking stream, captures in the instance's mode, a mark launched into
+// the legacy stream from the capturing thread is refused, never runs, and the capture then ends with an error. (In
+// the Relaxed instance too: Relaxed frees the thread from the unsafe-call rules, not the legacy stream from its
+// implicit dependency on the blocking stream.)
+TEST_P(StreamCaptureInEachMode, LegacyStreamWorkIsRefusedBesideABlockingCapture) {
   const sc::claim capt05("CAPT-05");
-  expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeGlobal);
+  const sc::stream b = make(capturing_kind(capt05, stream_flags::blocking), "b");
+  sc::marks m;
+  const call_in_capture got = in_a_capture_of(b, GetParam(), [&] { return legacy_mark(m, 1); });
+  sc::observe("legacy_launch", sc::error_name(got.code));
+  sc::observe("end_capture", sc::error_name(got.ended));
+  EXPECT_CUDA_EQ(cudaErrorStreamCaptureImplicit, got.code) << "legacy-stream work beside a blocking capture";
+  EXPECT_NE(cudaSuccess, got.ended) << "the blocking capture ended cleanly after the refused legacy use";
+  EXPECT_FALSE(lands_within(m, 1)) << "the refused legacy-stream work ran";
 }
 
-// CAPT-05 (b) · the same beside a ThreadLocal capture.
-TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingThreadLocalCapture) {
-  const sc::claim capt05("CAPT-05");
-  expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeThreadLocal);
+// The instances' names: the capture modes in PascalCase.
+std::string mode_instance_name(const ::testing::TestParamInfo<cudaStreamCaptureMode>& mode) {
+  switch (mode.param) {
+    case cudaStreamCaptureModeGlobal:
+      return "Global";
+    case cudaStreamCaptureModeThreadLocal:
+      return "ThreadLocal";
+    case cudaStreamCaptureModeRelaxed:
+      return "Relaxed";
+  }
+  return "Unknown";
 }
 
-// CAPT-05 (b) · the same beside a Relaxed capture: Relaxed frees the thread from the unsafe-call rules, not the
-// legacy stream from its implicit dependency on the blocking stream.
-TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingRelaxedCapture) {
-  const sc::claim capt05("CAPT-05");
-  expect_legacy_work_refused_beside_a_blocking_capture(*this, capt05, cudaStreamCaptureModeRelaxed);
-}
+INSTANTIATE_TEST_SUITE_P(, StreamCaptureInEachMode, ::testing::ValuesIn(StreamCapture::kModes), mode_instance_name);
 
 // CAPT-05 (c) · the guide's rule names no thread: a mark launched into the legacy stream from another thread while
 // this thread captures b (blocking) in Global mode. Its code, the capture's ending and whether the mark ran are
@@ -137,36 +103,19 @@ TEST_F(StreamCapture, LegacyStreamWorkIsRefusedBesideABlockingRelaxedCapture) {
 TEST_F(StreamCapture, LegacyStreamWorkFromAnotherThreadBesideABlockingGlobalCapture) {
   const sc::claim capt05("CAPT-05");
   const sc::stream b = make(capturing_kind(capt05, stream_flags::blocking), "b");
-  const int dev = device();
   sc::marks m;
-  // The team's steps: 1 the other thread is ready, 2 the capture is open, 3 it has launched.
-  cudaError_t launched = cudaErrorUnknown;
-  sc::thread_team team;
-  team.start(1, [&](unsigned) {
-    const cudaError_t set = cudaSetDevice(dev);
-    team.step_to(1);
-    if (!team.reached(2, sc::kWorkDeadline)) return;
-    const cudaError_t code = sc::taking_last_error(set == cudaSuccess ? legacy_mark(m, 1) : set);
-    team.step_to(3, [&] { launched = code; });
-  });
-  ASSERT_TRUE(team.reached(1, sc::kWorkDeadline)) << "the other thread did not start";
-  sc::graph g;
-  cudaError_t ended = cudaErrorUnknown;
-  {
-    sc::capture c(b, cudaStreamCaptureModeGlobal);
-    team.step_to(2);
-    EXPECT_TRUE(team.reached(3, sc::kWorkDeadline)) << "the other thread's launch";
-    ended = c.end(g);
-  }
-  team.end();
-  sc::clear_last_error();
+  // The other thread keeps its own capture mode (Global, the default).
+  const beside_a_capture got =
+      call_beside_a_capture(b, cudaStreamCaptureModeGlobal, std::nullopt, [&] { return legacy_mark(m, 1); });
+  ASSERT_TRUE(got.started) << "the other thread did not start";
+  EXPECT_TRUE(got.called) << "the other thread's launch";
   const bool landed = lands_within(m, 1, sc::kLandingDeadline);
-  sc::observe("other_thread.legacy_launch", sc::error_name(launched));
-  sc::observe("other_thread.end_capture", sc::error_name(ended));
+  sc::observe("other_thread.legacy_launch", sc::error_name(got.code));
+  sc::observe("other_thread.end_capture", sc::error_name(got.ended));
   sc::observe("other_thread.mark_landed", landed);
   EXPECT_TRUE(capt05.matches_baseline(
       "other_thread_beside_a_blocking_global_capture",
-      sc::error_name(launched) + "; " + sc::error_name(ended) + "; " + (landed ? "ran" : "did not run")));
+      sc::error_name(got.code) + "; " + sc::error_name(got.ended) + "; " + (landed ? "ran" : "did not run")));
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 
 #include "capture.hpp"
 #include "sc/fixtures/check.hpp"
-#include "sc/fixtures/thread_team.hpp"
 
 namespace {
 
@@ -32,27 +31,20 @@ TEST_F(StreamCapture, UnsafeCallOnTheCapturingThreadPerMode) {
     SCOPED_TRACE(mode_name(mode));
     const sc::stream s = make(stream_flags::non_blocking, std::string("s_") + mode_name(mode));
     void* p = nullptr;
-    cudaError_t call = cudaSuccess;
-    cudaError_t ended = cudaSuccess;
-    sc::graph g;
-    {
-      sc::capture c(s, mode);
-      int dev = -1;
-      call = safe_call ? cudaGetDevice(&dev) : cudaMalloc(&p, kBytes);
-      ended = c.end(g);
-    }
-    sc::clear_last_error();
+    int dev = -1;
+    const call_in_capture got =
+        in_a_capture_of(s, mode, [&] { return safe_call ? cudaGetDevice(&dev) : cudaMalloc(&p, kBytes); });
     if (p != nullptr) {
       EXPECT_CUDA_EQ(cudaSuccess, cudaFree(p));
     }
-    sc::observe(std::string(mode_name(mode)) + ".call", sc::error_name(call));
-    sc::observe(std::string(mode_name(mode)) + ".end_capture", sc::error_name(ended));
+    sc::observe(std::string(mode_name(mode)) + ".call", sc::error_name(got.code));
+    sc::observe(std::string(mode_name(mode)) + ".end_capture", sc::error_name(got.ended));
     if (mode == cudaStreamCaptureModeRelaxed) {
-      EXPECT_CUDA_EQ(cudaSuccess, call) << "cudaMalloc refused on the thread of a Relaxed capture";
-      EXPECT_CUDA_EQ(cudaSuccess, ended) << "a Relaxed capture after cudaMalloc";
+      EXPECT_CUDA_EQ(cudaSuccess, got.code) << "cudaMalloc refused on the thread of a Relaxed capture";
+      EXPECT_CUDA_EQ(cudaSuccess, got.ended) << "a Relaxed capture after cudaMalloc";
     } else {
-      EXPECT_CUDA_EQ(cudaErrorStreamCaptureUnsupported, call) << "cudaMalloc on the capturing thread";
-      EXPECT_CUDA_EQ(cudaErrorStreamCaptureInvalidated, ended) << "ending the capture after a refused unsafe call";
+      EXPECT_CUDA_EQ(cudaErrorStreamCaptureUnsupported, got.code) << "cudaMalloc on the capturing thread";
+      EXPECT_CUDA_EQ(cudaErrorStreamCaptureInvalidated, got.ended) << "ending the capture after a refused unsafe call";
     }
   }
 }
@@ -65,7 +57,6 @@ TEST_F(StreamCapture, UnsafeCallOnTheCapturingThreadPerMode) {
 TEST_F(StreamCapture, UnsafeCallFromAnotherThreadPerMode) {
   const sc::claim capt03("CAPT-03");
   const bool relax = capt03.mutated(sc::mutation_kind::arrangement);
-  const int dev = device();
   for (const cudaStreamCaptureMode capture_mode : kModes) {
     for (const cudaStreamCaptureMode thread_mode : kModes) {
       const std::string cell = std::string(mode_name(capture_mode)) + "." + mode_name(thread_mode);
@@ -73,43 +64,23 @@ TEST_F(StreamCapture, UnsafeCallFromAnotherThreadPerMode) {
       const bool both_global =
           capture_mode == cudaStreamCaptureModeGlobal && thread_mode == cudaStreamCaptureModeGlobal;
       const sc::stream s = make(stream_flags::non_blocking, "s_" + cell);
-      // The team's steps: 1 the other thread is ready, 2 the capture is open, 3 it has called.
       void* p = nullptr;
-      cudaError_t call = cudaErrorUnknown;
-      cudaError_t prepared = cudaErrorUnknown;
-      sc::thread_team team;
-      team.start(1, [&](unsigned) {
-        // Before the capture begins: the device, and the thread's mode.
-        cudaStreamCaptureMode mine = relax && both_global ? cudaStreamCaptureModeRelaxed : thread_mode;
-        cudaError_t code = cudaSetDevice(dev);
-        if (code == cudaSuccess) code = cudaThreadExchangeStreamCaptureMode(&mine);
-        team.step_to(1, [&] { prepared = code; });
-        if (!team.reached(2, sc::kWorkDeadline)) return;
-        const cudaError_t c = sc::taking_last_error(cudaMalloc(&p, kBytes));
-        team.step_to(3, [&] { call = c; });
-      });
-      ASSERT_TRUE(team.reached(1, sc::kWorkDeadline)) << "the other thread did not start";
-      ASSERT_CUDA_EQ(cudaSuccess, prepared) << "setting the other thread's device and mode";
-      sc::graph g;
-      cudaError_t ended = cudaSuccess;
-      {
-        sc::capture c(s, capture_mode);
-        team.step_to(2);
-        EXPECT_TRUE(team.reached(3, sc::kWorkDeadline)) << "the other thread's call";
-        ended = c.end(g);
-      }
-      team.end();
-      sc::clear_last_error();
+      const beside_a_capture got =
+          call_beside_a_capture(s, capture_mode, relax && both_global ? cudaStreamCaptureModeRelaxed : thread_mode,
+                                [&] { return cudaMalloc(&p, kBytes); });
+      ASSERT_TRUE(got.started) << "the other thread did not start";
+      ASSERT_CUDA_EQ(cudaSuccess, got.prepared) << "setting the other thread's device and mode";
+      EXPECT_TRUE(got.called) << "the other thread's call";
       if (p != nullptr) {
         EXPECT_CUDA_EQ(cudaSuccess, cudaFree(p));
       }
-      sc::observe(cell + ".call", sc::error_name(call));
-      sc::observe(cell + ".end_capture", sc::error_name(ended));
+      sc::observe(cell + ".call", sc::error_name(got.code));
+      sc::observe(cell + ".end_capture", sc::error_name(got.ended));
       if (both_global) {
-        EXPECT_CUDA_EQ(cudaErrorStreamCaptureUnsupported, call)
+        EXPECT_CUDA_EQ(cudaErrorStreamCaptureUnsupported, got.code)
             << "cudaMalloc from a Global thread beside a Global capture";
       } else {
-        EXPECT_CUDA_EQ(cudaSuccess, call) << "cudaMalloc from another thread that this capture does not restrict";
+        EXPECT_CUDA_EQ(cudaSuccess, got.code) << "cudaMalloc from another thread that this capture does not restrict";
       }
     }
   }

@@ -16,25 +16,12 @@ namespace {
 using sc::stream_flags;
 using sc::families::StreamCapture;
 
-// What a call made during a capture returned, and what ending that capture then returned.
-struct call_in_capture {
-  cudaError_t code = cudaErrorUnknown;
-  cudaError_t ended = cudaErrorUnknown;
+// A call that a capture must refuse, and the code it must refuse it with (cudaErrorUnknown: any error).
+struct refused_call {
+  const char* name;
+  std::function<cudaError_t()> call;
+  cudaError_t expected;
 };
-
-// `call` made in a ThreadLocal capture of `s` begun for it alone; the capture is ended (and its graph, if any,
-// discarded) before this returns.
-call_in_capture in_a_capture_of(const sc::stream& s, const std::function<cudaError_t()>& call) {
-  call_in_capture out;
-  sc::graph g;
-  {
-    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
-    out.code = call();
-    out.ended = c.end(g);
-  }
-  sc::clear_last_error();
-  return out;
-}
 
 // CAPT-07 · CUDA Programming Guide, stream capture ("It is invalid to synchronize or query the execution status of
 // a stream which is being captured or a captured event"; "When an invalid operation is attempted during stream
@@ -43,17 +30,11 @@ call_in_capture in_a_capture_of(const sc::stream& s, const std::function<cudaErr
 // refused, each in a capture of its own, which must then end with an error.
 TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
   const sc::claim capt07("CAPT-07");
-  const bool elsewhere = capt07.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
-  const sc::stream& asked = elsewhere ? idle : s;
+  const sc::stream& asked = capt07.mutated(sc::mutation_kind::arrangement) ? idle : s;
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
-  struct refused {
-    const char* name;
-    std::function<cudaError_t()> call;
-    cudaError_t expected;  // cudaErrorUnknown: any error
-  };
-  const refused calls[] = {
+  const refused_call calls[] = {
       {"cudaStreamQuery", [&] { return cudaStreamQuery(asked.get()); }, cudaErrorUnknown},
       {"cudaStreamSynchronize", [&] { return cudaStreamSynchronize(asked.get()); }, cudaErrorUnknown},
       {"cudaEventQuery",
@@ -63,9 +44,9 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
        },
        cudaErrorCapturedEvent},
   };
-  for (const refused& r : calls) {
+  for (const refused_call& r : calls) {
     SCOPED_TRACE(r.name);
-    const call_in_capture got = in_a_capture_of(s, r.call);
+    const call_in_capture got = in_a_capture_of(s, cudaStreamCaptureModeThreadLocal, r.call);
     sc::observe(std::string(r.name) + ".code", sc::error_name(got.code));
     sc::observe(std::string(r.name) + ".end_capture", sc::error_name(got.ended));
     if (r.expected == cudaErrorUnknown) {
@@ -76,6 +57,24 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
     EXPECT_NE(cudaSuccess, got.ended) << "the capture ended cleanly after " << r.name << " was refused";
     EXPECT_EQ("none", capture_status(s)) << "the stream still captures after its capture ended";
   }
+}
+
+// Captures into `out`, in `s` (ThreadLocal): gate `g` held as a kernel node, mark 1 of `m`, and a record of `e` with
+// cudaEventRecordExternal after them, or ahead of them when `record_first`. Each step must be accepted (use under
+// ASSERT_NO_FATAL_FAILURE).
+void capture_gate_mark_and_external_record(StreamCapture& t, const sc::stream& s, sc::gate& g, sc::marks& m,
+                                           const sc::event& e, bool record_first, sc::graph& out) {
+  const auto record = [&] { return cudaEventRecordWithFlags(e.get(), s.get(), cudaEventRecordExternal); };
+  sc::capture c(s, cudaStreamCaptureModeThreadLocal);
+  if (record_first) {
+    ASSERT_CUDA_EQ(cudaSuccess, record());
+  }
+  t.hold(g, s);
+  t.drop(m, s, 1);
+  if (!record_first) {
+    ASSERT_CUDA_EQ(cudaSuccess, record());
+  }
+  ASSERT_CUDA_EQ(cudaSuccess, c.end(out)) << "a capture with an external event record";
 }
 
 // CAPT-07 · RT cudaEventRecordWithFlags (cudaEventRecordExternal: captured as an external event-record node),
@@ -90,22 +89,10 @@ TEST_F(StreamCapture, ExternalEventRecordCompletesAfterTheWorkAheadOfIt) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   const sc::event external = sc::event::create(sc::event_flags::disable_timing);
-  const auto record = [&] { return cudaEventRecordWithFlags(external.get(), s.get(), cudaEventRecordExternal); };
   sc::marks m;
   sc::gate gate;  // held by a node of the graph, so made before it
   sc::graph g;
-  {
-    sc::capture c(s, cudaStreamCaptureModeThreadLocal);
-    if (first) {
-      ASSERT_CUDA_EQ(cudaSuccess, record());
-    }
-    hold(gate, s);
-    drop(m, s, 1);
-    if (!first) {
-      ASSERT_CUDA_EQ(cudaSuccess, record());
-    }
-    ASSERT_CUDA_EQ(cudaSuccess, c.end(g)) << "a capture with an external event record";
-  }
+  ASSERT_NO_FATAL_FAILURE(capture_gate_mark_and_external_record(*this, s, gate, m, external, first, g));
   EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeEventRecord)) << "the external record is not an event-record node";
   const sc::graph_exec x = sc::graph_exec::instantiate(g);
   EXPECT_CUDA_EQ(cudaSuccess, launch(x, idle, "external"));

@@ -20,6 +20,58 @@ namespace {
 using sc::stream_flags;
 using sc::families::StreamCapture;
 
+// What one call made during a capture did to it (outcome_in_a_capture).
+struct capture_outcome {
+  cudaError_t code = cudaErrorUnknown;   // the call's
+  std::string status;                    // the stream's capture status after the call
+  cudaError_t ended = cudaErrorUnknown;  // what ending the capture returned
+  std::string nodes;                     // how many nodes the graph it ended with has, or "no graph"
+  // "<call's code>; <status after it>; <what ending the capture returned>"
+  std::string row() const { return sc::error_name(code) + "; " + status + "; " + sc::error_name(ended); }
+};
+
+// While `s` captures in `mode`, with mark 1 of a board of its own captured, `call` is made (its code is the
+// call's); the capture is then ended and this thread's last error cleared.
+capture_outcome outcome_in_a_capture(const sc::stream& s, cudaStreamCaptureMode mode,
+                                     const std::function<cudaError_t()>& call) {
+  capture_outcome out;
+  sc::marks m;
+  sc::graph g;
+  {
+    sc::capture c(s, mode);
+    m.drop(s, 1);
+    out.code = call();
+    out.status = StreamCapture::capture_status(s);
+    out.ended = c.end(g);
+  }
+  sc::clear_last_error();
+  out.nodes = g.engaged() ? std::to_string(g.node_count()) : "no graph";
+  return out;
+}
+
+// A call and the name of its baseline row; CAPT-06's calls are made into a stream.
+struct named_call {
+  const char* name;
+  std::function<cudaError_t()> call;
+};
+struct named_call_into {
+  const char* name;
+  std::function<cudaError_t(cudaStream_t)> call;
+};
+
+// One copy of `src` to `dst` (buffers of the same size) as a batch of one (cudaMemcpyBatchAsync) into `s`, its
+// source read in stream order.
+cudaError_t batch_of_one_copy(sc::device_buffer<std::uint32_t>& dst, const sc::device_buffer<std::uint32_t>& src,
+                              cudaStream_t s) {
+  void* dsts[] = {dst.data()};
+  const void* srcs[] = {src.data()};
+  std::size_t sizes[] = {src.size() * sizeof(std::uint32_t)};
+  cudaMemcpyAttributes attrs{};
+  attrs.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  std::size_t attr_index = 0;
+  return cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &attrs, &attr_index, 1, s);
+}
+
 // CAPT-04 (observed, contested) · RT cudaThreadExchangeStreamCaptureMode, Programming Guide, stream capture
 // ("Prohibited and Unhandled Operations"); measured differently by ROCm (rocm-systems PR #4508, reverted in
 // #11698) and PyTorch: while this thread captures s (non-blocking, one mark captured) in each mode, another
@@ -36,30 +88,19 @@ TEST_F(StreamCapture, DeviceWideCallsFromAnotherThreadPerMode) {
   sc::device_buffer<std::uint32_t> word(1);
   SC_CHECK_CUDA(cudaMemset(word.data(), 0, sizeof(std::uint32_t)));
   std::uint32_t host = 0;
-  const std::pair<const char*, std::function<cudaError_t()>> calls[] = {
+  const named_call calls[] = {
       {"device_synchronize", [] { return cudaDeviceSynchronize(); }},
       {"sync_copy", [&] { return cudaMemcpy(&host, word.data(), sizeof host, cudaMemcpyDeviceToHost); }},
   };
   for (const cudaStreamCaptureMode capture_mode : kModes) {
     for (const cudaStreamCaptureMode thread_mode : kModes) {
-      for (const auto& [name, call] : calls) {
-        const std::string cell = std::string(mode_name(capture_mode)) + "." + mode_name(thread_mode) + "." + name;
+      for (const named_call& c : calls) {
+        const std::string cell = std::string(mode_name(capture_mode)) + "." + mode_name(thread_mode) + "." + c.name;
         SCOPED_TRACE(cell);
         const sc::stream s = make(capturing, "s");
-        sc::marks m;
-        sc::graph g;
-        cudaError_t code = cudaErrorUnknown;
-        std::string status;
-        cudaError_t ended = cudaErrorUnknown;
-        {
-          sc::capture c(s, capture_mode);
-          m.drop(s, 1);
-          code = on_another_thread(dev, thread_mode, call);
-          status = capture_status(s);
-          ended = c.end(g);
-        }
-        sc::clear_last_error();
-        EXPECT_TRUE(capt04.matches_baseline(cell, sc::error_name(code) + "; " + status + "; " + sc::error_name(ended)));
+        const capture_outcome got =
+            outcome_in_a_capture(s, capture_mode, [&] { return on_another_thread(dev, thread_mode, c.call); });
+        EXPECT_TRUE(capt04.matches_baseline(cell, got.row()));
       }
     }
   }
@@ -74,51 +115,28 @@ TEST_F(StreamCapture, CallsACaptureRefusesAndWhetherItSurvives) {
   const sc::claim capt06("CAPT-06");
   const bool elsewhere = capt06.mutated(sc::mutation_kind::arrangement);
   const sc::stream recording = make(stream_flags::non_blocking, "recording");
-  const sc::stream other = make(stream_flags::non_blocking, "other");
   sc::marks launched;
-  const sc::graph small = graph_of_mark(recording, launched, 1);
-  const sc::graph_exec small_exec = sc::graph_exec::instantiate(small);
+  const sc::graph_exec small_exec = exec_of_mark(recording, launched, 1);
+  const sc::stream other = make(stream_flags::non_blocking, "other");
   sc::device_buffer<std::uint32_t> source(64);
   sc::device_buffer<std::uint32_t> target(64);
   SC_CHECK_CUDA(cudaMemset(source.data(), 0, 64 * sizeof(std::uint32_t)));
   std::uint32_t pageable[64] = {};
-  using call_fn = std::function<cudaError_t(cudaStream_t)>;
-  const std::pair<const char*, call_fn> calls[] = {
-      {"memcpy_batch",
-       [&](cudaStream_t into) {
-         void* dsts[] = {target.data()};
-         const void* srcs[] = {source.data()};
-         std::size_t sizes[] = {64 * sizeof(std::uint32_t)};
-         cudaMemcpyAttributes attrs{};
-         attrs.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-         std::size_t attr_index = 0;
-         return cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &attrs, &attr_index, 1, into);
-       }},
+  const named_call_into calls[] = {
+      {"memcpy_batch", [&](cudaStream_t into) { return batch_of_one_copy(target, source, into); }},
       {"graph_launch", [&](cudaStream_t into) { return cudaGraphLaunch(small_exec.get(), into); }},
       {"pageable_copy",
        [&](cudaStream_t into) {
          return cudaMemcpyAsync(pageable, source.data(), sizeof pageable, cudaMemcpyDeviceToHost, into);
        }},
   };
-  for (const auto& [name, call] : calls) {
-    SCOPED_TRACE(name);
+  for (const named_call_into& c : calls) {
+    SCOPED_TRACE(c.name);
     const sc::stream s = make(stream_flags::non_blocking, "s");
-    sc::marks m;
-    sc::graph g;
-    cudaError_t code = cudaErrorUnknown;
-    std::string status;
-    cudaError_t ended = cudaErrorUnknown;
-    {
-      sc::capture c(s, cudaStreamCaptureModeThreadLocal);
-      m.drop(s, 1);
-      code = sc::taking_last_error(call(elsewhere ? other.get() : s.get()));
-      status = capture_status(s);
-      ended = c.end(g);
-    }
-    sc::clear_last_error();
-    const std::string nodes = g.engaged() ? std::to_string(g.node_count()) : "no graph";
-    EXPECT_TRUE(capt06.matches_baseline(
-        name, sc::error_name(code) + "; " + status + "; " + sc::error_name(ended) + "; " + nodes));
+    const capture_outcome got = outcome_in_a_capture(s, cudaStreamCaptureModeThreadLocal, [&] {
+      return sc::taking_last_error(c.call(elsewhere ? other.get() : s.get()));
+    });
+    EXPECT_TRUE(capt06.matches_baseline(c.name, got.row() + "; " + got.nodes));
   }
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(other, sc::kWorkDeadline));
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(recording, sc::kWorkDeadline));

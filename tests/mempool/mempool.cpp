@@ -39,6 +39,51 @@ std::uint32_t ones_reader::count() const {
   return host;
 }
 
+cudaError_t allocate_and_fill(const mem_pool& pool, const stream& s, std::size_t bytes, std::uint32_t value, void*& out,
+                              cudaError_t& allocated) {
+  allocated = cudaMallocFromPoolAsync(&out, bytes, pool.get(), s.get());
+  if (allocated != cudaSuccess) {
+    clear_last_error();
+    return allocated;
+  }
+  const auto words = static_cast<std::uint32_t>(bytes / sizeof(std::uint32_t));
+  return kernels::launch_fill(s.get(), static_cast<std::uint32_t*>(out), words, value);
+}
+
+cudaError_t allocate_and_fill(const mem_pool& pool, const stream& s, std::size_t bytes, std::uint32_t value,
+                              void*& out) {
+  cudaError_t allocated = cudaErrorUnknown;
+  return allocate_and_fill(pool, s, bytes, value, out, allocated);
+}
+
+void expect_freed_in(const stream& s, std::initializer_list<void**> blocks) {
+  for (void** block : blocks) {
+    if (*block != nullptr) {
+      EXPECT_CUDA_EQ(cudaSuccess, free_in(*block, s));
+    }
+  }
+  EXPECT_CUDA_EQ(cudaSuccess, synchronize_within(s, kWorkDeadline));
+}
+
+namespace {
+// `g` held in `s`, for the window that opens on it.
+holder& held_in(GpuTest& t, const stream& s, gate& g) {
+  t.hold(g, s);
+  return g;
+}
+}  // namespace
+
+free_behind_a_gate::free_behind_a_gate(GpuTest& t, const stream& s, void*& held) : window_(held_in(t, s, gate_)) {
+  SC_CHECK_CUDA(free_in(held, s));
+}
+
+free_behind_a_gate::free_behind_a_gate(GpuTest& t, const stream& s, void*& held, ones_reader& reader,
+                                       std::uint32_t words)
+    : window_(held_in(t, s, gate_)) {
+  reader.read(s, static_cast<const std::uint32_t*>(held), words);
+  SC_CHECK_CUDA(free_in(held, s));
+}
+
 void MemoryPools::SetUp() {
   GpuTest::SetUp();
   if (IsSkipped() || HasFatalFailure()) return;
@@ -56,6 +101,12 @@ void MemoryPools::SetUp() {
   observe("pool_reservation_bytes", static_cast<long long>(block_bytes_));
   if (block_bytes_ < kBlockBytes || block_bytes_ > (std::size_t{1} << 32))
     FAIL() << "a fresh pool reserved " << block_bytes_ << " bytes for one allocation of " << kBlockBytes;
+}
+
+mem_pool MemoryPools::keeping_pool() const {
+  mem_pool pool = mem_pool::create(device());
+  pool.set_bytes(cudaMemPoolAttrReleaseThreshold, UINT64_MAX);
+  return pool;
 }
 
 mem_pool MemoryPools::one_block_pool(bool follow_event_dependencies, bool allow_opportunistic,

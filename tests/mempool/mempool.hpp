@@ -50,6 +50,39 @@ class ones_reader {
   device_buffer<std::uint32_t> seen_;
 };
 
+// An allocation of `bytes` from `pool` in `s` (into `out`) and, when it succeeded, a fill of it with `value` in `s`:
+// the allocation's error, or else the fill's code; `allocated`, where given, gets the allocation's code. A failed
+// allocation's error is taken from this thread's last error (made on call_while_gated's helper thread, it would
+// stay there).
+cudaError_t allocate_and_fill(const mem_pool& pool, const stream& s, std::size_t bytes, std::uint32_t value,
+                              void*& out);
+cudaError_t allocate_and_fill(const mem_pool& pool, const stream& s, std::size_t bytes, std::uint32_t value, void*& out,
+                              cudaError_t& allocated);
+
+// Frees in `s` each of `blocks` still non-null (free_in: it becomes null), then waits for `s` within the work
+// deadline; a call that fails is a (non-fatal) failure of the test.
+void expect_freed_in(const stream& s, std::initializer_list<void**> blocks);
+
+// A gate holding `s`, and behind it in `s` a reader of the block `held` points to (when a reader is given) and the
+// free of that block (free_in: `held` becomes null). So the freed block's last reader is still to run, and its free
+// still pending, while the gate is closed. Built in place (the gate is pinned: a queued kernel polls its word);
+// destroyed, it opens the gate. Declare it after the pool, the streams and the blocks' guard (rule 13).
+class free_behind_a_gate {
+ public:
+  free_behind_a_gate(GpuTest& t, const stream& s, void*& held);
+  free_behind_a_gate(GpuTest& t, const stream& s, void*& held, ones_reader& reader, std::uint32_t words);
+  free_behind_a_gate(const free_behind_a_gate&) = delete;
+  free_behind_a_gate& operator=(const free_behind_a_gate&) = delete;
+
+  sc::gate& gate() noexcept { return gate_; }
+  // What may not happen while the gate is closed (held_window::absent), and its early release.
+  held_window& window() noexcept { return window_; }
+
+ private:
+  sc::gate gate_;
+  held_window window_;
+};
+
 class MemoryPools : public GpuTest {
  protected:
   // Skips, with the reason, where the device has no memory pools (cudaDevAttrMemoryPoolsSupported is 0).
@@ -67,6 +100,9 @@ class MemoryPools : public GpuTest {
   std::uint32_t block_words() const noexcept {
     return static_cast<std::uint32_t>(block_bytes_ / sizeof(std::uint32_t));
   }
+  // A pool of the test's device that keeps what it reserved: its release threshold at the maximum, so only a trim
+  // gives memory back.
+  mem_pool keeping_pool() const;
   // A pool bounded to one block (block_bytes()) with the given reuse policies and its release threshold at the maximum
   // (a completed free keeps its memory in the pool instead of going back to the system at the next synchronize, so the
   // one block is what a later allocation must reuse or fail for).

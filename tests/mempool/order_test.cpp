@@ -29,11 +29,8 @@ TEST_F(MemoryPools, AllocationReturnsWhileItsStreamIsGatedAndIsValidThere) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   void* block = nullptr;
   const sc::return_observation allocated = call_while_held(s, [&] {
-    cudaError_t code = cudaMallocFromPoolAsync(&block, kBlockBytes, pool.get(), s.get());
-    if (code == cudaSuccess)
-      code = sc::kernels::launch_fill(s.get(), static_cast<std::uint32_t*>(block), kBlockWords, 7);
-    if (code == cudaSuccess && then_sync) code = cudaStreamSynchronize(s.get());
-    return code;
+    const cudaError_t code = sc::families::allocate_and_fill(pool, s, kBlockBytes, 7, block);
+    return code == cudaSuccess && then_sync ? cudaStreamSynchronize(s.get()) : code;
   });
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, allocated.code);
@@ -42,8 +39,7 @@ TEST_F(MemoryPools, AllocationReturnsWhileItsStreamIsGatedAndIsValidThere) {
   ASSERT_NE(nullptr, block);
   EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(block), kBlockWords, 7, s))
       << "the block written in its stream behind the gate does not read back";
-  EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(block, s.get()));
-  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+  sc::families::expect_freed_in(s, {&block});
 }
 
 // MPOOL-02 · RT cudaFreeAsync ("Inserts a free operation into hStream"), cudaMallocFromPoolAsync (stream
@@ -61,19 +57,14 @@ TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
   const sc::mem_pool pool = sc::mem_pool::create(device(), block_bytes());
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
-  void* p = nullptr;
-  ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&p, block_bytes(), pool.get(), s.get()));
-  auto* words = static_cast<std::uint32_t*>(p);
-  sc::device_buffer<std::uint32_t> seen(1);
-  SC_CHECK_CUDA(cudaMemsetAsync(seen.data(), 0, sizeof(std::uint32_t), s.get()));
-  SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), words, block_words(), 1));
-  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  std::uint32_t* p = filled_block(pool, s);
+  sc::families::ones_reader reader;
   void* q = nullptr;
   {
     sc::gate g;
     hold(g, s);
     sc::held_window w(g);
-    SC_CHECK_CUDA(sc::kernels::launch_count_mismatches(s.get(), words, block_words(), 1, seen.data()));
+    reader.read(s, p, block_words());
     const sc::return_observation reused = sc::call_while_gated(
         [&] {
           cudaError_t code = cudaFreeAsync(p, s.get());
@@ -89,14 +80,13 @@ TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
     EXPECT_TRUE(reused.returned) << "the free and the new allocation waited for the gated stream";
   }
   drain();
-  std::uint32_t mismatches = 0;
-  SC_CHECK_CUDA(cudaMemcpy(&mismatches, seen.data(), sizeof mismatches, cudaMemcpyDeviceToHost));
+  const std::uint32_t mismatches = reader.count();
   sc::observe("reader_mismatches", static_cast<long long>(mismatches));
-  ASSERT_EQ(p, q) << "the pool bounded to one block gave the new allocation other memory: no reuse to test";
+  ASSERT_EQ(static_cast<void*>(p), q)
+      << "the pool bounded to one block gave the new allocation other memory: no reuse to test";
   EXPECT_EQ(0u, mismatches) << "the new allocation was written before the freed block's reader ran";
   EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), block_words(), 2, s)) << "q does not read back";
-  EXPECT_CUDA_EQ(cudaSuccess, cudaFreeAsync(q, s.get()));
-  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
+  sc::families::expect_freed_in(s, {&q});
 }
 
 // MPOOL-03 · RT cudaMallocFromPoolAsync ("Stream query, stream synchronize, and CUDA events can be used to
@@ -123,26 +113,22 @@ TEST_F(MemoryPools, AnotherStreamUsesTheReusedBlockAfterAnEvent) {
   sc::families::ones_reader reader;
   sc::marks m;
   {
-    sc::gate g;
-    hold(g, s);
-    sc::held_window w(g);
-    reader.read(s, static_cast<const std::uint32_t*>(block), block_words());
-    SC_CHECK_CUDA(sc::families::free_in(p, s));
+    sc::families::free_behind_a_gate freed(*this, s, p, reader, block_words());
     ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), s.get()));
     ASSERT_EQ(block, q) << "the pool bounded to one block gave the new allocation other memory: no reuse to test";
     SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));
     if (!no_wait) SC_CHECK_CUDA(cudaStreamWaitEvent(t.get(), e.get(), 0));
     SC_CHECK_CUDA(sc::kernels::launch_fill(t.get(), static_cast<std::uint32_t*>(q), block_words(), 2));
     drop(m, t, 1);
-    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "t used the block before the event after its allocation";
+    EXPECT_TRUE(freed.window().absent(sc::probe::mark(m, 1)))
+        << "t used the block before the event after its allocation";
   }
   drain();
   sc::observe("reader_mismatches", static_cast<long long>(reader.count()));
   EXPECT_EQ(0u, reader.count()) << "t wrote the reused block before its allocation completed (the freed block's "
                                    "reader, ahead of the allocation in s, saw t's values)";
   EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(q), block_words(), 2, t)) << "q does not read back";
-  EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(q, t));
-  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(t, sc::kWorkDeadline));
+  sc::families::expect_freed_in(t, {&q});
 }
 
 }  // namespace

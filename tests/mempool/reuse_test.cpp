@@ -33,8 +33,7 @@ void expect_reused_in_order(MemoryPools& t, cudaError_t allocated, const std::ui
   EXPECT_EQ(static_cast<const void*>(p), q) << "a pool of one block gave b other memory";
   EXPECT_EQ(0u, reader.count()) << "b wrote the reused block before a's reader of the freed block ran";
   EXPECT_EQ(0u, t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, b));
-  EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(q, b));
-  EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
+  sc::families::expect_freed_in(b, {&q});
 }
 
 // MPOOL-04 · RT cudaMemPoolSetAttribute (cudaMemPoolReuseFollowEventDependencies: "Allow cuMemAllocAsync to use
@@ -58,28 +57,43 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
   const sc::families::unfreed_guard left_in_b(b, {&q});
   cudaError_t allocated = cudaErrorUnknown;
   {
-    sc::gate g;
-    hold(g, a);
-    sc::held_window w(g);
-    reader.read(a, p, block_words());
-    SC_CHECK_CUDA(sc::families::free_in(held, a));
+    sc::families::free_behind_a_gate freed(*this, a, held, reader, block_words());
     SC_CHECK_CUDA(cudaEventRecord(e.get(), a.get()));
     if (!no_edge) SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), e.get(), 0));
     const sc::return_observation r = sc::call_while_gated(
-        [&] {
-          allocated = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
-          if (allocated != cudaSuccess) {
-            sc::clear_last_error();  // on this (the helper) thread, where the failed call left it
-            return allocated;
-          }
-          return sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), block_words(), 2);
-        },
-        g);
+        [&] { return sc::families::allocate_and_fill(pool, b, block_bytes(), 2, q, allocated); }, freed.gate());
     EXPECT_TRUE(r.returned) << "the allocation across the event edge waited for the gated stream";
   }
   drain();
   expect_reused_in_order(*this, allocated, p, q, reader, b,
                          "the only block, freed in a before the event b waits on, was not reused");
+}
+
+// What an allocation in b made of the one block of a pool, freed in a and complete (reuse_after_completion).
+struct completed_free_reuse {
+  cudaError_t code;  // the allocation's
+  bool same_block;   // it returned the freed block
+};
+
+// In a fresh one-block pool with only opportunistic reuse on or every policy off: p, filled with 1s in a, is freed
+// there, and a is seen idle by cudaStreamQuery (the free completed; no synchronize told the pool); then b, with no
+// dependency on a, allocates. What b got is freed in b before this returns.
+completed_free_reuse reuse_after_completion(const MemoryPools& t, const sc::stream& a, const sc::stream& b,
+                                            bool opportunistic) {
+  const sc::mem_pool pool = t.one_block_pool(false, opportunistic, false);
+  std::uint32_t* p = t.filled_block(pool, a);
+  SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
+  // Complete, as cudaStreamQuery sees it; never synchronized (after a synchronize of a, its free is reused in b
+  // with every policy off: H100, driver 580).
+  SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
+  void* q = nullptr;
+  const cudaError_t code = sc::taking_last_error(cudaMallocFromPoolAsync(&q, t.block_bytes(), pool.get(), b.get()));
+  const completed_free_reuse out{code, code == cudaSuccess && q == p};
+  if (code == cudaSuccess) {
+    SC_CHECK_CUDA(cudaFreeAsync(q, b.get()));
+    SC_CHECK_CUDA(sc::synchronize_within(b, sc::kWorkDeadline));
+  }
+  return out;
 }
 
 // MPOOL-05 (observed) · RT cudaMemPoolSetAttribute (cudaMemPoolReuseAllowOpportunistic: "Allow reuse of already
@@ -92,28 +106,8 @@ TEST_F(MemoryPools, CompletedFreeIsReusedWithoutAnEdge) {
   const bool off = mpool05.mutated(sc::mutation_kind::arrangement);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  struct outcome {
-    cudaError_t code;
-    bool same_block;
-  };
-  const auto reuse_after_completion = [&](bool opportunistic) {
-    const sc::mem_pool pool = one_block_pool(false, opportunistic, false);
-    std::uint32_t* p = filled_block(pool, a);
-    SC_CHECK_CUDA(cudaFreeAsync(p, a.get()));
-    // Complete, as cudaStreamQuery sees it; never synchronized (after a synchronize of a, its free is reused in
-    // b with every policy off: H100, driver 580).
-    SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
-    void* q = nullptr;
-    const cudaError_t code = sc::taking_last_error(cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get()));
-    const outcome out{code, code == cudaSuccess && q == p};
-    if (code == cudaSuccess) {
-      SC_CHECK_CUDA(cudaFreeAsync(q, b.get()));
-      SC_CHECK_CUDA(sc::synchronize_within(b, sc::kWorkDeadline));
-    }
-    return out;
-  };
-  const outcome with = reuse_after_completion(!off);
-  const outcome without = reuse_after_completion(false);
+  const completed_free_reuse with = reuse_after_completion(*this, a, b, !off);
+  const completed_free_reuse without = reuse_after_completion(*this, a, b, false);
   sc::observe("allocation", sc::error_name(with.code));
   sc::observe("without_the_policy.allocation", sc::error_name(without.code));
   sc::observe("without_the_policy.same_block", without.same_block);
@@ -131,18 +125,30 @@ struct reuse_seen {
   std::uint32_t written_mismatches = 0;  // words of q that do not read back as the 2s b wrote
 };
 
-// Once the device drained: whether the allocation q got the freed block p, what a's reader of p saw, and whether q
-// reads back as the 2s written into it; then q is freed in a.
-void read_back(MemoryPools& t, reuse_seen& seen, const void* p, void*& q, sc::families::ones_reader& reader,
-               const sc::stream& a) {
-  seen.same_block = seen.allocated == cudaSuccess && q == p;
-  seen.reader_mismatches = reader.count();
-  if (q != nullptr) {
-    seen.written_mismatches = t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, a);
-    SC_CHECK_CUDA(sc::families::free_in(q, a));
-    SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
+// What both MPOOL-06 arrangements share: p, the one block of `pool`, filled with 1s in a; a reader of it; b's mark;
+// q, b's allocation. Whatever a check that ends the test early leaves allocated is freed in a.
+struct block_under_reuse {
+  block_under_reuse(MemoryPools& t, const sc::mem_pool& pool, const sc::stream& a)
+      : p(t.filled_block(pool, a)), held(p), left(a, {&held, &q}) {}
+  // Once the device drained: whether the allocation q got the freed block p, what a's reader of p saw, and whether
+  // q reads back as the 2s written into it; then q is freed in a.
+  void read_back(MemoryPools& t, reuse_seen& seen, const sc::stream& a) {
+    seen.same_block = seen.allocated == cudaSuccess && q == p;
+    seen.reader_mismatches = reader.count();
+    if (q != nullptr) {
+      seen.written_mismatches = t.mismatches_after(static_cast<const std::uint32_t*>(q), t.block_words(), 2, a);
+      SC_CHECK_CUDA(sc::families::free_in(q, a));
+      SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
+    }
   }
-}
+
+  std::uint32_t* p;
+  sc::families::ones_reader reader;
+  sc::marks m;
+  void* held;  // p until its free is enqueued
+  void* q = nullptr;
+  const sc::families::unfreed_guard left;
+};
 
 // MPOOL-06's arrangement in `pool` (one block; the test sets its policies): p, filled with 1s in a; a gate holds a
 // ahead of a reader of p and the free of p; then, on a helper thread (call_while_gated), b allocates q, writes 2s
@@ -150,35 +156,83 @@ void read_back(MemoryPools& t, reuse_seen& seen, const void* p, void*& q, sc::fa
 // the call returned, the gate still closed. Once the device drained, q is read back and freed in a.
 reuse_seen reuse_behind_a_gate(MemoryPools& t, const sc::mem_pool& pool, const sc::stream& a, const sc::stream& b) {
   reuse_seen seen;
-  std::uint32_t* p = t.filled_block(pool, a);
-  sc::families::ones_reader reader;
-  sc::marks m;
-  void* held = p;  // until its free is enqueued
-  void* q = nullptr;
-  const sc::families::unfreed_guard left(a, {&held, &q});
+  block_under_reuse x(t, pool, a);
   {
-    sc::gate g;
-    t.hold(g, a);
-    sc::held_window w(g);
-    reader.read(a, p, t.block_words());
-    SC_CHECK_CUDA(sc::families::free_in(held, a));
+    sc::families::free_behind_a_gate freed(t, a, x.held, x.reader, t.block_words());
     sc::while_gated_steps steps;
-    steps.after_return = [&] { seen.later_work_held = w.absent(sc::probe::mark(m, 1)); };
+    steps.after_return = [&] { seen.later_work_held = freed.window().absent(sc::probe::mark(x.m, 1)); };
     const sc::return_observation r = sc::call_while_gated(
         [&] {
-          seen.allocated = cudaMallocFromPoolAsync(&q, t.block_bytes(), pool.get(), b.get());
-          sc::clear_last_error();  // on this (the helper) thread, where a failed call left it
-          cudaError_t code = seen.allocated;
-          if (code == cudaSuccess)
-            code = sc::kernels::launch_fill(b.get(), static_cast<std::uint32_t*>(q), t.block_words(), 2);
-          m.drop(b, 1);
+          const cudaError_t code = sc::families::allocate_and_fill(pool, b, t.block_bytes(), 2, x.q, seen.allocated);
+          x.m.drop(b, 1);
           return code;
         },
-        g, sc::kReturnWindow, steps);
+        freed.gate(), sc::kReturnWindow, steps);
     seen.returned = r.returned;
   }
   t.drain();
-  read_back(t, seen, p, q, reader, a);
+  x.read_back(t, seen, a);
+  return seen;
+}
+
+// MPOOL-06's arrangement between the per-thread default streams of two host threads: a is this thread's, b that of
+// a thread of its own (sc::thread_team), which allocates q in b, writes 2s into it and drops mark 1 while the gate
+// holds a (after the reader of p and the free of p, as in reuse_behind_a_gate). That thread stays until its stream
+// has finished, and every wait has a deadline: work that never finishes (a dependency nobody satisfies) fails the
+// test and ends its process instead of hanging it (a first version, whose thread ended with its work queued,
+// hung on an H100 and an H200). `dev`: the test's device.
+reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& pool, int dev) {
+  reuse_seen seen;
+  const sc::stream a = sc::stream::per_thread();
+  block_under_reuse x(t, pool, a);
+  // The team's steps: 1 the free is enqueued, 2 the other thread allocated and enqueued its work, 3 the gate is
+  // open, 4 the other thread's stream finished or its deadline passed (`theirs` says which).
+  cudaError_t theirs = cudaErrorUnknown;
+  sc::thread_team team;
+  team.start(1, [&](unsigned) {
+    const cudaError_t set = cudaSetDevice(dev);
+    if (!team.reached(1, sc::kWorkDeadline)) return;
+    void* got = nullptr;
+    const cudaError_t allocated =
+        set != cudaSuccess ? set : cudaMallocFromPoolAsync(&got, t.block_bytes(), pool.get(), cudaStreamPerThread);
+    sc::clear_last_error();
+    if (allocated == cudaSuccess)
+      (void)sc::kernels::launch_fill(cudaStreamPerThread, static_cast<std::uint32_t*>(got), t.block_words(), 2);
+    x.m.drop_by(1, [](std::uint32_t* counter, sc::kernels::mark_board* board, unsigned slot) {
+      (void)sc::kernels::launch_mark(cudaStreamPerThread, counter, board, slot);  // a failed launch: no mark
+      return cudaSuccess;
+    });
+    team.step_to(2, [&] {
+      seen.allocated = allocated;
+      x.q = got;
+    });
+    if (!team.reached(3, sc::kWorkDeadline)) return;
+    const cudaError_t finished = sc::synchronize_within(sc::stream::per_thread(), sc::kWorkDeadline);
+    team.step_to(4, [&] { theirs = finished; });
+  });
+  {
+    sc::families::free_behind_a_gate freed(t, a, x.held, x.reader, t.block_words());
+    team.step_to(1);
+    const bool returned = team.reached(2, sc::kReturnWindow);
+    seen.returned = sc::gated_result(returned ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold,
+                                     returned ? "the other thread's allocation returned while a was gated"
+                                              : "the other thread's allocation had not returned while a was gated");
+    if (returned) seen.later_work_held = freed.window().absent(sc::probe::mark(x.m, 1));
+  }
+  const bool called = team.reached(2, sc::kWorkDeadline);
+  if (called) team.step_to(3);
+  const bool finished = called && team.reached(4, 2 * sc::kWorkDeadline);
+  const cudaError_t mine = sc::synchronize_within(a, sc::kWorkDeadline);
+  if (!finished || theirs != cudaSuccess || mine != cudaSuccess) {
+    ADD_FAILURE() << "the work never finished once the gate opened: the other thread's allocation "
+                  << (called ? "returned" : "never returned") << ", its per-thread stream "
+                  << (finished ? sc::error_name(theirs) : std::string("did not report")) << ", this thread's "
+                  << sc::error_name(mine) << " (a dependency the allocator added that nothing satisfies?)";
+    sc::end_test_process("the per-thread streams' work did not finish after the gate opened");
+  }
+  team.end();
+  t.drain();
+  x.read_back(t, seen, a);
   return seen;
 }
 
@@ -205,76 +259,6 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
   EXPECT_TRUE(seen.later_work_held) << "b's work after the reusing allocation ran while a was gated";
   EXPECT_EQ(0u, seen.reader_mismatches) << "b wrote the reused block before a's reader of the freed block ran";
   EXPECT_EQ(0u, seen.written_mismatches) << "the reused block does not read back as b wrote it";
-}
-
-// MPOOL-06's arrangement between the per-thread default streams of two host threads: a is this thread's, b that of
-// a thread of its own (sc::thread_team), which allocates q in b, writes 2s into it and drops mark 1 while the gate
-// holds a (after the reader of p and the free of p, as in reuse_behind_a_gate). That thread stays until its stream
-// has finished, and every wait has a deadline: work that never finishes (a dependency nobody satisfies) fails the
-// test and ends its process instead of hanging it (a first version, whose thread ended with its work queued,
-// hung on an H100 and an H200). `dev`: the test's device.
-reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& pool, int dev) {
-  reuse_seen seen;
-  const sc::stream a = sc::stream::per_thread();
-  std::uint32_t* p = t.filled_block(pool, a);
-  sc::families::ones_reader reader;
-  sc::marks m;
-  void* held = p;  // until its free is enqueued
-  void* q = nullptr;
-  const sc::families::unfreed_guard left(a, {&held, &q});
-  // The team's steps: 1 the free is enqueued, 2 the other thread allocated and enqueued its work, 3 the gate is
-  // open, 4 the other thread's stream finished or its deadline passed (`theirs` says which).
-  cudaError_t theirs = cudaErrorUnknown;
-  sc::thread_team team;
-  team.start(1, [&](unsigned) {
-    const cudaError_t set = cudaSetDevice(dev);
-    if (!team.reached(1, sc::kWorkDeadline)) return;
-    void* got = nullptr;
-    const cudaError_t allocated =
-        set != cudaSuccess ? set : cudaMallocFromPoolAsync(&got, t.block_bytes(), pool.get(), cudaStreamPerThread);
-    sc::clear_last_error();
-    if (allocated == cudaSuccess)
-      (void)sc::kernels::launch_fill(cudaStreamPerThread, static_cast<std::uint32_t*>(got), t.block_words(), 2);
-    m.drop_by(1, [](std::uint32_t* counter, sc::kernels::mark_board* board, unsigned slot) {
-      (void)sc::kernels::launch_mark(cudaStreamPerThread, counter, board, slot);  // a failed launch: no mark
-      return cudaSuccess;
-    });
-    team.step_to(2, [&] {
-      seen.allocated = allocated;
-      q = got;
-    });
-    if (!team.reached(3, sc::kWorkDeadline)) return;
-    const cudaError_t finished = sc::synchronize_within(sc::stream::per_thread(), sc::kWorkDeadline);
-    team.step_to(4, [&] { theirs = finished; });
-  });
-  {
-    sc::gate g;
-    t.hold(g, a);
-    sc::held_window w(g);
-    reader.read(a, p, t.block_words());
-    SC_CHECK_CUDA(sc::families::free_in(held, a));
-    team.step_to(1);
-    const bool returned = team.reached(2, sc::kReturnWindow);
-    seen.returned = sc::gated_result(returned ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold,
-                                     returned ? "the other thread's allocation returned while a was gated"
-                                              : "the other thread's allocation had not returned while a was gated");
-    if (returned) seen.later_work_held = w.absent(sc::probe::mark(m, 1));
-  }
-  const bool called = team.reached(2, sc::kWorkDeadline);
-  if (called) team.step_to(3);
-  const bool finished = called && team.reached(4, 2 * sc::kWorkDeadline);
-  const cudaError_t mine = sc::synchronize_within(a, sc::kWorkDeadline);
-  if (!finished || theirs != cudaSuccess || mine != cudaSuccess) {
-    ADD_FAILURE() << "the work never finished once the gate opened: the other thread's allocation "
-                  << (called ? "returned" : "never returned") << ", its per-thread stream "
-                  << (finished ? sc::error_name(theirs) : std::string("did not report")) << ", this thread's "
-                  << sc::error_name(mine) << " (a dependency the allocator added that nothing satisfies?)";
-    sc::end_test_process("the per-thread streams' work did not finish after the gate opened");
-  }
-  team.end();
-  t.drain();
-  read_back(t, seen, p, q, reader, a);
-  return seen;
 }
 
 // MPOOL-06 (observed) · the same arrangement between the per-thread default streams of two host threads: a is this
@@ -321,35 +305,26 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   const sc::families::unfreed_guard left_in_b(b, {&q});
   cudaError_t pending = cudaErrorUnknown;
   {
-    sc::gate g;
-    hold(g, a);
-    sc::held_window w(g);
-    SC_CHECK_CUDA(sc::families::free_in(held, a));
+    sc::families::free_behind_a_gate freed(*this, a, held);
     const sc::return_observation r = sc::call_while_gated(
         [&] {
           pending = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
           sc::clear_last_error();  // on this (the helper) thread, where a failed call left it
           return cudaSuccess;
         },
-        g);
+        freed.gate());
     EXPECT_TRUE(r.returned) << "the allocation waited for the gated stream on the host";
   }
   drain();
   sc::observe("while_pending.allocation", sc::error_name(pending));
-  if (pending == cudaSuccess) {
-    EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(q, b));
-    EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
-  }
+  sc::families::expect_freed_in(b, {&q});
   EXPECT_CUDA_EQ(cudaErrorMemoryAllocation, pending)
       << "an allocation with every reuse policy off, in a pool whose only block's free was pending";
   SC_CHECK_CUDA(sc::synchronize_within(a, sc::kWorkDeadline));
   const cudaError_t after = sc::taking_last_error(cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get()));
   sc::observe("after_completion.allocation", sc::error_name(after));
   EXPECT_TRUE(mpool07.matches_baseline("allocates_after_the_free_completed", after == cudaSuccess));
-  if (after == cudaSuccess) {
-    EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(q, b));
-    EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(b, sc::kWorkDeadline));
-  }
+  sc::families::expect_freed_in(b, {&q});
 }
 
 }  // namespace

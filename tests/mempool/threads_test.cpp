@@ -1,16 +1,37 @@
 // MPOOL-08: the per-thread default streams of two host threads are two streams for the allocator's reuse rules.
 #include <gtest/gtest.h>
 
-#include <cstdint>
-
 #include "mempool.hpp"
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/thread_team.hpp"
-#include "sc/kernels/launch.hpp"
 
 namespace {
 
 using sc::families::MemoryPools;
+
+// An allocation of the one block of `pool` in the calling thread's per-thread stream: its code (the last error
+// taken).
+cudaError_t allocate_in_per_thread_stream(const MemoryPools& t, const sc::mem_pool& pool, void** out) {
+  return sc::taking_last_error(cudaMallocFromPoolAsync(out, t.block_bytes(), pool.get(), cudaStreamPerThread));
+}
+
+// The same allocation made on a thread of its own (in its per-thread stream), whose device is `dev`: its code, or
+// the code of setting the device. The thread is joined before this returns.
+cudaError_t allocate_on_another_thread(const MemoryPools& t, const sc::mem_pool& pool, int dev, void** out) {
+  cudaError_t result = cudaErrorUnknown;
+  sc::thread_team team;
+  team.start(1, [&](unsigned) {
+    void* got = nullptr;
+    cudaError_t code = cudaSetDevice(dev);
+    if (code == cudaSuccess) code = allocate_in_per_thread_stream(t, pool, &got);
+    team.update([&] {
+      result = code;
+      *out = got;
+    });
+  });
+  team.end();
+  return result;
+}
 
 // MPOOL-08 · RT stream semantics (a per-thread default stream "is not shared" between host threads: each thread
 // has its own), cudaMemPoolSetAttribute (reuse across streams needs a dependency unless a policy allows it): in a
@@ -24,58 +45,25 @@ TEST_F(MemoryPools, PerThreadStreamsOfTwoThreadsAreTwoStreamsForReuse) {
   const bool same_thread = mpool08.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = one_block_pool(true, false, false);
   const sc::stream mine = sc::stream::per_thread();
-  void* p = nullptr;
-  ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&p, block_bytes(), pool.get(), cudaStreamPerThread));
-  SC_CHECK_CUDA(sc::kernels::launch_fill(cudaStreamPerThread, static_cast<std::uint32_t*>(p), block_words(), 1));
-  SC_CHECK_CUDA(cudaStreamSynchronize(cudaStreamPerThread));
+  void* p = filled_block(pool, mine);
   void* const block = p;
-  const int dev = device();
   void* theirs = nullptr;
   cudaError_t other = cudaErrorUnknown;
   void* again = nullptr;
   cudaError_t control = cudaErrorUnknown;
   const sc::families::unfreed_guard left(mine, {&p, &theirs, &again});
   {
-    sc::gate g;
-    hold(g, mine);
-    sc::held_window w(g);
-    SC_CHECK_CUDA(sc::families::free_in(p, mine));
-    // In the calling thread's per-thread stream.
-    const auto allocate = [&](void** out) {
-      const cudaError_t code =
-          sc::taking_last_error(cudaMallocFromPoolAsync(out, block_bytes(), pool.get(), cudaStreamPerThread));
-      return code;
-    };
-    if (same_thread) {
-      other = allocate(&theirs);
-    } else {
-      sc::thread_team team;
-      team.start(1, [&](unsigned) {
-        void* got = nullptr;
-        cudaError_t code = cudaSetDevice(dev);
-        if (code == cudaSuccess) code = allocate(&got);
-        team.update([&] {
-          other = code;
-          theirs = got;
-        });
-      });
-      team.end();
-    }
-    if (theirs == nullptr) {
-      control = allocate(&again);
-    }
+    sc::families::free_behind_a_gate freed(*this, mine, p);
+    other = same_thread ? allocate_in_per_thread_stream(*this, pool, &theirs)
+                        : allocate_on_another_thread(*this, pool, device(), &theirs);
+    if (theirs == nullptr) control = allocate_in_per_thread_stream(*this, pool, &again);
   }
   drain();
   sc::observe("other_thread.allocation", sc::error_name(other));
   sc::observe("this_thread.allocation", sc::error_name(control));
   sc::observe("this_thread.same_block", again == block);
   EXPECT_EQ(block, again) << "the block freed in this thread's per-thread stream";
-  for (void** left_over : {&theirs, &again}) {
-    if (*left_over != nullptr) {
-      EXPECT_CUDA_EQ(cudaSuccess, sc::families::free_in(*left_over, mine));
-    }
-  }
-  EXPECT_CUDA_EQ(cudaSuccess, cudaStreamSynchronize(cudaStreamPerThread));
+  sc::families::expect_freed_in(mine, {&theirs, &again});
   EXPECT_CUDA_EQ(cudaErrorMemoryAllocation, other)
       << "another thread's per-thread stream took the block freed in this thread's, with no dependency on the free";
   EXPECT_CUDA_EQ(cudaSuccess, control) << "this thread's per-thread stream, ordered after the free, got no block";
