@@ -87,14 +87,15 @@ class Lists(unittest.TestCase):
         child = sanitizer.tool_options("memcheck", "PriorityFlags.NullOutPointersReturnAnErrorCode")
         self.assertNotIn("application-only", child)
         for name, reason in sanitizer.EXPECTED_API_ERRORS.items():
-            self.assertRegex(name, r"^\w+\.\w+$")
+            self.assertRegex(name, r"^\w+\.\w+(/\*)?$")  # Suite.Test, or every instance of a TEST_P
             self.assertTrue(reason.strip(), name)
 
     def test_listed_tests_exist(self):
         sources = "".join(p.read_text() for p in (ROOT / "tests").glob("*/*_test.c*"))
         for name in sanitizer.EXPECTED_API_ERRORS:
             suite, test = name.split(".")
-            self.assertIn("(%s, %s)" % (suite, test), sources, name)
+            macro = "TEST_P" if test.endswith("/*") else "TEST_F"
+            self.assertIn("%s(%s, %s)" % (macro, suite, test.replace("/*", "")), sources, name)
 
     def test_the_families_are_the_labels_of_the_gpu_entries(self):
         listing = {"tests": [

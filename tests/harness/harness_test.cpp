@@ -177,10 +177,12 @@ TEST_P(Holders, HoldTheirStreamButNotAnother) {
   EXPECT_EQ(sc::gate_state::opened, holder->state());
 }
 
-INSTANTIATE_TEST_SUITE_P(, Holders, ::testing::Values(holder_kind::gate, holder_kind::host_latch),
-                         [](const ::testing::TestParamInfo<holder_kind>& info) {
-                           return std::string(info.param == holder_kind::gate ? "Gate" : "HostLatch");
-                         });
+std::string holder_name(const ::testing::TestParamInfo<holder_kind>& instance) {
+  return instance.param == holder_kind::gate ? "Gate" : "HostLatch";
+}
+
+INSTANTIATE_TEST_SUITE_P(, Holders, ::testing::Values(holder_kind::gate, holder_kind::host_latch), holder_name);
+});
 
 // A latch nobody opens returns at its deadline; checks on it are then invalid, and the firing is recorded
 // (expected here: the latch is silent, as the gate's watchdog test is).
