@@ -182,7 +182,6 @@ std::string holder_name(const ::testing::TestParamInfo<holder_kind>& instance) {
 }
 
 INSTANTIATE_TEST_SUITE_P(, Holders, ::testing::Values(holder_kind::gate, holder_kind::host_latch), holder_name);
-});
 
 // A latch nobody opens returns at its deadline; checks on it are then invalid, and the firing is recorded
 // (expected here: the latch is silent, as the gate's watchdog test is).
