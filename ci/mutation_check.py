@@ -7,7 +7,7 @@ Reads the run through the report's results reader (reports/streamcheck/results.p
 that cannot be read proves nothing. The line it prints says how the claiming tests were mutated:
 "arrangement" (what the test set up changed, so the observation had to tell the difference), "expectation"
 (only the expected value changed; the plan says why no arrangement change exists), or both when the tests
-differ. A claiming test that failed only because a gate's watchdog fired is counted as killed, and named. In
+differ. A claiming test that failed only because a latch's watchdog fired is counted as killed, and named. In
 fast mode such a test also ends its process, and the tests after it are "not run": the line counts them, and
 they are never taken for failures of the mutation.
 """
@@ -52,7 +52,7 @@ def main():
     own = set(docs)
     failed = {n for n, o in seen.items() if o == "failed"}
     skipped_own = {n for n in own if seen.get(n) == "skipped"}
-    # Fast mode: a claiming test that ended its process (a gate's watchdog, a sticky error) leaves the tests
+    # Fast mode: a claiming test that ended its process (a latch's watchdog, a sticky error) leaves the tests
     # after it not run. They are not failures of the mutation, but they were not judged either: named.
     not_run = {n for n in seen if not_run_after_process_ended(run["tests"][n])}
     not_run_own = own & not_run
@@ -73,7 +73,7 @@ def main():
           f"({len(own & failed)} of {len(own)} claiming test(s) failed"
           + (f"; survived: {', '.join(survived)}" if survived else "")
           + (f"; never applied the mutation: {', '.join(unused)}" if unused else "")
-          + (f"; failed on a gate watchdog: {', '.join(by_watchdog)}" if by_watchdog else "")
+          + (f"; failed on a latch watchdog: {', '.join(by_watchdog)}" if by_watchdog else "")
           + (f"; skipped: {', '.join(sorted(skipped_own))}" if skipped_own else "")
           + (f"; claiming test(s) not run: {', '.join(sorted(not_run_own))}" if not_run_own else "")
           + (f"; {len(not_run - own)} other test(s) not run after a claiming test ended the process"

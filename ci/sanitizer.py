@@ -21,9 +21,9 @@ from typing import Dict, List, Optional, Tuple
 ERROR_EXITCODE = 86
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 DEFAULT_TOOLS = ("memcheck", "racecheck", "synccheck")
-# racecheck and synccheck look at shared memory and block barriers. The kernels of default_streams (gate,
+# racecheck and synccheck look at shared memory and block barriers. The kernels of default_streams (latch,
 # mark, fill, mismatch count) use neither, so those tools have nothing to check there; every other family
-# runs kernels with __shared__ stamps and __syncthreads (spin, scheduling spin, gap log, grid gate; events
+# runs kernels with __shared__ stamps and __syncthreads (spin, scheduling spin, gap log, grid latch; events
 # spins for its host-wait figures). Every tool runs every GPU family (the labels of the entries labelled gpu)
 # but these.
 LEFT_OUT = {"racecheck": ("default_streams",), "synccheck": ("default_streams",)}
@@ -166,7 +166,7 @@ def test_outcome(text: str) -> Tuple[str, str]:
     """The GoogleTest verdict of one test process and the first line that says why (failures, skips)."""
     if WATCHDOG in text:
         line = next((l for l in text.splitlines() if WATCHDOG in l), WATCHDOG)
-        return "failed", "gate watchdog: " + line.strip()
+        return "failed", "latch watchdog: " + line.strip()
     if "[  FAILED  ]" in text:
         why = next((l.strip() for l in text.splitlines() if "Failure" in l or "error:" in l), "")
         return "failed", why

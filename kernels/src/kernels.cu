@@ -8,8 +8,8 @@ using device::now_ns;
 using device::sys_u32;
 using device::sys_u64;
 
-__global__ void gate_kernel(gate_word* gate, std::uint64_t watchdog_ns, bool banner) {
-  device::gate_wait(gate, watchdog_ns, banner);
+__global__ void latch_kernel(latch_word* latch, std::uint64_t watchdog_ns, bool banner) {
+  device::latch_wait(latch, watchdog_ns, banner);
 }
 
 __global__ void mark_kernel(std::uint32_t* counter, mark_board* board, unsigned id) {
@@ -134,20 +134,20 @@ __global__ void empty_kernel() {}
 // context loads kernels lazily (DFLT-20 across devices).
 __global__ void unused_kernel() {}
 
-// A gate that occupies thread slots: every thread of every block stays resident until the host opens
-// the gate. Block 0's thread 0 is the gate proper (it publishes started/start/end like gate_kernel);
+// A latch that occupies thread slots: every thread of every block stays resident until the host opens
+// the latch. Block 0's thread 0 is the latch proper (it publishes started/start/end like latch_kernel);
 // thread 0 of every block marks its own slot of `resident` (a plain release store: no read-modify-write on
 // host memory, which is not atomic where the device has no native host atomics, and which compute-sanitizer
 // memcheck reported as an invalid system-scoped atomic on an H100), then polls the open flag (with the
 // watchdog, no banner: block 0 reports); the other threads wait at the barrier, holding their slots.
-__global__ void gate_grid_kernel(gate_word* gate, std::uint64_t watchdog_ns, bool banner, std::uint32_t* resident) {
+__global__ void latch_grid_kernel(latch_word* latch, std::uint64_t watchdog_ns, bool banner, std::uint32_t* resident) {
   if (threadIdx.x == 0) {
     sys_u32(resident[blockIdx.x]).store(1u, cuda::memory_order_release);
     if (blockIdx.x == 0) {
-      device::gate_wait(gate, watchdog_ns, banner);
+      device::latch_wait(latch, watchdog_ns, banner);
     } else {
       const std::uint64_t since = now_ns();
-      while (sys_u32(gate->open).load(cuda::memory_order_acquire) == 0u && now_ns() - since <= watchdog_ns)
+      while (sys_u32(latch->open).load(cuda::memory_order_acquire) == 0u && now_ns() - since <= watchdog_ns)
         __nanosleep(1000);
     }
   }
@@ -206,8 +206,8 @@ cudaError_t set_empty_kernel_carveout(int percent) {
                               cudaFuncAttributePreferredSharedMemoryCarveout, percent);
 }
 
-cudaError_t launch_gate(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns, bool banner) {
-  gate_kernel<<<1, 1, 0, stream>>>(gate, watchdog_ns, banner);
+cudaError_t launch_latch(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner) {
+  latch_kernel<<<1, 1, 0, stream>>>(latch, watchdog_ns, banner);
   return cudaGetLastError();
 }
 
@@ -294,14 +294,14 @@ cudaError_t empty_and_unused_kernels(cudaKernel_t* empty, cudaKernel_t* unused) 
   return cudaGetKernel(unused, unused_kernel);
 }
 
-cudaError_t launch_gate_grid(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns, bool banner,
-                             unsigned blocks, unsigned threads, std::uint32_t* resident) {
-  gate_grid_kernel<<<blocks, threads, 0, stream>>>(gate, watchdog_ns, banner, resident);
+cudaError_t launch_latch_grid(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner,
+                              unsigned blocks, unsigned threads, std::uint32_t* resident) {
+  latch_grid_kernel<<<blocks, threads, 0, stream>>>(latch, watchdog_ns, banner, resident);
   return cudaGetLastError();
 }
 
-cudaError_t gate_grid_occupancy(unsigned threads, int* blocks_per_sm) {
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gate_grid_kernel, static_cast<int>(threads), 0);
+cudaError_t latch_grid_occupancy(unsigned threads, int* blocks_per_sm) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, latch_grid_kernel, static_cast<int>(threads), 0);
 }
 
 cudaError_t launch_trap(cudaStream_t stream) {
@@ -324,14 +324,14 @@ cudaError_t launch_fill(cudaStream_t stream, std::uint32_t* out, std::uint32_t n
 
 namespace {
 // Every kernel of the suite, for preload(). A new kernel is added here and nowhere else.
-const void* const kAllKernels[] = {reinterpret_cast<const void*>(gate_kernel),
+const void* const kAllKernels[] = {reinterpret_cast<const void*>(latch_kernel),
                                    reinterpret_cast<const void*>(mark_kernel),
                                    reinterpret_cast<const void*>(spin_kernel),
                                    reinterpret_cast<const void*>(timer_probe_kernel),
                                    reinterpret_cast<const void*>(beacon_kernel),
                                    reinterpret_cast<const void*>(empty_kernel),
                                    reinterpret_cast<const void*>(trap_kernel),
-                                   reinterpret_cast<const void*>(gate_grid_kernel),
+                                   reinterpret_cast<const void*>(latch_grid_kernel),
                                    reinterpret_cast<const void*>(fill_kernel),
                                    reinterpret_cast<const void*>(fill_late_kernel),
                                    reinterpret_cast<const void*>(count_mismatches_kernel),

@@ -266,7 +266,7 @@ def parse_gtest_xml(path: Path, stem: str, listed: Sequence[str] = ()) -> List[D
 
 
 def apply_properties(test: Dict[str, Any], properties: Dict[str, str]) -> None:
-    """RecordProperty values: claim, observed values, baseline verdicts, mutation, and the evidence of gates
+    """RecordProperty values: claim, observed values, baseline verdicts, mutation, and the evidence of latches
     (the watchdog summary, the last invalid check; the observation file holds all of it)."""
     if properties.get("catalog_id"):
         test["claims"] = [{"id": properties.get("catalog_id"), "kind": properties.get("verdict_kind"),
@@ -321,7 +321,8 @@ def merge_observation(test: Dict[str, Any], doc: Dict[str, Any], path: Path) -> 
         test["mutation"] = doc.get("mutation")
     if doc.get("mutation_kind"):
         test["mutation_kind"] = check_member(doc, "mutation_kind", str, path, "the observation")
-    # Schema 1.3: gates whose watchdog fired, and gate checks that proved nothing. Older files have neither.
+    # Schema 1.3: latches whose watchdog fired, and latch checks that proved nothing. Older files have neither.
+    # Before 1.14 a fired latch's number was under "gate" (test_row.fired_line reads both).
     watchdog = checked_list(doc, "watchdog", dict, "an object", path)
     if watchdog:
         test["watchdog"] = watchdog
@@ -619,11 +620,11 @@ def tests_claiming(run: Dict[str, Any], catalog_id: str) -> Dict[str, Dict[str, 
 
 
 def unexpected_watchdogs(test: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """Fired gates whose firing was not expected (a failure); with no observation file, the XML's summary
+    """Fired latches whose firing was not expected (a failure); with no observation file, the XML's summary
     counts as one unexpected firing, since it cannot say otherwise."""
     fired = [w for w in test["watchdog"] if w.get("expected") is not True]
     if not test["watchdog"] and test["watchdog_summary"]:
-        fired = [{"gate": None, "held": None, "summary": test["watchdog_summary"], "expected": None}]
+        fired = [{"latch": None, "held": None, "summary": test["watchdog_summary"], "expected": None}]
     return fired
 
 

@@ -29,15 +29,15 @@ Test = Dict[str, Any]
 
 
 def watchdog_text(entry: Dict[str, Any]) -> str:
-    """One fired gate: "gate 2 holding s1: watchdog 2000 ms, waited 2.000 s; unexpected: ..."."""
+    """One fired latch: "latch 2 holding s1: watchdog 2000 ms, waited 2.000 s; unexpected: ..."."""
     held = entry.get("held")
     waited = as_ns(entry.get("waited_ns"))
-    text = "gate %s%s: watchdog %s ms%s" % (
-        fmt_value(entry.get("gate")), " holding %s" % fmt_value(held) if held not in (None, "") else "",
+    text = "latch %s%s: watchdog %s ms%s" % (
+        fmt_value(entry.get("latch", entry.get("gate"))), " holding %s" % fmt_value(held) if held not in (None, "") else "",
         fmt_value(entry.get("watchdog_ms")), ", waited %s" % fmt_ns(waited) if waited is not None else "")
     if entry.get("expected") is True:
         return text + "; expected (a test of the watchdog itself)"
-    return text + "; unexpected: the test fails, a check made while the gate was supposed to be closed proves nothing"
+    return text + "; unexpected: the test fails, a check made while the latch was supposed to be closed proves nothing"
 
 
 def watchdog_tags(test: Test) -> List[Markup]:
@@ -48,14 +48,14 @@ def watchdog_tags(test: Test) -> List[Markup]:
     expected = [w for w in fired if w.get("expected") is True]
     for group, kind, label, title in (
             (unexpected, "watchdog", "watchdog fired (unexpected)",
-             "a gate was not opened before its watchdog ended it: the test fails (gates listed below)"),
+             "a latch was not opened before its watchdog ended it: the test fails (latches listed below)"),
             (expected, "watchdog-expected", "watchdog fired (expected)",
-             "a test of the watchdog itself: its firing is expected (gates listed below)")):
+             "a test of the watchdog itself: its firing is expected (latches listed below)")):
         if group:
             tags.append(fill("watchdog_tag", kind=kind, title=title, label=label,
                              times=" \u00d7%d" % len(group) if len(group) > 1 else ""))
     if not fired and test["watchdog_summary"]:
-        # XML only: the property counts the gates but does not say whether they were expected.
+        # XML only: the property counts the latches but does not say whether they were expected.
         tags.append(fill("watchdog_xml_tag", summary=test["watchdog_summary"]))
     return tags
 
@@ -76,7 +76,7 @@ def retried_tags(test: Test) -> List[Markup]:
 
 
 def evidence_lists(test: Test) -> List[Markup]:
-    """The fired gates and the invalid gate checks of a test, one line each (at most MAX_EVIDENCE_LINES)."""
+    """The fired latches and the invalid latch checks of a test, one line each (at most MAX_EVIDENCE_LINES)."""
     out = []
     for title, lines, kind in (("watchdog fired", [watchdog_text(w) for w in test["watchdog"]], "watchdog"),
                                ("invalid checks", list(test["invalid_checks"]), "invalid")):

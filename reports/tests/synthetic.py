@@ -294,10 +294,10 @@ def make_big_run(root, tests=2000, run_id="20260103T000000Z-7"):
 # How a test that ran beside another context ends (observation schema 1.12): skipped, not judged, with the
 # fixture's evidence.
 SHARING = {"shared": True, "reason": "another process had a context on the GPU at the test's end: pid 4242 "
-                                     "(/usr/bin/python3); gate 7 holding s1 stopped for 2500 us between two timer "
+                                     "(/usr/bin/python3); latch 7 holding s1 stopped for 2500 us between two timer "
                                      "reads (bound 300 us: its SM served another context)",
            "process_source": "nvml", "other_processes": [{"pid": 4242, "name": "/usr/bin/python3", "seen": "end"}],
-           "widest_gap_ns": 2500000, "gap_where": "gate 7 holding s1", "gap_bound_ns": 300000}
+           "widest_gap_ns": 2500000, "gap_where": "latch 7 holding s1", "gap_bound_ns": 300000}
 
 
 def shared_gpu_fields(sharing=None):

@@ -283,23 +283,24 @@ class Evidence(ReportTestCase):
         return ctest
 
     def test_unexpected_watchdog_is_a_failure_tag_with_each_gate(self):
-        fired = [{"gate": 0, "held": "s1", "watchdog_ms": 2000, "waited_ns": 2000000000, "expected": False}]
+        fired = [{"latch": 0, "held": "s1", "watchdog_ms": 2000, "waited_ns": 2000000000, "expected": False}]
         ctest = self.add_test("GateNobodyOpened", {"watchdog": fired},
-                              failures=["/src/fixtures/src/gpu_test.cpp:94\nthe watchdog of gate 0 fired"],
-                              properties={"watchdog": "1 gate(s) fired"})
+                              failures=["/src/fixtures/src/gpu_test.cpp:94\nthe watchdog of latch 0 fired"],
+                              properties={"watchdog": "1 latch(es) fired"})
         _, page = self.generate()
         row = self.row(page, ctest)
         self.assertIn('data-status="failed"', row)
-        self.assertRegex(row, r'<span class="tag watchdog" title="a gate was not opened before its watchdog ended it: '
+        self.assertRegex(row, r'<span class="tag watchdog" title="a latch was not opened before its watchdog ended it: '
                               r'the test fails[^"]*">watchdog fired \(unexpected\)</span>')
-        self.assertIn("<li>gate 0 holding s1: watchdog 2000 ms, waited 2.000 s; unexpected: the test fails", row)
+        self.assertIn("<li>latch 0 holding s1: watchdog 2000 ms, waited 2.000 s; unexpected: the test fails", row)
         self.assertNotIn("watchdog<i>=</i>", row)  # the XML property is evidence, not an observed value
         data = self.data()
         test = next(t for t in data["tests"] if t["ctest_name"] == ctest)
         self.assertEqual(test["watchdog"], fired)
 
     def test_expected_watchdog_is_told_apart(self):
-        fired = [{"gate": 3, "held": "s", "watchdog_ms": 20, "waited_ns": 20480000, "expected": True},
+        # The second as a file older than schema 1.14 has it: its number under "gate".
+        fired = [{"latch": 3, "held": "s", "watchdog_ms": 20, "waited_ns": 20480000, "expected": True},
                  {"gate": 4, "held": "", "watchdog_ms": 20, "waited_ns": 20100000, "expected": True}]
         ctest = self.add_test("WatchdogEndsAGateNobodyOpens", {"watchdog": fired})
         _, page = self.generate()
@@ -308,7 +309,7 @@ class Evidence(ReportTestCase):
         self.assertRegex(row, r'<span class="tag watchdog-expected" title="[^"]*">watchdog fired \(expected\) '
                               r'\u00d72</span>')
         self.assertNotIn('class="tag watchdog"', row)
-        self.assertIn("<li>gate 4: watchdog 20 ms, waited 20.10 ms; expected (a test of the watchdog itself)</li>",
+        self.assertIn("<li>latch 4: watchdog 20 ms, waited 20.10 ms; expected (a test of the watchdog itself)</li>",
                       row)
 
     def test_an_arrangement_built_again_is_tagged_with_the_discarded_reasons(self):
@@ -327,16 +328,16 @@ class Evidence(ReportTestCase):
         self.assertNotIn('class="tag retried"', self.row(page, once))
 
     def test_invalid_checks_are_listed_and_escaped(self):
-        checks = ["absent_while_gated: the gate was never held, so it proves nothing",
-                  "call_while_gated: the call <returned> after the gate was opened, so it proves nothing"]
+        checks = ["absent_while_held: the latch was never held, so it proves nothing",
+                  "call_while_held: the call <returned> after the latch was opened, so it proves nothing"]
         ctest = self.add_test("ChecksOnAnOpenedGateAreInvalid", {"invalid_checks": checks},
                               failures=["/src/tests/harness/harness_test.cpp:90\ninvalid check"],
                               properties={"invalid_check": checks[-1]})
         _, page = self.generate()
         row = self.row(page, ctest)
         self.assertIn("<b>invalid checks (2):</b>", row)
-        self.assertIn("<li>absent_while_gated: the gate was never held, so it proves nothing</li>", row)
-        self.assertIn("the call &lt;returned&gt; after the gate was opened", row)
+        self.assertIn("<li>absent_while_held: the latch was never held, so it proves nothing</li>", row)
+        self.assertIn("the call &lt;returned&gt; after the latch was opened", row)
         self.assertNotIn("<returned>", page.replace(embedded_data(page)[0], ""))
         self.assertNotIn("invalid_check<i>=</i>", row)
         self.assertNotIn("from the XML", row)
@@ -345,11 +346,11 @@ class Evidence(ReportTestCase):
         ctest = "harness.Harness.XmlOnly"
         write(self.run_dir / "gtest" / (ctest + ".xml"), gtest_xml(
             "Harness", "XmlOnly", failures=["x.cpp:1\nfailed"],
-            properties={"watchdog": "1 gate(s) fired", "invalid_check": "absent_while_gated: proves nothing",
+            properties={"watchdog": "1 latch(es) fired", "invalid_check": "absent_while_held: proves nothing",
                         "mutation": "HARN-01", "mutation_kind": "expectation", "waited": 7}))
         _, page = self.generate()
         row = self.row(page, ctest)
-        self.assertIn(">watchdog: 1 gate(s) fired</span>", row)
+        self.assertIn(">watchdog: 1 latch(es) fired</span>", row)
         self.assertIn("<b>invalid checks (1):</b> <span class=\"muted\">(the last one, from the XML)</span>", row)
         self.assertIn("mutation: HARN-01 (expectation)", row)
         self.assertIn("waited<i>=</i>7", row)
@@ -462,7 +463,7 @@ class Evidence(ReportTestCase):
         self.assertIn("<b>skipped:</b> stream priorities are not supported on this device", page)
 
     def test_a_test_beside_another_context_is_not_judged_with_its_failures_kept_as_evidence(self):
-        ctest = self.add_test("Shared", shared_gpu_fields(), failures=["x.cpp:40\nmark 3 was absent while gated"],
+        ctest = self.add_test("Shared", shared_gpu_fields(), failures=["x.cpp:40\nmark 3 was absent while held"],
                               claims=[("HARN-01", "documented", "RT")])
         result, page = self.generate()
         row = self.row(page, ctest)
@@ -471,7 +472,7 @@ class Evidence(ReportTestCase):
                       'showed is judged">not judged (shared GPU)</span>', row)
         self.assertIn("<b>not judged (shared GPU)</b></div><div class=\"small\">another process had a context", row)
         self.assertIn("evidence, not a verdict", row)
-        self.assertIn("<pre>x.cpp:40\nmark 3 was absent while gated</pre>", row)
+        self.assertIn("<pre>x.cpp:40\nmark 3 was absent while held</pre>", row)
         totals = page[page.index('<section id="totals">'):page.index('<section id="coverage">')]
         self.assertIn('<div class="counter shared_gpu"><b>1</b>not judged (shared GPU)</div>', totals)
         self.assertNotIn(ctest, totals)  # neither a failure nor a skip reason
@@ -524,7 +525,7 @@ class Evidence(ReportTestCase):
         self.assertEqual((test["watchdog"], test["invalid_checks"], test["mutation_kind"]), ([], [], None))
 
     def test_wrongly_shaped_evidence_is_an_error_not_a_traceback(self):
-        self.add_test("Bad", {"watchdog": ["gate 0"]})
+        self.add_test("Bad", {"watchdog": ["latch 0"]})
         result = run_cli(self.run_dir, "--source", self.source, "-o", self.out)
         self.assert_refused(result, "harness.Harness.Bad.json", '"watchdog"')
 

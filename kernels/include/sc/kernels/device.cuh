@@ -1,7 +1,7 @@
-// Device-side building blocks: timer, SM id, and the bodies of the gate and mark kernels. kernels/
+// Device-side building blocks: timer, SM id, and the bodies of the latch and mark kernels. kernels/
 // uses them for its own kernels; a test translation unit whose subject is launch syntax (a launch
 // without a stream, built in several default-stream modes) defines its own __global__ wrappers with them.
-// Such kernels must be loaded before any gate closes (sc::preload_kernel).
+// Such kernels must be loaded before any latch closes (sc::preload_kernel).
 #pragma once
 
 #include <cstdint>
@@ -34,12 +34,12 @@ __device__ __forceinline__ std::uint32_t sm_count_bound() {
   return n;
 }
 
-// Waits until the host opens the gate or the watchdog fires (see launch_gate).
-__device__ inline void gate_wait(gate_word* gate, std::uint64_t watchdog_ns, bool banner) {
+// Waits until the host opens the latch or the watchdog fires (see launch_latch).
+__device__ inline void latch_wait(latch_word* latch, std::uint64_t watchdog_ns, bool banner) {
   constexpr unsigned kPollNs = 1000;  // __nanosleep between polls of the host flag
   const std::uint64_t since = now_ns();
-  sys_u64(gate->start_ns).store(since, cuda::memory_order_relaxed);
-  sys_u32(gate->started).store(1u, cuda::memory_order_release);
+  sys_u64(latch->start_ns).store(since, cuda::memory_order_relaxed);
+  sys_u32(latch->started).store(1u, cuda::memory_order_release);
   // The widest stop of the wait between the end of one poll of the host's flag and the next poll: a wait that
   // lost its SM to another context (sharing.hpp). The poll itself (a read over the bus, slower while copies
   // load it) is left out, so only the SM's own time is measured.
@@ -48,22 +48,22 @@ __device__ inline void gate_wait(gate_word* gate, std::uint64_t watchdog_ns, boo
   for (;;) {
     const std::uint64_t before = now_ns();
     if (before - polled > widest) widest = before - polled;
-    if (sys_u32(gate->open).load(cuda::memory_order_acquire) != 0u) break;
+    if (sys_u32(latch->open).load(cuda::memory_order_acquire) != 0u) break;
     const std::uint64_t now = now_ns();
     polled = now;
     if (now - since > watchdog_ns) {
-      sys_u32(gate->timed_out).store(1u, cuda::memory_order_release);
+      sys_u32(latch->timed_out).store(1u, cuda::memory_order_release);
       if (banner)
-        printf("STREAMCHECK-WATCHDOG: gate %p was not opened within %llu ns\n", static_cast<void*>(gate),
+        printf("STREAMCHECK-WATCHDOG: latch %p was not opened within %llu ns\n", static_cast<void*>(latch),
                static_cast<unsigned long long>(watchdog_ns));
       break;
     }
     __nanosleep(kPollNs);
   }
   const std::uint64_t end = now_ns();
-  sys_u32(gate->widest_gap_ns)
+  sys_u32(latch->widest_gap_ns)
       .store(widest > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(widest), cuda::memory_order_relaxed);
-  sys_u64(gate->end_ns).store(end, cuda::memory_order_release);
+  sys_u64(latch->end_ns).store(end, cuda::memory_order_release);
 }
 
 // Takes the next ticket from *counter (device memory) and publishes it in board->ticket[id].

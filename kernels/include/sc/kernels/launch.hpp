@@ -14,10 +14,10 @@
 
 namespace sc::kernels {
 
-// Holds `stream` until gate->open becomes 1, or until watchdog_ns of %globaltimer have passed; then it
+// Holds `stream` until latch->open becomes 1, or until watchdog_ns of %globaltimer have passed; then it
 // sets timed_out and, when `banner` is true, prints the watchdog banner (STREAMCHECK-WATCHDOG), which
 // CTest turns into a failure. Only a test of the watchdog itself passes banner = false.
-cudaError_t launch_gate(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns, bool banner = true);
+cudaError_t launch_latch(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner = true);
 
 // One thread takes the next ticket from *counter (device memory) and stores it in board->ticket[id].
 cudaError_t launch_mark(cudaStream_t stream, std::uint32_t* counter, mark_board* board, unsigned id);
@@ -58,15 +58,15 @@ cudaError_t launch_empty(cudaStream_t stream);
 // launches (loading states, DFLT-20 across devices).
 cudaError_t empty_and_unused_kernels(cudaKernel_t* empty, cudaKernel_t* unused);
 
-// A gate as wide as a grid: `blocks` blocks of `threads` threads all stay resident (holding their thread
-// slots) until gate->open becomes 1 or the watchdog fires. Block b sets resident[b] to 1 when it starts
+// A latch as wide as a grid: `blocks` blocks of `threads` threads all stay resident (holding their thread
+// slots) until latch->open becomes 1 or the watchdog fires. Block b sets resident[b] to 1 when it starts
 // (`resident`: `blocks` words of mapped host memory, zeroed), so the host can tell when the whole grid is
-// resident (sc::count_set). Block 0 publishes started/start_ns/end_ns like launch_gate.
-cudaError_t launch_gate_grid(cudaStream_t stream, gate_word* gate, std::uint64_t watchdog_ns, bool banner,
-                             unsigned blocks, unsigned threads, std::uint32_t* resident);
+// resident (sc::count_set). Block 0 publishes started/start_ns/end_ns like launch_latch.
+cudaError_t launch_latch_grid(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner,
+                              unsigned blocks, unsigned threads, std::uint32_t* resident);
 
-// How many blocks of `threads` threads of the grid gate fit on one SM at once (the occupancy API).
-cudaError_t gate_grid_occupancy(unsigned threads, int* blocks_per_sm);
+// How many blocks of `threads` threads of the grid latch fit on one SM at once (the occupancy API).
+cudaError_t latch_grid_occupancy(unsigned threads, int* blocks_per_sm);
 
 // Traps (a device fault): the context is lost, later calls return an error. Only in a child process.
 cudaError_t launch_trap(cudaStream_t stream);
@@ -91,7 +91,7 @@ cudaError_t launch_advance(cudaStream_t stream, std::uint32_t* word, std::uint32
 cudaError_t set_empty_kernel_carveout(int percent);
 
 // Loads every kernel above into the current context (cudaFuncGetAttributes on each), so that no lazy
-// module load can synchronize the context while a gate holds a stream.
+// module load can synchronize the context while a latch holds a stream.
 cudaError_t preload();
 
 }  // namespace sc::kernels

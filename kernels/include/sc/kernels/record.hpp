@@ -6,15 +6,15 @@
 
 namespace sc::kernels {
 
-// One per gate, in mapped pinned host memory. The host writes `open`; the gate kernel writes the rest.
-// Gate words live in the process's gate ledger (fixtures), so they outlast their gates: after the test
+// One per latch, in mapped pinned host memory. The host writes `open`; the latch kernel writes the rest.
+// Latch words live in the process's latch ledger (fixtures), so they outlast their latches: after the test
 // the fixture reads every word again and records any watchdog that fired.
-struct gate_word {
-  std::uint32_t open;           // host -> device: 1 releases the gate
-  std::uint32_t started;        // device -> host: 1 once the gate kernel runs (it now holds its stream)
+struct latch_word {
+  std::uint32_t open;           // host -> device: 1 releases the latch
+  std::uint32_t started;        // device -> host: 1 once the latch kernel runs (it now holds its stream)
   std::uint32_t timed_out;      // device -> host: 1 if the watchdog ended the wait
   std::uint32_t widest_gap_ns;  // device -> host: widest stop between two timer reads of the wait (saturated)
-  std::uint64_t start_ns;       // %globaltimer when the gate kernel began waiting
+  std::uint64_t start_ns;       // %globaltimer when the latch kernel began waiting
   std::uint64_t end_ns;         // %globaltimer when it stopped waiting (released or timed out)
 };
 
