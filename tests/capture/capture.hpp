@@ -9,7 +9,7 @@
 #include <string>
 
 #include "sc/fixtures/check.hpp"
-#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/graph.hpp"
 #include "sc/fixtures/predicates.hpp"
@@ -52,13 +52,13 @@ class StreamCapture : public GpuTest {
   static graph_exec exec_of_mark(const stream& recording, marks& m, unsigned id) {
     return graph_exec::instantiate(graph_of_mark(recording, m, id));
   }
-  // A graph that holds itself: gate `g` as a kernel node, then mark `id` of `m`, captured in `recording`
-  // (ThreadLocal); throws sc::cuda_error when the capture does not end with a graph. The captured gate is an
-  // sc::gate like any other: held (pending) from the capture on, running once a launch of the graph reaches
-  // it, open once the host opens it. Its word is in the gate ledger, so its watchdog fires, prints the banner
-  // and is audited at the end of the test as a gate held in a stream would be. The node polls that one word at
-  // every launch: launch such a graph once while the gate is closed (a later launch finds it open).
-  graph graph_of_gate_then_mark(const stream& recording, gate& g, marks& m, unsigned id) {
+  // A graph that holds itself: latch `g` as a kernel node, then mark `id` of `m`, captured in `recording`
+  // (ThreadLocal); throws sc::cuda_error when the capture does not end with a graph. The captured latch is an
+  // sc::latch like any other: held (pending) from the capture on, running once a launch of the graph reaches
+  // it, open once the host opens it. Its word is in the latch ledger, so its watchdog fires, prints the banner
+  // and is audited at the end of the test as a latch held in a stream would be. The node polls that one word at
+  // every launch: launch such a graph once while the latch is closed (a later launch finds it open).
+  graph graph_of_latch_then_mark(const stream& recording, latch& g, marks& m, unsigned id) {
     graph out;
     capture c(recording, cudaStreamCaptureModeThreadLocal);
     hold(g, recording);

@@ -53,7 +53,7 @@ TEST_F(StreamCapture, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
 }
 
 // CAPT-09 · RT cudaGraphLaunch ("Each launch is ordered behind both any previous work in stream and any previous
-// launches of graphExec"): a graph launched behind a gate does not run while the gate is closed, and runs once it
+// launches of graphExec"): a graph launched behind a latch does not run while the latch is closed, and runs once it
 // opens.
 TEST_F(StreamCapture, GraphLaunchWaitsForEarlierWorkInItsStream) {
   const sc::claim capt09("CAPT-09");
@@ -62,11 +62,11 @@ TEST_F(StreamCapture, GraphLaunchWaitsForEarlierWorkInItsStream) {
   const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? st.free : st.s;
   sc::marks m;
   const sc::graph_exec e = exec_of_mark(st.recording, m, 1);
-  sc::gate gate;
-  hold(gate, st.s);
+  sc::latch latch;
+  hold(latch, st.s);
   {
-    sc::held_window w(gate);
-    EXPECT_CUDA_EQ(cudaSuccess, launch(e, target, "e")) << "launching the graph behind the gate";
+    sc::held_window w(latch);
+    EXPECT_CUDA_EQ(cudaSuccess, launch(e, target, "e")) << "launching the graph behind the latch";
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the graph ran before the work ahead of it in its stream";
   }
   drain();
@@ -74,8 +74,8 @@ TEST_F(StreamCapture, GraphLaunchWaitsForEarlierWorkInItsStream) {
 }
 
 // CAPT-09 · RT cudaGraphLaunch (a launch is stream work: later work in the stream is ordered behind it): the graph
-// holds itself, a gate node ahead of its mark 1; launched into s, with mark 2 enqueued in s after it. While the
-// graph's gate runs (so the graph has started) and is closed, neither mark lands; once it opens both do, the
+// holds itself, a latch node ahead of its mark 1; launched into s, with mark 2 enqueued in s after it. While the
+// graph's latch runs (so the graph has started) and is closed, neither mark lands; once it opens both do, the
 // graph's first.
 TEST_F(StreamCapture, LaterWorkInTheStreamWaitsForTheGraph) {
   const sc::claim capt09("CAPT-09");
@@ -83,15 +83,15 @@ TEST_F(StreamCapture, LaterWorkInTheStreamWaitsForTheGraph) {
   const stream_order_streams st = stream_order_streams_of(*this);
   const sc::stream& target = capt09.mutated(sc::mutation_kind::arrangement) ? st.free : st.s;
   sc::marks m;
-  sc::gate gate;  // held by a node of the graph, so made before it
-  const sc::graph g = graph_of_gate_then_mark(st.recording, gate, m, 1);
+  sc::latch latch;  // held by a node of the graph, so made before it
+  const sc::graph g = graph_of_latch_then_mark(st.recording, latch, m, 1);
   const sc::graph_exec e = sc::graph_exec::instantiate(g);
   EXPECT_CUDA_EQ(cudaSuccess, launch(e, target, "e")) << "launching the graph";
   drop(m, st.s, 2);
   {
-    sc::held_window w(gate);
+    sc::held_window w(latch);
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 2))) << "work enqueued after the graph ran while the graph was held";
-    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the graph's mark ran before the gate node ahead of it";
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the graph's mark ran before the latch node ahead of it";
   }
   drain();
   EXPECT_NE(0u, m.ticket_of(1)) << "the graph's mark never landed";

@@ -34,13 +34,13 @@ struct one_graph_two_instances {
   const sc::graph_exec y;
 };
 
-// A gate holds a.s1; x is launched into s1 behind it, then `second` (x or y) into s2, each launch expected to be
-// accepted; `while_held` asks its question while the gate is closed. The caller drains.
+// A latch holds a.s1; x is launched into s1 behind it, then `second` (x or y) into s2, each launch expected to be
+// accepted; `while_held` asks its question while the latch is closed. The caller drains.
 void launch_beside_a_held_launch(StreamCapture& t, one_graph_two_instances& a, bool second_is_y,
                                  const std::function<void(const sc::held_window&)>& while_held) {
-  sc::gate gate;
-  t.hold(gate, a.s1);
-  sc::held_window w(gate);
+  sc::latch latch;
+  t.hold(latch, a.s1);
+  sc::held_window w(latch);
   EXPECT_CUDA_EQ(cudaSuccess, t.launch(a.x, a.s1, "x"));
   EXPECT_CUDA_EQ(cudaSuccess, t.launch(second_is_y ? a.y : a.x, a.s2, second_is_y ? "y" : "x"));
   while_held(w);
@@ -48,7 +48,7 @@ void launch_beside_a_held_launch(StreamCapture& t, one_graph_two_instances& a, b
 
 // CAPT-10 · RT cudaGraphLaunch ("Only one instance of graphExec may be executing at a time. Each launch is ordered
 // behind both any previous work in stream and any previous launches of graphExec"): an executable graph launched
-// behind a gate in s1 and then into a free stream s2 does not run in s2 while the gate is closed. Like its control
+// behind a latch in s1 and then into a free stream s2 does not run in s2 while the latch is closed. Like its control
 // (the next test), it needs s2 to run while s1 waits: with CUDA_DEVICE_MAX_CONNECTIONS set the streams may share one
 // hardware queue (with 1, s2's launch waits behind s1's; H100 and H200), so the test skips at once there.
 TEST_F(StreamCapture, OneExecutableGraphIsSerializedAcrossStreams) {
@@ -67,7 +67,7 @@ TEST_F(StreamCapture, OneExecutableGraphIsSerializedAcrossStreams) {
 
 // CAPT-10 · RT cudaGraphLaunch ("To execute a graph concurrently, it must be instantiated multiple times into
 // multiple executable graphs"), the control of the serialization above: two instantiations of one graph are not
-// ordered with each other, so the second, launched into s2 while the first is held behind a gate in s1, runs at
+// ordered with each other, so the second, launched into s2 while the first is held behind a latch in s1, runs at
 // once. Skips where CUDA_DEVICE_MAX_CONNECTIONS is set, as above.
 TEST_F(StreamCapture, TwoInstantiationsOfAGraphRunAtOnceAcrossStreams) {
   const sc::claim capt10("CAPT-10");
@@ -116,8 +116,8 @@ void retarget_mark_node(const sc::graph& g, unsigned slot, retargeted_mark_node&
 
 // CAPT-11 · RT cudaGraphExecKernelNodeSetParams ("The modifications only affect future launches of hGraphExec.
 // Already enqueued or running launches of hGraphExec are not affected by this call"): an executable graph of
-// mark 1 is launched behind a gate; its node is then changed to mark 2 and the graph launched again. Once the
-// gate opens, mark 1 lands (the enqueued launch kept its parameters), then mark 2.
+// mark 1 is launched behind a latch; its node is then changed to mark 2 and the graph launched again. Once the
+// latch opens, mark 1 lands (the enqueued launch kept its parameters), then mark 2.
 TEST_F(StreamCapture, ParameterUpdatesReachLaterLaunchesOnly) {
   const sc::claim capt11("CAPT-11");
   SC_REQUIRE(sc::requirement::async_launches);
@@ -133,9 +133,9 @@ TEST_F(StreamCapture, ParameterUpdatesReachLaterLaunchesOnly) {
     ASSERT_CUDA_EQ(cudaSuccess, cudaGraphExecKernelNodeSetParams(x.get(), to_2.node, &to_2.changed));
   }
   {
-    sc::gate gate;
-    hold(gate, s);
-    sc::held_window w(gate);
+    sc::latch latch;
+    hold(latch, s);
+    sc::held_window w(latch);
     EXPECT_CUDA_EQ(cudaSuccess, launch(x, s, "x"));
     if (!early) {
       EXPECT_CUDA_EQ(cudaSuccess, cudaGraphExecKernelNodeSetParams(x.get(), to_2.node, &to_2.changed));

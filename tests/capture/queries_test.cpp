@@ -59,10 +59,10 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
   }
 }
 
-// Captures into `out`, in `s` (ThreadLocal): gate `g` held as a kernel node, mark 1 of `m`, and a record of `e` with
+// Captures into `out`, in `s` (ThreadLocal): latch `g` held as a kernel node, mark 1 of `m`, and a record of `e` with
 // cudaEventRecordExternal after them, or ahead of them when `record_first`. Each step must be accepted (use under
 // ASSERT_NO_FATAL_FAILURE).
-void capture_gate_mark_and_external_record(StreamCapture& t, const sc::stream& s, sc::gate& g, sc::marks& m,
+void capture_latch_mark_and_external_record(StreamCapture& t, const sc::stream& s, sc::latch& g, sc::marks& m,
                                            const sc::event& e, bool record_first, sc::graph& out) {
   const auto record = [&] { return cudaEventRecordWithFlags(e.get(), s.get(), cudaEventRecordExternal); };
   sc::capture c(s, cudaStreamCaptureModeThreadLocal);
@@ -79,9 +79,9 @@ void capture_gate_mark_and_external_record(StreamCapture& t, const sc::stream& s
 
 // CAPT-07 · RT cudaEventRecordWithFlags (cudaEventRecordExternal: captured as an external event-record node),
 // cudaGraphAddEventRecordNode ("Each launch of the graph will record event to capture execution of the node's
-// dependencies"): a graph captured as a gate node, mark 1 and an external record of e has one event-record node;
-// launched, e does not complete while the gate ahead of the record is closed (nor does the mark land), and
-// completes once the gate opened and the graph ran.
+// dependencies"): a graph captured as a latch node, mark 1 and an external record of e has one event-record node;
+// launched, e does not complete while the latch ahead of the record is closed (nor does the mark land), and
+// completes once the latch opened and the graph ran.
 TEST_F(StreamCapture, ExternalEventRecordCompletesAfterTheWorkAheadOfIt) {
   const sc::claim capt07("CAPT-07");
   SC_REQUIRE(sc::requirement::async_launches);
@@ -90,18 +90,18 @@ TEST_F(StreamCapture, ExternalEventRecordCompletesAfterTheWorkAheadOfIt) {
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   const sc::event external = sc::event::create(sc::event_flags::disable_timing);
   sc::marks m;
-  sc::gate gate;  // held by a node of the graph, so made before it
+  sc::latch latch;  // held by a node of the graph, so made before it
   sc::graph g;
-  ASSERT_NO_FATAL_FAILURE(capture_gate_mark_and_external_record(*this, s, gate, m, external, first, g));
+  ASSERT_NO_FATAL_FAILURE(capture_latch_mark_and_external_record(*this, s, latch, m, external, first, g));
   EXPECT_EQ(1u, g.node_count(cudaGraphNodeTypeEventRecord)) << "the external record is not an event-record node";
   const sc::graph_exec x = sc::graph_exec::instantiate(g);
   EXPECT_CUDA_EQ(cudaSuccess, launch(x, idle, "external"));
   const sc::probe completed("the external event completed",
                             [&] { return cudaEventQuery(external.get()) == cudaSuccess; });
   {
-    sc::held_window w(gate);
+    sc::held_window w(latch);
     EXPECT_TRUE(w.absent(completed)) << "the event completed while work captured ahead of its record was held";
-    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the graph's mark ran before the gate node ahead of it";
+    EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the graph's mark ran before the latch node ahead of it";
   }
   sc::clear_last_error();
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(idle, sc::kWorkDeadline));

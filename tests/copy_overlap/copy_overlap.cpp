@@ -17,7 +17,7 @@ pageable::pageable(std::size_t bytes, std::uint32_t value)
 void CopyOverlap::SetUp() {
   GpuTest::SetUp();
   if (IsSkipped() || HasFatalFailure()) return;
-  // Every test holds a stream with a gate while it checks a copy (asynchronous launches), and orderings
+  // Every test holds a stream with a latch while it checks a copy (asynchronous launches), and orderings
   // and overlaps across streams need independent hardware queues.
   SC_REQUIRE(requirement::async_launches);
   SC_REQUIRE(requirement::own_connection_count);
@@ -45,32 +45,32 @@ void CopyOverlap::count_mismatches(const std::string& label, const std::uint32_t
   SC_CHECK_CUDA(kernels::launch_count_mismatches(s.get(), data, static_cast<std::uint32_t>(n), expected, mismatches));
 }
 
-gated_result CopyOverlap::completes_beside_gate(const stream& held, const std::string& what,
+held_result CopyOverlap::completes_beside_latch(const stream& held, const std::string& what,
                                                 const std::function<cudaError_t()>& work) {
   thread_probe done(what, work);
-  gate g;  // declared after the probe: opened before the probe's thread is joined
+  latch g;  // declared after the probe: opened before the probe's thread is joined
   hold(g, held);
   held_window w(g);
   done.start();
-  const gated_result result = w.present(done.returned(), kCopyDeadline);
+  const held_result result = w.present(done.returned(), kCopyDeadline);
   w.release();
-  EXPECT_TRUE(done.join_within(kWorkDeadline)) << what << " did not finish after the gate opened";
+  EXPECT_TRUE(done.join_within(kWorkDeadline)) << what << " did not finish after the latch opened";
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, done.code()) << what << ": " << done.failure();
   return result;
 }
 
-gated_result CopyOverlap::copy_completes_beside_gate(const stream& held, const std::string& what,
+held_result CopyOverlap::copy_completes_beside_latch(const stream& held, const std::string& what,
                                                      const std::string& label, void* dst, const void* src,
                                                      cudaMemcpyKind kind, const stream& target) {
-  return completes_beside_gate(held, what + " in " + target.name() + " and its synchronize", [&] {
+  return completes_beside_latch(held, what + " in " + target.name() + " and its synchronize", [&] {
     const cudaError_t code = copy(label, dst, src, kCopyBytes, kind, target);
     return code == cudaSuccess ? cudaStreamSynchronize(target.get()) : code;
   });
 }
 
 return_observation CopyOverlap::held_call(const stream& s, const std::function<cudaError_t()>& call) {
-  const return_observation seen = call_while_held(s, call);
+  const return_observation seen = call_while_holding(s, call);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
   return seen;
@@ -89,11 +89,11 @@ cudaError_t CopyOverlap::sync_copy(const std::string& label, void* dst, const vo
   return cudaMemcpy(dst, src, bytes, kind);
 }
 
-void CopyOverlap::hold_behind(gate& g, const stream& gate_stream, const std::vector<const stream*>& waiters) {
-  hold(g, gate_stream);
+void CopyOverlap::hold_behind(latch& g, const stream& latch_stream, const std::vector<const stream*>& waiters) {
+  hold(g, latch_stream);
   // The event may go once the waits are made: they still hold (EVT-10).
   const event opened = event::create(event_flags::disable_timing);
-  SC_CHECK_CUDA(cudaEventRecord(opened.get(), gate_stream.get()));
+  SC_CHECK_CUDA(cudaEventRecord(opened.get(), latch_stream.get()));
   for (const stream* w : waiters) SC_CHECK_CUDA(cudaStreamWaitEvent(w->get(), opened.get(), 0));
 }
 

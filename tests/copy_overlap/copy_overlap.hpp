@@ -10,7 +10,7 @@
 #include <string>
 
 #include "sc/fixtures/check.hpp"
-#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/probe.hpp"
@@ -26,8 +26,8 @@ inline constexpr std::size_t kCopyBytes = std::size_t{32} << 20;
 // Copies whose content is checked element by element. Reason: 4 MiB is a million words, enough that a
 // consumer running early sees unwritten words, and quick to check on the host.
 inline constexpr std::size_t kCheckedBytes = std::size_t{4} << 20;
-// How long a free copy engine may take to finish a copy while a gate holds another stream. Reason: 32 MiB
-// needs at most about 10 ms even pageable; 1 s is far beyond that and below the gate watchdog (2 s).
+// How long a free copy engine may take to finish a copy while a latch holds another stream. Reason: 32 MiB
+// needs at most about 10 ms even pageable; 1 s is far beyond that and below the latch watchdog (2 s).
 inline constexpr std::chrono::milliseconds kCopyDeadline{1000};
 
 // Host memory that is not pinned (plain new[]). Every page is written once at construction, so a copy
@@ -58,25 +58,25 @@ class CopyOverlap : public GpuTest {
   void count_mismatches(const std::string& label, const std::uint32_t* data, std::size_t n, std::uint32_t expected,
                         std::uint32_t* mismatches, const stream& s);
   int async_engines() const noexcept { return properties().asyncEngineCount; }
-  // `work` (copies and their streams' synchronizes) made on another host thread while a gate kernel holds
-  // `held`: did it complete while the gate was closed (within kCopyDeadline)? Afterwards the gate is open,
+  // `work` (copies and their streams' synchronizes) made on another host thread while a latch kernel holds
+  // `held`: did it complete while the latch was closed (within kCopyDeadline)? Afterwards the latch is open,
   // the work joined (a failure if it does not finish) and the device drained; a call that failed is a
   // failure too.
-  gated_result completes_beside_gate(const stream& held, const std::string& what,
+  held_result completes_beside_latch(const stream& held, const std::string& what,
                                      const std::function<cudaError_t()>& work);
-  // A copy of kCopyBytes into `target`, labelled `label`, and its synchronize, made by completes_beside_gate while a
-  // gate holds `held`; `what` names the copy ("a pinned H2D copy": "... in <target> and its synchronize").
-  gated_result copy_completes_beside_gate(const stream& held, const std::string& what, const std::string& label,
+  // A copy of kCopyBytes into `target`, labelled `label`, and its synchronize, made by completes_beside_latch while a
+  // latch holds `held`; `what` names the copy ("a pinned H2D copy": "... in <target> and its synchronize").
+  held_result copy_completes_beside_latch(const stream& held, const std::string& what, const std::string& label,
                                           void* dst, const void* src, cudaMemcpyKind kind, const stream& target);
-  // call_while_held(s, call), then drain(): a failure where the call did not return cudaSuccess; with a
+  // call_while_holding(s, call), then drain(): a failure where the call did not return cudaSuccess; with a
   // took_key, how long it took is recorded under it (microseconds).
   return_observation held_call(const stream& s, const std::function<cudaError_t()>& call);
   return_observation held_call(const stream& s, const std::string& took_key, const std::function<cudaError_t()>& call);
   // cudaMemcpy (synchronous) under `label` (one CUPTI record); returns the call's code.
   cudaError_t sync_copy(const std::string& label, void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
-  // Holds `waiters` behind gate `g`: `g` holds `gate_stream`, and each waiter waits on an event recorded
+  // Holds `waiters` behind latch `g`: `g` holds `latch_stream`, and each waiter waits on an event recorded
   // after it, so what is queued in them starts once `g` opens, however long the host takes between calls.
-  void hold_behind(gate& g, const stream& gate_stream, const std::vector<const stream*>& waiters);
+  void hold_behind(latch& g, const stream& latch_stream, const std::vector<const stream*>& waiters);
   // Empty when the test's timeline is recorded; otherwise why not (CUPTI unavailable, under a profiler).
   std::string untraced_reason() const;
 

@@ -83,7 +83,7 @@ void enqueue_chain(CopyOverlap& t, chain_buffers& b, const sc::stream& h2d_strea
 }
 
 // COPY-01 · RT stream semantics: in one stream an H2D copy, a kernel, a memset, a kernel and a D2H copy
-// run in enqueue order, and each sees all of the one before it. A gate holds the stream while the host
+// run in enqueue order, and each sees all of the one before it. A latch holds the stream while the host
 // checks that nothing after it ran; afterwards the values say whether each step saw the previous one whole
 // (the kernels read in reverse order, so a half-finished copy shows), and CUPTI's intervals must follow
 // each other in the same order.
@@ -94,9 +94,9 @@ TEST_F(CopyOverlap, CopiesMemsetsAndKernelsOfOneStreamRunInOrder) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream other = make(stream_flags::non_blocking, "other");
   const bool unordered = copy01.mutated(sc::mutation_kind::arrangement);
-  sc::gate later;
+  sc::latch later;
   hold(later, other);
-  sc::gate g;
+  sc::latch g;
   hold(g, s);
   enqueue_chain(*this, b, unordered ? other : s, s);
   drop(m, s, 1);
@@ -107,7 +107,7 @@ TEST_F(CopyOverlap, CopiesMemsetsAndKernelsOfOneStreamRunInOrder) {
                          std::chrono::milliseconds(0)));
   }
   // s ends with the mark, so once it landed s's work is done (stream order). Waiting for it rather than
-  // synchronizing s keeps `later` out: under memcheck (H100) cudaStreamSynchronize(s) waited for other's gate.
+  // synchronizing s keeps `later` out: under memcheck (H100) cudaStreamSynchronize(s) waited for other's latch.
   EXPECT_TRUE(sc::wait_until(sc::probe::mark(m, 1), sc::kWorkDeadline)) << "stream s did not finish its work";
   later.open();
   drain();
@@ -128,8 +128,8 @@ struct named_call {
 };
 
 // COPY-02 · SYNC (cudaMemcpyAsync with pinned host memory, and device to device, is asynchronous); COPY-11
-// · SYNC (cudaMemsetAsync is always asynchronous): each call returns while a gate holds its stream.
-TEST_F(CopyOverlap, PinnedAndDeviceCopiesAndAsyncMemsetsReturnWhileTheStreamIsGated) {
+// · SYNC (cudaMemsetAsync is always asynchronous): each call returns while a latch holds its stream.
+TEST_F(CopyOverlap, PinnedAndDeviceCopiesAndAsyncMemsetsReturnWhileTheStreamIsHeld) {
   const sc::claim copy02("COPY-02");
   const sc::claim copy11("COPY-11");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
@@ -152,7 +152,7 @@ TEST_F(CopyOverlap, PinnedAndDeviceCopiesAndAsyncMemsetsReturnWhileTheStreamIsGa
   for (const named_call& c : calls) {
     SCOPED_TRACE(c.name);
     EXPECT_TRUE(held_call(s, std::string("took_us.") + c.name, c.make).returned)
-        << c.name << " waited for the gated stream";
+        << c.name << " waited for the held stream";
   }
 }
 
@@ -207,7 +207,7 @@ TEST_F(CopyOverlap, SynchronousMemsetOfPinnedHostMemoryWaitsForTheLegacyStream) 
     const auto scope = recorder().label("cudaMemset pinned host");
     return cudaMemset(target, kMemsetByte, kCheckedBytes);
   });
-  sc::observe("pinned_host_memset_returned_while_gated", seen.returned.message());
+  sc::observe("pinned_host_memset_returned_while_held", seen.returned.message());
   EXPECT_TRUE(sc::does_not_hold(seen.returned))
       << "cudaMemset of pinned host memory, which the documentation calls synchronous, returned while the "
          "legacy stream was held";

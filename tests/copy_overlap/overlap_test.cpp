@@ -1,5 +1,5 @@
 // COPY-03, -04, -06, -12, -13 (observed): what a copy does beside a kernel that another stream keeps
-// resident (a gate), proven twice: by the gate (the copy completed while the kernel was still waiting)
+// resident (a latch), proven twice: by the latch (the copy completed while the kernel was still waiting)
 // and by CUPTI (the copy's interval inside the kernel's; the fraction recorded). Which copy engines
 // exist is read from the device (asyncEngineCount), never assumed.
 #include <gtest/gtest.h>
@@ -29,32 +29,32 @@ constexpr double kInside = 0.99;
 // concurrency of two equal copies covers far more than half.
 constexpr double kMutualOverlap = 0.5;
 
-// COPY-03's and COPY-06's arrangement: a gate kernel resident in stream "a" (labelled "gate@a"), and a copy of
-// kCopyBytes labelled `label`, with its synchronize, in stream "b" (in "a" itself `into_gated_stream`): did the
-// copy complete while the gate was closed?
-sc::gated_result copy_beside_resident_kernel(CopyOverlap& t, const std::string& what, const std::string& label,
-                                             void* dst, const void* src, bool into_gated_stream) {
+// COPY-03's and COPY-06's arrangement: a latch kernel resident in stream "a" (labelled "latch@a"), and a copy of
+// kCopyBytes labelled `label`, with its synchronize, in stream "b" (in "a" itself `into_held_stream`): did the
+// copy complete while the latch was closed?
+sc::held_result copy_beside_resident_kernel(CopyOverlap& t, const std::string& what, const std::string& label,
+                                             void* dst, const void* src, bool into_held_stream) {
   const sc::stream a = t.make(stream_flags::non_blocking, "a");
   const sc::stream b = t.make(stream_flags::non_blocking, "b");
-  return t.copy_completes_beside_gate(a, what, label, dst, src, cudaMemcpyHostToDevice, into_gated_stream ? a : b);
+  return t.copy_completes_beside_latch(a, what, label, dst, src, cudaMemcpyHostToDevice, into_held_stream ? a : b);
 }
 
 // COPY-03 · PG 2.3 (copy/compute overlap "may" happen); simpleStreams only prints it: a pinned H2D copy in
-// stream B completes while a gate kernel in stream A is still resident, and CUPTI puts the copy inside the
+// stream B completes while a latch kernel in stream A is still resident, and CUPTI puts the copy inside the
 // kernel.
 TEST_F(CopyOverlap, PinnedCopyRunsWhileAKernelIsResident) {
   const sc::claim copy03("COPY-03");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   sc::pinned_buffer<std::uint32_t> src(n);
   sc::device_buffer<std::uint32_t> dst(n);
-  const bool into_gated_stream = copy03.mutated(sc::mutation_kind::arrangement);
-  const sc::gated_result done =
-      copy_beside_resident_kernel(*this, "a pinned H2D copy", "h2d", dst.data(), src.data(), into_gated_stream);
+  const bool into_held_stream = copy03.mutated(sc::mutation_kind::arrangement);
+  const sc::held_result done =
+      copy_beside_resident_kernel(*this, "a pinned H2D copy", "h2d", dst.data(), src.data(), into_held_stream);
   EXPECT_TRUE(copy03.observed_row("copy_completed_while_kernel_resident", done));
   if (const std::string why = untraced_reason(); !why.empty()) return copy03.not_measured("copy_inside_kernel", why);
   const sc::timeline t = recorder().collect();
   const sc::timeline_item* c = one(t, "h2d");
-  const sc::timeline_item* k = one(t, "gate@a");
+  const sc::timeline_item* k = one(t, "latch@a");
   ASSERT_TRUE(c != nullptr && k != nullptr);
   observe_copy("h2d", *c);
   const double inside = covered_fraction(*c, *k);
@@ -70,14 +70,14 @@ struct two_copies {
   sc::device_buffer<std::uint32_t> dev1{kCopyBytes / sizeof(std::uint32_t)};
 };
 
-// COPY-04's copies, made on the helper thread of completes_beside_gate: an H2D copy (host0 -> dev0) in
-// `up` and a D2H copy (dev1 -> host1) in `down`, both queued behind gate `start` (hold_behind), which opens
+// COPY-04's copies, made on the helper thread of completes_beside_latch: an H2D copy (host0 -> dev0) in
+// `up` and a D2H copy (dev1 -> host1) in `down`, both queued behind latch `start` (hold_behind), which opens
 // once both are queued (or a call failed or threw); then both streams' synchronizes.
-cudaError_t copy_both_ways_together(CopyOverlap& t, const two_copies& c, sc::gate& start, const sc::stream& up,
+cudaError_t copy_both_ways_together(CopyOverlap& t, const two_copies& c, sc::latch& start, const sc::stream& up,
                                     const sc::stream& down) {
   cudaError_t code = cudaSuccess;
   {
-    // The start gate runs before the copies are queued behind it, and opens as this block ends.
+    // The start latch runs before the copies are queued behind it, and opens as this block ends.
     sc::held_window open_start(start);
     code = t.copy("h2d", c.dev0.data(), c.host0.data(), kCopyBytes, cudaMemcpyHostToDevice, up);
     if (code == cudaSuccess)
@@ -98,13 +98,13 @@ TEST_F(CopyOverlap, CopiesInOppositeDirectionsOverlapEachOtherAndAKernel) {
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::stream c = make(stream_flags::non_blocking, "c");
   const sc::stream& d2h_stream = copy04.mutated(sc::mutation_kind::arrangement) ? b : c;
-  // Both copies wait on a start gate that opens once both are queued, so they start together however long
+  // Both copies wait on a start latch that opens once both are queued, so they start together however long
   // the host took between the two calls: on two H100s testing at once, the shorter copy was once less than
   // half covered (a 32 MiB copy lasts about 0.6 ms; a delay of 0.3 ms between the calls is enough).
   const sc::stream starter = make(stream_flags::non_blocking, "start");
-  sc::gate start;
+  sc::latch start;
   hold_behind(start, starter, {&b, &c});
-  const sc::gated_result done = completes_beside_gate(
+  const sc::held_result done = completes_beside_latch(
       a, "an H2D copy in b and a D2H copy in " + d2h_stream.name() + ", started together, and their synchronizes",
       [&] { return copy_both_ways_together(*this, copies, start, b, d2h_stream); });
   EXPECT_TRUE(copy04.observed_row("both_copies_completed_while_kernel_resident", done));
@@ -135,14 +135,14 @@ TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
   const sc::claim copy06("COPY-06");
   sc::families::pageable src(kCopyBytes, 7u);
   sc::device_buffer<std::uint32_t> dst(kCopyBytes / sizeof(std::uint32_t));
-  const bool into_gated_stream = copy06.mutated(sc::mutation_kind::arrangement);
+  const bool into_held_stream = copy06.mutated(sc::mutation_kind::arrangement);
   EXPECT_TRUE(copy06.observed_row("pageable_copy_completed_while_kernel_resident",
                                   copy_beside_resident_kernel(*this, "a pageable H2D copy", "h2d pageable", dst.data(),
-                                                              src.data(), into_gated_stream)));
+                                                              src.data(), into_held_stream)));
   // Without CUPTI the overlap is a figure not measured, not a row: the claim was judged above.
   if (const std::string why = untraced_reason(); !why.empty()) return sc::observe("copy_covered_by_kernel", why);
   const sc::timeline t = recorder().collect();
-  const sc::timeline_item* k = one(t, "gate@a");
+  const sc::timeline_item* k = one(t, "latch@a");
   const auto parts = t.labelled("h2d pageable");
   ASSERT_TRUE(k != nullptr && !parts.empty());
   observe_copy("h2d_pageable", *parts.front());
@@ -151,14 +151,14 @@ TEST_F(CopyOverlap, PageableCopyBesideAResidentKernel) {
 }
 
 // COPY-12's arrangement, once per grid size: which of a one-thread kernel (the control), a memset and a D2D
-// copy ran while a grid gate of `blocks` blocks held the SMs.
+// copy ran while a grid latch of `blocks` blocks held the SMs.
 struct sm_room {
-  sc::gated_result kernel_ran{sc::gated_outcome::invalid, "not measured"};
-  sc::gated_result memset_ran{sc::gated_outcome::invalid, "not measured"};
-  sc::gated_result d2d_ran{sc::gated_outcome::invalid, "not measured"};
+  sc::held_result kernel_ran{sc::held_outcome::invalid, "not measured"};
+  sc::held_result memset_ran{sc::held_outcome::invalid, "not measured"};
+  sc::held_result d2d_ran{sc::held_outcome::invalid, "not measured"};
 };
 
-sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned blocks, unsigned threads) {
+sm_room try_beside_grid_latch(CopyOverlap& t, const std::string& name, unsigned blocks, unsigned threads) {
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   sc::device_buffer<std::uint32_t> x(n);
   sc::device_buffer<std::uint32_t> y(n);
@@ -176,17 +176,17 @@ sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned b
     const cudaError_t code = t.copy(name + ".d2d", y.data(), x.data(), kCopyBytes, cudaMemcpyDeviceToDevice, c);
     return code == cudaSuccess ? cudaStreamSynchronize(c.get()) : code;
   });
-  sc::gate g;
+  sc::latch g;
   {
-    const auto label = t.recorder().label("grid gate@" + a.name());
-    g.hold_by([&](sc::kernels::gate_word* word, std::uint64_t ns, bool banner) {
-      return sc::kernels::launch_gate_grid(a.get(), word, ns, banner, blocks, threads, resident.device());
+    const auto label = t.recorder().label("grid latch@" + a.name());
+    g.hold_by([&](sc::kernels::latch_word* word, std::uint64_t ns, bool banner) {
+      return sc::kernels::launch_latch_grid(a.get(), word, ns, banner, blocks, threads, resident.device());
     });
   }
   sm_room room;
   sc::held_window w(g);
   // Every block resident before anything is asked. Reason for 1 s: a grid of this size starts in microseconds.
-  EXPECT_TRUE(w.present(sc::probe(name + ": all " + std::to_string(blocks) + " blocks of the grid gate resident",
+  EXPECT_TRUE(w.present(sc::probe(name + ": all " + std::to_string(blocks) + " blocks of the grid latch resident",
                                   [&] { return sc::count_set(resident.host(), blocks) == blocks; }),
                         sc::kPresenceDeadline));
   sc::observe(name + ".resident_blocks", static_cast<unsigned long long>(sc::count_set(resident.host(), blocks)));
@@ -206,8 +206,8 @@ sm_room try_beside_grid_gate(CopyOverlap& t, const std::string& name, unsigned b
   return room;
 }
 
-// COPY-12's grid gate sizes (recorded by grid_gate_sizes_of).
-struct grid_gate_sizes {
+// COPY-12's grid latch sizes (recorded by grid_latch_sizes_of).
+struct grid_latch_sizes {
   unsigned threads = 0;  // per block: 1024 or the device's maximum
   int per_sm = 0;        // such blocks on one SM (occupancy API)
   unsigned sms = 0;
@@ -217,19 +217,19 @@ struct grid_gate_sizes {
   unsigned some_free() const { return std::max(1u, sms / 2); }
 };
 
-grid_gate_sizes grid_gate_sizes_of(const cudaDeviceProp& properties) {
-  grid_gate_sizes z;
+grid_latch_sizes grid_latch_sizes_of(const cudaDeviceProp& properties) {
+  grid_latch_sizes z;
   z.threads = static_cast<unsigned>(std::min(1024, properties.maxThreadsPerBlock));
-  SC_CHECK_CUDA(sc::kernels::gate_grid_occupancy(z.threads, &z.per_sm));
+  SC_CHECK_CUDA(sc::kernels::latch_grid_occupancy(z.threads, &z.per_sm));
   z.sms = static_cast<unsigned>(properties.multiProcessorCount);
-  sc::observe("grid_gate.threads", static_cast<int>(z.threads));
-  sc::observe("grid_gate.blocks_per_sm", z.per_sm);
-  sc::observe("grid_gate.blocks.some_sms_free", static_cast<int>(z.some_free()));
-  sc::observe("grid_gate.blocks.full", static_cast<int>(z.full()));
+  sc::observe("grid_latch.threads", static_cast<int>(z.threads));
+  sc::observe("grid_latch.blocks_per_sm", z.per_sm);
+  sc::observe("grid_latch.blocks.some_sms_free", static_cast<int>(z.some_free()));
+  sc::observe("grid_latch.blocks.full", static_cast<int>(z.full()));
   return z;
 }
 
-// A memset and a D2D copy before any gate, so that no first use (loading, set-up) is measured beside one.
+// A memset and a D2D copy before any latch, so that no first use (loading, set-up) is measured beside one.
 void warm_up_memset_and_device_copy(CopyOverlap& t) {
   sc::device_buffer<std::uint32_t> w1(1024);
   sc::device_buffer<std::uint32_t> w2(1024);
@@ -240,20 +240,20 @@ void warm_up_memset_and_device_copy(CopyOverlap& t) {
 }
 
 // COPY-12 · a claim in a vlasiator PR #1125 review; catalog Q5 (observed): do cudaMemsetAsync and a D2D
-// cudaMemcpyAsync run on the SMs (needing room there), or on a copy engine? A grid-wide gate takes SMs;
+// cudaMemcpyAsync run on the SMs (needing room there), or on a copy engine? A grid-wide latch takes SMs;
 // then a one-thread kernel (the control), a memset and a D2D copy go into three other streams. Three
 // arrangements: some SMs empty (the control must run), every thread slot of every SM taken (the control
-// must not run), and one gate block per SM (recorded). A memset that runs exactly when the control runs
+// must not run), and one latch block per SM (recorded). A memset that runs exactly when the control runs
 // needs room on an SM, like a kernel; one that runs regardless is done elsewhere.
 TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
   const sc::claim copy12("COPY-12");
-  const grid_gate_sizes z = grid_gate_sizes_of(properties());
+  const grid_latch_sizes z = grid_latch_sizes_of(properties());
   ASSERT_GT(z.per_sm, 0);
   warm_up_memset_and_device_copy(*this);
-  const sm_room free_room = try_beside_grid_gate(*this, "some_free", z.some_free(), z.threads);
+  const sm_room free_room = try_beside_grid_latch(*this, "some_free", z.some_free(), z.threads);
   const bool mutated = copy12.mutated(sc::mutation_kind::arrangement);
-  const sm_room full_room = try_beside_grid_gate(*this, "full", mutated ? z.some_free() : z.full(), z.threads);
-  const sm_room one_room = try_beside_grid_gate(*this, "one_per_sm", z.sms, z.threads);
+  const sm_room full_room = try_beside_grid_latch(*this, "full", mutated ? z.some_free() : z.full(), z.threads);
+  const sm_room one_room = try_beside_grid_latch(*this, "one_per_sm", z.sms, z.threads);
   // The controls: room on an SM lets a kernel run, no room holds it back. Without both, the memset rows
   // below say nothing about thread slots.
   EXPECT_TRUE(copy12.observed_row("control_kernel_ran_with_free_sms", free_room.kernel_ran));
@@ -262,10 +262,10 @@ TEST_F(CopyOverlap, MemsetAndDeviceCopyWhileEverySmIsFull) {
   EXPECT_TRUE(copy12.observed_row("memset_ran_while_sms_full", full_room.memset_ran));
   EXPECT_TRUE(copy12.observed_row("d2d_copy_ran_with_free_sms", free_room.d2d_ran));
   EXPECT_TRUE(copy12.observed_row("d2d_copy_ran_while_sms_full", full_room.d2d_ran));
-  // One gate block per SM leaves half the thread slots of every SM free (per_sm >= 2): does another
+  // One latch block per SM leaves half the thread slots of every SM free (per_sm >= 2): does another
   // kernel use them?
-  EXPECT_TRUE(copy12.observed_row("control_kernel_ran_beside_one_gate_block_per_sm", one_room.kernel_ran));
-  EXPECT_TRUE(copy12.observed_row("memset_ran_beside_one_gate_block_per_sm", one_room.memset_ran));
+  EXPECT_TRUE(copy12.observed_row("control_kernel_ran_beside_one_latch_block_per_sm", one_room.kernel_ran));
+  EXPECT_TRUE(copy12.observed_row("memset_ran_beside_one_latch_block_per_sm", one_room.memset_ran));
   if (const std::string why = untraced_reason(); !why.empty()) return sc::observe("channels", why);
   const sc::timeline tl = recorder().collect();
   for (const char* label : {"full.memset", "full.d2d"})
@@ -293,25 +293,25 @@ sc::probe either_finished(const std::string& what, const sc::stream& a, const sc
 // COPY-13 · DRV/RT ...CreateWithPriority ("only compute kernels" are affected); PG 2.3.9.1; NVlabs
 // cuda-oxide #761 vs NVIDIA/warp test_streams.py (recorded): two equal pinned H2D copies, one in the
 // lowest-priority stream issued first, one in the highest-priority stream issued second, both held behind
-// one gate (an event wait): which starts first once the gate opens, and how much they overlap.
+// one latch (an event wait): which starts first once the latch opens, and how much they overlap.
 TEST_F(CopyOverlap, StreamPriorityAndCopies) {
   const sc::claim copy13("COPY-13");
   SC_REQUIRE_TRACING();
   const priority_range priorities = device_priority_range();
   if (priorities.least == priorities.greatest) GTEST_SKIP() << "the device has one stream priority level";
   const two_copies copies;  // 0: the low-priority copy, 1: the high-priority one
-  const sc::stream gs = make(stream_flags::non_blocking, "gate");
+  const sc::stream gs = make(stream_flags::non_blocking, "latch");
   const sc::stream low = make(stream_flags::non_blocking, "low", priorities.least);
   const sc::stream high = make(stream_flags::non_blocking, "high", priorities.greatest);
   // A recorded claim has no mutation: no value of it fails (the hold below is the arrangement's check).
-  sc::gate g;
+  sc::latch g;
   hold_behind(g, gs, {&low, &high});
   // The low-priority copy is issued first, so a high-priority copy that starts first was moved ahead.
   SC_CHECK_CUDA(copy("low", copies.dev0.data(), copies.host0.data(), kCopyBytes, cudaMemcpyHostToDevice, low));
   SC_CHECK_CUDA(copy("high", copies.dev1.data(), copies.host1.data(), kCopyBytes, cudaMemcpyHostToDevice, high));
   {
     sc::held_window w(g);
-    EXPECT_TRUE(w.absent(either_finished("a copy behind the gate finished", low, high)))
+    EXPECT_TRUE(w.absent(either_finished("a copy behind the latch finished", low, high)))
         << "a copy did not wait for the event";
   }
   drain();

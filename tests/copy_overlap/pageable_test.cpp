@@ -1,5 +1,5 @@
 // COPY-05, -07, -08 (observed), COPY-09, -10 (documented, with observed rows): pageable host memory and
-// synchronous copies. "Returns while gated" is decided by call_while_gated: the call is made while a gate
+// synchronous copies. "Returns while held" is decided by call_while_held: the call is made while a latch
 // holds the stream it depends on, and either returns within the window (it did not wait) or not.
 #include <gtest/gtest.h>
 
@@ -56,7 +56,7 @@ void observe_bandwidth_figures(const sc::timeline& t) {
 
 // COPY-05 · SYNC ("might be synchronous"); 11.1 archive (staging by a worker thread) (observed): an async
 // H2D copy from pageable memory — is it complete when the call returns (idle stream), and does the call
-// return while a gate holds its stream? Figures beside it (never judged): H2D and D2H bandwidth, pinned
+// return while a latch holds its stream? Figures beside it (never judged): H2D and D2H bandwidth, pinned
 // and pageable, from CUPTI.
 TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
   const sc::claim copy05("COPY-05");
@@ -71,8 +71,8 @@ TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
   sc::observe("query_right_after_return", sc::error_name(right_after));
   EXPECT_TRUE(copy05.matches_baseline("h2d_complete_on_return", right_after == cudaSuccess));
   const sc::return_observation seen = held_call(
-      s, "gated.took_us", [&] { return copy("gated", dev.data(), src, kCopyBytes, cudaMemcpyHostToDevice, s); });
-  EXPECT_TRUE(copy05.observed_row("h2d_returned_while_gated", seen.returned));
+      s, "held.took_us", [&] { return copy("held", dev.data(), src, kCopyBytes, cudaMemcpyHostToDevice, s); });
+  EXPECT_TRUE(copy05.observed_row("h2d_returned_while_held", seen.returned));
   copy_both_ways_pinned_and_pageable(*this, dev.data(), pinned.data(), plain.data(), s);
   drain();
   if (!untraced_reason().empty()) return;
@@ -80,8 +80,8 @@ TEST_F(CopyOverlap, PageableAsyncCopiesAreSynchronousToTheHost) {
 }
 
 // COPY-07 · SYNC 11.x ("returns only once the copy has completed"); current: "might be synchronous"
-// (observed): does a D2H cudaMemcpyAsync into pageable memory return while a gate holds its stream?
-TEST_F(CopyOverlap, PageableDeviceToHostCopyAgainstAGatedStream) {
+// (observed): does a D2H cudaMemcpyAsync into pageable memory return while a latch holds its stream?
+TEST_F(CopyOverlap, PageableDeviceToHostCopyAgainstAHeldStream) {
   const sc::claim copy07("COPY-07");
   const std::size_t n = kCopyBytes / sizeof(std::uint32_t);
   pageable plain(kCopyBytes);
@@ -91,18 +91,18 @@ TEST_F(CopyOverlap, PageableDeviceToHostCopyAgainstAGatedStream) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::return_observation seen =
       held_call(s, "took_us", [&] { return copy("d2h", dst, dev.data(), kCopyBytes, cudaMemcpyDeviceToHost, s); });
-  EXPECT_TRUE(copy07.observed_row("d2h_returned_while_gated", seen.returned));
+  EXPECT_TRUE(copy07.observed_row("d2h_returned_while_held", seen.returned));
 }
 
 // COPY-08 · old guide ("Concurrent Execution between Host and Device": copies of 64 KB or less are
 // asynchronous) vs SYNC ("might be synchronous") (observed, contested): small pageable H2D
-// cudaMemcpyAsync against a gate in the same stream at 4 KB, 64 KB, 64 KB + 1 and 1 MiB.
-TEST_F(CopyOverlap, SmallPageableCopiesAgainstAGatedStream) {
+// cudaMemcpyAsync against a latch in the same stream at 4 KB, 64 KB, 64 KB + 1 and 1 MiB.
+TEST_F(CopyOverlap, SmallPageableCopiesAgainstAHeldStream) {
   const sc::claim copy08("COPY-08");
   pageable plain(1u << 20, 5u);
   sc::device_buffer<std::uint32_t> dev((1u << 20) / sizeof(std::uint32_t));
   // Mutation (arrangement): each copy is followed by a synchronize of its stream (pinned sources would not
-  // do: on the H100 every size returns while gated, so pinned and pageable read the same).
+  // do: on the H100 every size returns while held, so pinned and pageable read the same).
   const bool then_sync = copy08.mutated(sc::mutation_kind::arrangement);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   for (const std::size_t bytes : {std::size_t{4096}, std::size_t{65536}, std::size_t{65537}, std::size_t{1} << 20}) {
@@ -112,7 +112,7 @@ TEST_F(CopyOverlap, SmallPageableCopiesAgainstAGatedStream) {
       const cudaError_t code = copy("h2d " + size, dev.data(), plain.data(), bytes, cudaMemcpyHostToDevice, s);
       return code == cudaSuccess && then_sync ? cudaStreamSynchronize(s.get()) : code;
     });
-    EXPECT_TRUE(copy08.observed_row("returned_while_gated." + size, seen.returned));
+    EXPECT_TRUE(copy08.observed_row("returned_while_held." + size, seen.returned));
   }
 }
 
@@ -128,7 +128,7 @@ struct memcpy_rule {
 
 // COPY-09 · SYNC (Memcpy, synchronous): cudaMemcpy from pageable memory to the device performs a stream
 // sync first; device to pageable host returns only after the copy completed; device to device does no
-// host-side synchronization. With a gate in the legacy stream (where cudaMemcpy is issued): the first two
+// host-side synchronization. With a latch in the legacy stream (where cudaMemcpy is issued): the first two
 // must not return while it is closed, the third must.
 TEST_F(CopyOverlap, SynchronousCopyRules) {
   const sc::claim copy09("COPY-09");
@@ -172,7 +172,7 @@ TEST_F(CopyOverlap, SynchronousDeviceToHostCopyAgainstBusyStreams) {
   const sc::return_observation behind_blocking = held_call(s1, d2h);
   EXPECT_TRUE(sc::does_not_hold(behind_blocking.returned)) << "the synchronous D2H copy did not wait for blocking s1";
   const sc::return_observation behind_non_blocking = held_call(s2, d2h);
-  EXPECT_TRUE(copy10.observed_row("d2h_returned_while_non_blocking_stream_gated", behind_non_blocking.returned));
+  EXPECT_TRUE(copy10.observed_row("d2h_returned_while_non_blocking_stream_held", behind_non_blocking.returned));
 }
 
 }  // namespace

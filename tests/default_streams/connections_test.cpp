@@ -28,12 +28,12 @@ bool variable_is(const char* name, const char* value) {
   return set != nullptr && std::string(set) == value;
 }
 
-// The DFLT-22 arrangement: the gate's own launch runs on call_while_gated's helper thread. `then_sync`
+// The DFLT-22 arrangement: the latch's own launch runs on call_while_held's helper thread. `then_sync`
 // makes the call also wait for its stream (an arrangement mutation: the launch made synchronous by hand).
-sc::return_observation gate_launch_while_gated(sc::families::DefaultStreams& t, bool then_sync) {
+sc::return_observation latch_launch_while_held(sc::families::DefaultStreams& t, bool then_sync) {
   const sc::stream s = t.make(stream_flags::non_blocking, "s");
-  sc::gate g;
-  const sc::return_observation seen = sc::call_while_gated(
+  sc::latch g;
+  const sc::return_observation seen = sc::call_while_held(
       [&] {
         try {
           g.hold(s);
@@ -50,26 +50,26 @@ sc::return_observation gate_launch_while_gated(sc::families::DefaultStreams& t, 
 }
 
 // How a DFLT-15 arrangement is changed: `drop_pending` false removes the kernel pending in A (nothing then
-// shares a queue with B); `b_behind_gate` sends B's mark into A behind the gate.
+// shares a queue with B); `b_behind_latch` sends B's mark into A behind the latch.
 struct held_back_arrangement {
   bool drop_pending = true;
-  bool b_behind_gate = false;
+  bool b_behind_latch = false;
 };
 
-// The DFLT-15 arrangement: a gate runs in A and a mark waits behind it in A (pending at the head of A's
-// queue); then an independent mark goes to B. Records whether B's mark stayed absent while A was gated
+// The DFLT-15 arrangement: a latch runs in A and a mark waits behind it in A (pending at the head of A's
+// queue); then an independent mark goes to B. Records whether B's mark stayed absent while A was held
 // (held_back); an invalid check fails the test and compares nothing.
 void independent_work_held_back(sc::families::DefaultStreams& t, const sc::claim& dflt15, const std::string& key,
                                 const held_back_arrangement& how) {
   sc::marks m;
   const sc::stream a = t.make(stream_flags::non_blocking, "a");
   const sc::stream b = t.make(stream_flags::non_blocking, "b");
-  sc::gate g;
+  sc::latch g;
   t.hold(g, a);
-  if (how.drop_pending) t.drop(m, a, 2);  // pending behind the gate
-  t.drop(m, how.b_behind_gate ? a : b, 1);
+  if (how.drop_pending) t.drop(m, a, 2);  // pending behind the latch
+  t.drop(m, how.b_behind_latch ? a : b, 1);
   ASSERT_TRUE(g.wait_started());
-  const sc::gated_result held_back = sc::absent_while_gated(m, 1, g);
+  const sc::held_result held_back = sc::absent_while_held(m, 1, g);
   g.open();
   t.drain();
   EXPECT_TRUE(dflt15.observed_row(key, held_back));
@@ -140,8 +140,8 @@ landings count_landings(const sc::marks& m, unsigned first, unsigned n, std::chr
 
 // DFLT-16 · RTAS24 R2, Fig. 5, Corollaries 1-2 (observed): with the default 8 connections, more busy
 // streams than connections produce false dependencies: streams whose head shares a hardware queue with a
-// busy stream's pending work are held back. 8 streams each hold a gate and a mark pending behind it; then
-// 16 fresh streams get one mark each. How many fresh marks land while the gates are closed?
+// busy stream's pending work are held back. 8 streams each hold a latch and a mark pending behind it; then
+// 16 fresh streams get one mark each. How many fresh marks land while the latches are closed?
 // What ran before it in its process does not change the count: its 24 streams are created one after the other,
 // and the driver hands connections out to new streams in turn, so the 8 busy streams cover all 8 default
 // connections, and with 32 the 24 streams get 24 different ones, wherever the turn stood.
@@ -158,26 +158,26 @@ TEST_P(ConnectionCounts, FreshStreamsBehindBusyStreamsWithTheConnectionsInUse) {
   // counted as held back.
   constexpr auto kLandingWindow = std::chrono::milliseconds{100};
   // Mutation (arrangement), per entry: with 32 connections (every stream has its own queue) the fresh
-  // marks go behind the gates; otherwise nothing is pending behind the gates (no queue head waits).
+  // marks go behind the latches; otherwise nothing is pending behind the latches (no queue head waits).
   const bool mutated = dflt16.mutated(sc::mutation_kind::arrangement);
   const bool own_queues = connections() == "32";
   sc::marks m;
   const std::vector<sc::stream> busy = make_streams(*this, kBusy, "busy");
   const std::vector<sc::stream> fresh = make_streams(*this, kFresh, "fresh");
-  sc::families::gate_set gates(kBusy);  // declared last: destroyed (opened) first
+  sc::families::latch_set latches(kBusy);  // declared last: destroyed (opened) first
   for (unsigned i = 0; i < kBusy; ++i) {
-    hold(gates[i], busy[i]);
-    if (!(mutated && !own_queues)) drop(m, busy[i], i);  // pending behind the gate: the queue head waits
+    hold(latches[i], busy[i]);
+    if (!(mutated && !own_queues)) drop(m, busy[i], i);  // pending behind the latch: the queue head waits
   }
   for (unsigned i = 0; i < kFresh; ++i) drop(m, mutated && own_queues ? busy[i % kBusy] : fresh[i], kBusy + i);
   const landings seen = count_landings(m, kBusy, kFresh, kLandingWindow);
-  const unsigned started = gates.started();
-  const std::string not_closed = gates.not_closed();
-  gates.open_all();
+  const unsigned started = latches.started();
+  const std::string not_closed = latches.not_closed();
+  latches.open_all();
   drain();
-  ASSERT_EQ("", not_closed) << "a gate was not closed during the window, so the count proves nothing";
+  ASSERT_EQ("", not_closed) << "a latch was not closed during the window, so the count proves nothing";
   const std::string key = "connections_" + connections();
-  sc::observe(key + ".busy_gates_running", static_cast<int>(started));
+  sc::observe(key + ".busy_latches_running", static_cast<int>(started));
   sc::observe(key + ".fresh_marks_landed", static_cast<int>(seen.landed));
   // Evidence for the window: how long after its start the last fresh mark was seen (absent: none landed).
   if (seen.landed > 0)
@@ -256,7 +256,7 @@ INSTANTIATE_TEST_SUITE_P(, ConnectionCounts,
                          });
 
 // DFLT-15 · RTAS24 rule R2; Megatron-LM #533 (observed): with CUDA_DEVICE_MAX_CONNECTIONS=1 all streams
-// share one hardware queue in host enqueue order, so a kernel pending behind a gate in A holds back a
+// share one hardware queue in host enqueue order, so a kernel pending behind a latch in A holds back a
 // later, independent kernel in B (a false dependency).
 TEST_F(DefaultStreams, WithOneConnectionAPendingKernelHoldsBackAnotherStream) {
   const sc::claim dflt15("DFLT-15");
@@ -274,7 +274,7 @@ TEST_F(DefaultStreams, WithDefaultConnectionsAPendingKernelDoesNotHoldBackAnothe
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::default_connections);
   held_back_arrangement how;
-  how.b_behind_gate = dflt15.mutated(sc::mutation_kind::arrangement);
+  how.b_behind_latch = dflt15.mutated(sc::mutation_kind::arrangement);
   independent_work_held_back(*this, dflt15, "default.held_back", how);
 }
 
@@ -284,19 +284,19 @@ TEST_F(DefaultStreams, LaunchReturnsBeforeTheKernelEnds) {
   const sc::claim dflt22("DFLT-22");
   SC_REQUIRE(sc::requirement::async_launches);
   const bool then_sync = dflt22.mutated(sc::mutation_kind::arrangement);
-  EXPECT_TRUE(gate_launch_while_gated(*this, then_sync).returned) << "the launch waited for its kernel";
+  EXPECT_TRUE(latch_launch_while_held(*this, then_sync).returned) << "the launch waited for its kernel";
 }
 
 // DFLT-22 · PG (environment variables): with CUDA_LAUNCH_BLOCKING=1 a kernel launch returns only after
-// the kernel has completed: the launch of a gate cannot return while the gate is closed.
+// the kernel has completed: the launch of a latch cannot return while the latch is closed.
 TEST_F(DefaultStreams, LaunchReturnsOnlyAfterTheKernelWithLaunchBlocking) {
   const sc::claim dflt22("DFLT-22");
   if (!variable_is("CUDA_LAUNCH_BLOCKING", "1"))
     GTEST_SKIP() << "needs CUDA_LAUNCH_BLOCKING=1 before CUDA starts (ctest entry default_streams.launch_blocking.*)";
-  // The one test that holds a stream under synchronous launches on purpose: the gate's own launch is the
+  // The one test that holds a stream under synchronous launches on purpose: the latch's own launch is the
   // call under test (every other hold refuses at once here).
   sc::expect_blocking_launches();
-  const sc::return_observation seen = gate_launch_while_gated(*this, false);
+  const sc::return_observation seen = latch_launch_while_held(*this, false);
   // Mutation (expectation only): under CUDA_LAUNCH_BLOCKING=1 every launch is synchronous, so no
   // arrangement can make one return while its kernel runs; the entry without the variable is the
   // arrangement-mutated partner.

@@ -1,4 +1,4 @@
-// The DefaultStreams fixture: streams that the timeline knows by name, and gate/mark helpers that label
+// The DefaultStreams fixture: streams that the timeline knows by name, and latch/mark helpers that label
 // what they enqueue, so every test's observation file shows the order it proved.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sc/fixtures/check.hpp"
-#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/stream.hpp"
@@ -21,7 +21,7 @@ class DefaultStreams : public GpuTest {
     if (IsSkipped() || HasFatalFailure()) return;
     // The default entries prove orderings with independent hardware queues.
     SC_REQUIRE(requirement::own_connection_count);
-    // Special handles first: learning their CUPTI ids may need a probe launch, which must not meet a gate.
+    // Special handles first: learning their CUPTI ids may need a probe launch, which must not meet a latch.
     recorder().track(legacy_);
     recorder().track(per_thread_);
   }
@@ -36,36 +36,36 @@ class DefaultStreams : public GpuTest {
   const stream per_thread_ = stream::per_thread();
 };
 
-// Gates that each hold a stream of their own (a gate is pinned in place, so each lives on the heap). Declare
-// the set after the streams and marks it guards: it is then destroyed, and every gate opened, first.
-class gate_set {
+// Latches that each hold a stream of their own (a latch is pinned in place, so each lives on the heap). Declare
+// the set after the streams and marks it guards: it is then destroyed, and every latch opened, first.
+class latch_set {
  public:
-  explicit gate_set(unsigned n) {
-    for (unsigned i = 0; i < n; ++i) gates_.push_back(std::make_unique<gate>());
+  explicit latch_set(unsigned n) {
+    for (unsigned i = 0; i < n; ++i) latches_.push_back(std::make_unique<latch>());
   }
-  unsigned size() const { return static_cast<unsigned>(gates_.size()); }
-  gate& operator[](unsigned i) { return *gates_[i]; }
-  const gate& operator[](unsigned i) const { return *gates_[i]; }
-  // How many gates are running.
+  unsigned size() const { return static_cast<unsigned>(latches_.size()); }
+  latch& operator[](unsigned i) { return *latches_[i]; }
+  const latch& operator[](unsigned i) const { return *latches_[i]; }
+  // How many latches are running.
   unsigned started() const {
     unsigned n = 0;
-    for (const auto& g : gates_) n += g->started();
+    for (const auto& g : latches_) n += g->started();
     return n;
   }
   bool all_started() const { return started() == size(); }
-  // The state of a gate that is not closed (the last one), or "" when every gate is closed.
+  // The state of a latch that is not closed (the last one), or "" when every latch is closed.
   std::string not_closed() const {
     std::string state;
-    for (const auto& g : gates_)
+    for (const auto& g : latches_)
       if (!closed(g->state())) state = to_string(g->state());
     return state;
   }
   void open_all() {
-    for (auto& g : gates_) g->open();
+    for (auto& g : latches_) g->open();
   }
 
  private:
-  std::vector<std::unique_ptr<gate>> gates_;
+  std::vector<std::unique_ptr<latch>> latches_;
 };
 
 }  // namespace sc::families

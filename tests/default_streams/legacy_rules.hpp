@@ -25,8 +25,8 @@ inline enqueue_path runtime_path(DefaultStreams& t) {
           [](const stream& s, const event& e) { SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), e.get(), 0)); }};
 }
 
-// The DFLT-02 and DFLT-04 (legacy side) arrangement: a gate holds s1, made with `s1_flags`, then mark 1 goes
-// to the legacy stream. The gate is the last member: destroyed, and opened, first.
+// The DFLT-02 and DFLT-04 (legacy side) arrangement: a latch holds s1, made with `s1_flags`, then mark 1 goes
+// to the legacy stream. The latch is the last member: destroyed, and opened, first.
 struct legacy_mark_behind_held_s1 {
   legacy_mark_behind_held_s1(DefaultStreams& t, const enqueue_path& p, stream_flags s1_flags)
       : s1(p.make(s1_flags, "s1")) {
@@ -35,7 +35,7 @@ struct legacy_mark_behind_held_s1 {
   }
   marks m;
   stream s1;
-  gate g;
+  latch g;
 };
 
 // DFLT-02: an action in the legacy stream first waits for all earlier work in blocking streams.
@@ -45,11 +45,11 @@ inline void legacy_waits_for_earlier_blocking_work(DefaultStreams& t, const clai
   {
     held_window w(arranged.g);
     EXPECT_TRUE(w.absent(probe::mark(arranged.m, 1))) << "legacy work ran while blocking s1 was held";
-    t.recorder().host_event("gate opened");
+    t.recorder().host_event("latch opened");
   }
   t.drain();
   EXPECT_EQ(1u, arranged.m.ticket_of(1));
-  EXPECT_GE(arranged.m.stamp_ns_of(1), arranged.g.end_ns()) << "the legacy mark landed before the gate in s1 ended";
+  EXPECT_GE(arranged.m.stamp_ns_of(1), arranged.g.end_ns()) << "the legacy mark landed before the latch in s1 ended";
 }
 
 // DFLT-03, SSB example k1(s); k2(0); k3(s): k1 holds blocking s1, k2 goes to the legacy stream, k3 to
@@ -59,7 +59,7 @@ inline void blocking_waits_for_earlier_legacy_work(DefaultStreams& t, const clai
   const stream s1 = p.make(stream_flags::blocking, "s1");
   const stream s2 =
       p.make(c.mutate(mutation_kind::arrangement, stream_flags::blocking, stream_flags::non_blocking), "s2");
-  gate k1;
+  latch k1;
   t.hold(k1, s1);
   p.drop(m, p.null_stream, 2);
   p.drop(m, s2, 3);
@@ -89,7 +89,7 @@ inline void non_blocking_does_not_wait_for_legacy_work(DefaultStreams& t, const 
   marks m;
   const stream s2 =
       p.make(c.mutate(mutation_kind::arrangement, stream_flags::non_blocking, stream_flags::blocking), "s2");
-  gate g;
+  latch g;
   t.hold(g, p.null_stream);
   p.drop(m, s2, 3);
   {
@@ -110,7 +110,7 @@ inline void wait_on_legacy_holds_later_blocking_work_only(DefaultStreams& t, con
   const event done = event::create(event_flags::disable_timing);
   SC_CHECK_CUDA(cudaEventRecord(done.get(), idle.get()));
   SC_CHECK_CUDA(synchronize_within(idle, kWorkDeadline));  // the event is complete: the wait is a no-op
-  gate g;
+  latch g;
   t.hold(g, s1);
   if (!c.mutated(mutation_kind::arrangement)) p.wait_event(p.null_stream, done);
   p.drop(m, s2, 2);

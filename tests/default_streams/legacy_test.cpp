@@ -1,5 +1,5 @@
 // DFLT-01..05, -10..14, -23: the legacy default stream against blocking and non-blocking streams.
-// Orderings are proven with gates: the host checks "not yet" (or "already") while a gate holds a stream.
+// Orderings are proven with latches: the host checks "not yet" (or "already") while a latch holds a stream.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -66,10 +66,10 @@ TEST_F(DefaultStreams, KernelsInTwoNonBlockingStreamsMayRunConcurrently) {
   const sc::stream& second = dflt01.mutated(sc::mutation_kind::arrangement) ? a : b;
   const sc::observation seen = sc::measure_within(sc::kObservedAttempts, [&] {
     sc::marks m;
-    sc::gate g;
+    sc::latch g;
     hold(g, a);
     drop(m, second, 1);
-    return sc::present_while_gated(m, 1, g);
+    return sc::present_while_held(m, 1, g);
   });
   sc::observe("attempts", seen.attempts);
   EXPECT_TRUE(dflt01.observed_row("holds", seen.last));
@@ -86,14 +86,14 @@ TEST_F(DefaultStreams, QueryOfTheLegacyStreamWhileABlockingStreamIsBusy) {
     const stream_flags made =
         swapped ? (flags == stream_flags::blocking ? stream_flags::non_blocking : stream_flags::blocking) : flags;
     const sc::stream s1 = make(made, "busy_" + kind);
-    sc::gate g;
+    sc::latch g;
     hold(g, s1);
     ASSERT_TRUE(g.wait_started());
     const std::string code = sc::error_name(cudaStreamQuery(legacy_.get()));
     const bool valid = closed(g.state());
     g.open();
     drain();
-    ASSERT_TRUE(valid) << "the gate was not closed during the query: " << sc::to_string(g.state());
+    ASSERT_TRUE(valid) << "the latch was not closed during the query: " << sc::to_string(g.state());
     const std::string key = kind == "blocking" ? "rc" : "non_blocking.rc";
     sc::observe("rc.cudaStreamQuery(legacy)." + kind, code);
     EXPECT_TRUE(dflt10.matches_baseline(key, code));
@@ -108,14 +108,14 @@ TEST_F(DefaultStreams, SynchronizeOfAnEmptyBlockingStreamAfterLegacyWork) {
   const bool pending = dflt11.mutated(sc::mutation_kind::arrangement);
   sc::marks m;
   const sc::stream s1 = make(stream_flags::blocking, "s1");
-  sc::gate g;
+  sc::latch g;
   hold(g, legacy_);
   if (pending) drop(m, s1, 1);
   ASSERT_TRUE(g.wait_started());
-  const sc::return_observation seen = sc::call_while_gated([&] { return cudaStreamSynchronize(s1.get()); }, g);
+  const sc::return_observation seen = sc::call_while_held([&] { return cudaStreamSynchronize(s1.get()); }, g);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-  EXPECT_TRUE(dflt11.observed_row("returned_while_gated", seen.returned));
+  EXPECT_TRUE(dflt11.observed_row("returned_while_held", seen.returned));
 }
 
 // DFLT-12 · hip-tests _NullStreamSynchronization (observed): cudaStreamSynchronize(cudaStreamLegacy) waits
@@ -129,25 +129,25 @@ TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) 
     const stream_flags made =
         swapped ? (flags == stream_flags::blocking ? stream_flags::non_blocking : stream_flags::blocking) : flags;
     const sc::stream s = make(made, kind);
-    sc::gate g;
+    sc::latch g;
     hold(g, s);
     ASSERT_TRUE(g.wait_started());
-    const sc::return_observation seen = sc::call_while_gated([&] { return cudaStreamSynchronize(legacy_.get()); }, g);
+    const sc::return_observation seen = sc::call_while_held([&] { return cudaStreamSynchronize(legacy_.get()); }, g);
     drain();
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-    EXPECT_TRUE(dflt12.observed_row(kind + ".returned_while_gated", seen.returned));
+    EXPECT_TRUE(dflt12.observed_row(kind + ".returned_while_held", seen.returned));
   }
 }
 
-// How long a synchronize call gets to return while gated. Reason: synchronizing with nothing to wait for
+// How long a synchronize call gets to return while held. Reason: synchronizing with nothing to wait for
 // returns within microseconds (the control below), so the suite's 50 ms landing deadline tells "waits"
 // from "returns", as it does for marks; the 150 ms RET window is for calls that allocate.
 constexpr auto kIdleSyncWindow = sc::kLandingDeadline;
 
 // DFLT-23 · RT cudaDeviceSynchronize ("blocks until the device has completed all preceding requested
 // tasks"): it waits for a busy stream of every kind — blocking, non-blocking and the legacy stream. In
-// each round one stream is gated and everything else is idle. Contrast in the same test: synchronizing an
-// idle stream returns while the gate is closed.
+// each round one stream is held and everything else is idle. Contrast in the same test: synchronizing an
+// idle stream returns while the latch is closed.
 TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
   const sc::claim dflt23("DFLT-23");
   SC_REQUIRE(sc::requirement::async_launches);
@@ -159,22 +159,22 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
           ? std::function<cudaError_t()>([&] { return cudaStreamSynchronize(idle.get()); })
           : std::function<cudaError_t()>([] { return cudaDeviceSynchronize(); });
   for (const sc::stream* busy : {&blocking, &non_blocking, &legacy_}) {
-    SCOPED_TRACE("gated: " + busy->name());
-    sc::gate g;
+    SCOPED_TRACE("held: " + busy->name());
+    sc::latch g;
     hold(g, *busy);
     ASSERT_TRUE(g.wait_started());
-    const sc::return_observation seen = sc::call_while_gated(device_sync, g, kIdleSyncWindow);
+    const sc::return_observation seen = sc::call_while_held(device_sync, g, kIdleSyncWindow);
     drain();
-    EXPECT_TRUE(sc::does_not_hold(seen.returned)) << "cudaDeviceSynchronize must wait for the gate";
+    EXPECT_TRUE(sc::does_not_hold(seen.returned)) << "cudaDeviceSynchronize must wait for the latch";
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
   }
-  sc::gate g;
+  sc::latch g;
   hold(g, non_blocking);
   ASSERT_TRUE(g.wait_started());
   const sc::return_observation control =
-      sc::call_while_gated([&] { return cudaStreamSynchronize(idle.get()); }, g, kIdleSyncWindow);
+      sc::call_while_held([&] { return cudaStreamSynchronize(idle.get()); }, g, kIdleSyncWindow);
   EXPECT_TRUE(control.returned)
-      << "negative control: synchronizing an idle non-blocking stream must not wait for the gate";
+      << "negative control: synchronizing an idle non-blocking stream must not wait for the latch";
   EXPECT_CUDA_EQ(cudaSuccess, control.code);
 }
 

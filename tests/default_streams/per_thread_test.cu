@@ -25,14 +25,14 @@ constexpr bool kPerThreadBuild = false;
 #endif
 
 // Kernels of this translation unit, launched without a stream.
-__global__ void gate_here(sc::kernels::gate_word* gate, std::uint64_t watchdog_ns, bool banner) {
-  sc::kernels::device::gate_wait(gate, watchdog_ns, banner);
+__global__ void latch_here(sc::kernels::latch_word* latch, std::uint64_t watchdog_ns, bool banner) {
+  sc::kernels::device::latch_wait(latch, watchdog_ns, banner);
 }
 __global__ void mark_here(std::uint32_t* counter, sc::kernels::mark_board* board, unsigned id) {
   sc::kernels::device::mark_land(counter, board, id);
 }
-cudaError_t launch_gate_without_stream(sc::kernels::gate_word* w, std::uint64_t ns, bool banner) {
-  gate_here<<<1, 1>>>(w, ns, banner);
+cudaError_t launch_latch_without_stream(sc::kernels::latch_word* w, std::uint64_t ns, bool banner) {
+  latch_here<<<1, 1>>>(w, ns, banner);
   return cudaGetLastError();
 }
 cudaError_t launch_mark_without_stream(std::uint32_t* counter, sc::kernels::mark_board* board, unsigned id) {
@@ -45,8 +45,8 @@ class PerThreadStreams : public DefaultStreams {
   void SetUp() override {
     DefaultStreams::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    // This file's own kernels: loaded now, before any gate, like the library's.
-    for (const void* k : {reinterpret_cast<const void*>(gate_here), reinterpret_cast<const void*>(mark_here)}) {
+    // This file's own kernels: loaded now, before any latch, like the library's.
+    for (const void* k : {reinterpret_cast<const void*>(latch_here), reinterpret_cast<const void*>(mark_here)}) {
       cudaFuncAttributes attributes{};
       SC_CHECK_CUDA(cudaFuncGetAttributes(&attributes, k));
     }
@@ -54,15 +54,15 @@ class PerThreadStreams : public DefaultStreams {
     sc::observe("per_thread_build", kPerThreadBuild);
   }
 
-  // A gate holds `held`, then mark `id` goes to `later`: whether the mark stays absent while the gate is
-  // closed. The gate is open and the device drained on return.
-  sc::gated_result absent_behind_held_stream(const sc::stream& held, const sc::stream& later, unsigned id) {
+  // A latch holds `held`, then mark `id` goes to `later`: whether the mark stays absent while the latch is
+  // closed. The latch is open and the device drained on return.
+  sc::held_result absent_behind_held_stream(const sc::stream& held, const sc::stream& later, unsigned id) {
     sc::marks m;
-    sc::gate g;
+    sc::latch g;
     hold(g, held);
     drop(m, later, id);
     sc::held_window w(g);
-    const sc::gated_result absent = w.absent(sc::probe::mark(m, id));
+    const sc::held_result absent = w.absent(sc::probe::mark(m, id));
     w.release();
     drain();
     return absent;
@@ -97,16 +97,16 @@ default_stream_ids ids_of_default_streams() {
   return ids;
 }
 
-// DFLT-08's threads: thread i selects the device, holds gate i through `launch` (its error kept as code(i)),
+// DFLT-08's threads: thread i selects the device, holds latch i through `launch` (its error kept as code(i)),
 // and stays alive, its default stream too, until end().
-class threads_holding_gates {
+class threads_holding_latches {
  public:
   template <class Launch>
-  threads_holding_gates(sc::families::gate_set& gates, int device, Launch launch) : codes_(gates.size(), cudaSuccess) {
-    team_.start(gates.size(), [this, &gates, device, launch](unsigned i) {
+  threads_holding_latches(sc::families::latch_set& latches, int device, Launch launch) : codes_(latches.size(), cudaSuccess) {
+    team_.start(latches.size(), [this, &latches, device, launch](unsigned i) {
       codes_[i] = cudaSetDevice(device);
       try {
-        if (codes_[i] == cudaSuccess) gates[i].hold_by(launch);
+        if (codes_[i] == cudaSuccess) latches[i].hold_by(launch);
       } catch (const sc::cuda_error& e) {
         codes_[i] = e.code();
       }
@@ -136,13 +136,13 @@ TEST_F(PerThreadStreams, PerThreadStreamDoesNotWaitForBlockingStreams) {
   const sc::stream s1 = make(stream_flags::blocking, "s1");
   const sc::stream s2 = make(stream_flags::blocking, "s2");
   const sc::stream& target = dflt06.mutated(sc::mutation_kind::arrangement) ? legacy_ : per_thread_;
-  sc::gate g;
+  sc::latch g;
   hold(g, s1);
   drop(m, target, 1);
   drop(m, s2, 2);  // a blocking stream after per-thread work: no implicit wait either
   ASSERT_TRUE(g.wait_started());
-  EXPECT_TRUE(sc::present_while_gated(m, 1, g)) << "per-thread stream work waited for blocking s1";
-  EXPECT_TRUE(sc::present_while_gated(m, 2, g)) << "blocking s2 after per-thread work waited";
+  EXPECT_TRUE(sc::present_while_held(m, 1, g)) << "per-thread stream work waited for blocking s1";
+  EXPECT_TRUE(sc::present_while_held(m, 2, g)) << "blocking s2 after per-thread work waited";
 }
 
 // DFLT-07 · SSB: the per-thread default stream is not non-blocking: it synchronizes with the legacy
@@ -157,14 +157,14 @@ TEST_F(PerThreadStreams, PerThreadStreamSynchronizesWithTheLegacyStream) {
 }
 
 // DFLT-08 · SSB; PG 2.3.6.2: the per-thread default streams of two host threads are distinct
-// (cudaStreamGetId differs) and independent (one's gate does not hold the other's work).
+// (cudaStreamGetId differs) and independent (one's latch does not hold the other's work).
 TEST_F(PerThreadStreams, PerThreadStreamsOfTwoThreadsAreDistinctAndIndependent) {
   const sc::claim dflt08("DFLT-08");
   SC_REQUIRE(sc::requirement::async_launches);
-  // Under memcheck (H100) thread B's launch waited for thread A's gate, so B never got to drop its mark.
+  // Under memcheck (H100) thread B's launch waited for thread A's latch, so B never got to drop its mark.
   SC_REQUIRE(sc::requirement::unintercepted_calls);
   sc::marks m;
-  sc::gate g;
+  sc::latch g;
   unsigned long long id_a = 0;
   unsigned long long id_b = 0;
   SC_CHECK_CUDA(cudaStreamGetId(cudaStreamPerThread, &id_a));
@@ -181,47 +181,47 @@ TEST_F(PerThreadStreams, PerThreadStreamsOfTwoThreadsAreDistinctAndIndependent) 
   b.join();
   EXPECT_CUDA_EQ(cudaSuccess, in_thread);
   EXPECT_NE(id_a, id_b) << "two host threads share one per-thread stream id";
-  EXPECT_TRUE(sc::present_while_gated(m, 1, g)) << "thread B's per-thread work waited for thread A's gate";
+  EXPECT_TRUE(sc::present_while_held(m, 1, g)) << "thread B's per-thread work waited for thread A's latch";
   sc::observe("id.thread_a", id_a);
   sc::observe("id.thread_b", id_b);
 }
 
 // DFLT-08 · PG 2.3.6.2 (the classic example): the default streams of 8 host threads run concurrently.
-// Each thread launches a gate without a stream; all eight run at once while none is open. In the legacy
+// Each thread launches a latch without a stream; all eight run at once while none is open. In the legacy
 // build stream 0 is the one legacy stream, so the same code must NOT get there (negative control).
 TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
   const sc::claim dflt08("DFLT-08");
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE_CONCURRENT_KERNELS();
   constexpr unsigned kThreads = 8;
-  sc::families::gate_set gates(kThreads);
+  sc::families::latch_set latches(kThreads);
   // Mutation (arrangement): each thread launches through the other build mode's path: the legacy-mode
   // library's stream 0 (the legacy stream) in per-thread builds, cudaStreamPerThread in the legacy build.
   const bool other_path = dflt08.mutated(sc::mutation_kind::arrangement);
-  const auto launch = [other_path](sc::kernels::gate_word* w, std::uint64_t ns, bool banner) {
-    if (!other_path) return launch_gate_without_stream(w, ns, banner);
-    return sc::kernels::launch_gate(kPerThreadBuild ? nullptr : cudaStreamPerThread, w, ns, banner);
+  const auto launch = [other_path](sc::kernels::latch_word* w, std::uint64_t ns, bool banner) {
+    if (!other_path) return launch_latch_without_stream(w, ns, banner);
+    return sc::kernels::launch_latch(kPerThreadBuild ? nullptr : cudaStreamPerThread, w, ns, banner);
   };
-  threads_holding_gates threads(gates, device(), launch);
+  threads_holding_latches threads(latches, device(), launch);
   threads.wait_launched();
-  // Judged against gate 0: in the legacy build the eight gates queue in one stream, and gate 0 may be
-  // pending behind another; a pending gate is closed all the same.
-  const auto all_started = [&] { return gates.all_started(); };
-  const sc::gated_result together = kPerThreadBuild
-                                        ? sc::present_while_gated("all 8 gates running", all_started, gates[0])
-                                        : sc::absent_while_gated("all 8 gates running", all_started, gates[0]);
-  const int running = static_cast<int>(gates.started());
-  gates.open_all();
+  // Judged against latch 0: in the legacy build the eight latches queue in one stream, and latch 0 may be
+  // pending behind another; a pending latch is closed all the same.
+  const auto all_started = [&] { return latches.all_started(); };
+  const sc::held_result together = kPerThreadBuild
+                                        ? sc::present_while_held("all 8 latches running", all_started, latches[0])
+                                        : sc::absent_while_held("all 8 latches running", all_started, latches[0]);
+  const int running = static_cast<int>(latches.started());
+  latches.open_all();
   SC_CHECK_CUDA(cudaDeviceSynchronize());
   threads.end();
   for (unsigned i = 0; i < kThreads; ++i) EXPECT_CUDA_EQ(cudaSuccess, threads.code(i)) << "thread " << i;
   EXPECT_TRUE(together) << (kPerThreadBuild ? "per-thread build" : "legacy build (negative control)");
-  for (unsigned i = 0; i < kThreads; ++i) EXPECT_FALSE(gates[i].timed_out()) << "a gate's watchdog fired";
-  sc::observe("gates_running_together", running);
+  for (unsigned i = 0; i < kThreads; ++i) EXPECT_FALSE(latches[i].timed_out()) << "a latch's watchdog fired";
+  sc::observe("latches_running_together", running);
 }
 
 // DFLT-09 · SSB; PG 2.3.6.2: the build mode decides what stream 0 and a launch without a stream mean,
-// per translation unit. Gate blocking s1; a mark launched here without a stream waits for it in the
+// per translation unit. Latch blocking s1; a mark launched here without a stream waits for it in the
 // legacy build (legacy stream) and does not in per-thread builds. The library's launcher, compiled in
 // legacy mode, still sends handle 0 to the legacy stream in every build: each unit keeps its own mode.
 TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
@@ -229,16 +229,16 @@ TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   const sc::stream s1 = make(stream_flags::blocking, "s1");
-  sc::gate g;
+  sc::latch g;
   hold(g, s1);
   drop_without_a_stream(m, 1, dflt09.mutated(sc::mutation_kind::arrangement));
   drop(m, sc::stream::null(), 2);  // through the legacy-mode library: always the legacy stream
   ASSERT_TRUE(g.wait_started());
   if (kPerThreadBuild)
-    EXPECT_TRUE(sc::present_while_gated(m, 1, g)) << "<<<>>> without a stream went to the legacy stream";
+    EXPECT_TRUE(sc::present_while_held(m, 1, g)) << "<<<>>> without a stream went to the legacy stream";
   else
-    EXPECT_TRUE(sc::absent_while_gated(m, 1, g)) << "<<<>>> without a stream did not go to the legacy stream";
-  EXPECT_TRUE(sc::absent_while_gated(m, 2, g)) << "the legacy-mode library's handle 0 did not mean the legacy stream";
+    EXPECT_TRUE(sc::absent_while_held(m, 1, g)) << "<<<>>> without a stream did not go to the legacy stream";
+  EXPECT_TRUE(sc::absent_while_held(m, 2, g)) << "the legacy-mode library's handle 0 did not mean the legacy stream";
   g.open();
   drain();
   const default_stream_ids ids = ids_of_default_streams();

@@ -1,4 +1,4 @@
-// The harness on a real GPU: RAII wrappers after moves, the gate as a latch, and the gate predicates
+// The harness on a real GPU: RAII wrappers after moves, the latch as a latch, and the latch predicates
 // shown able to fail.
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/event.hpp"
-#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/host_latch.hpp"
 #include "sc/fixtures/memory.hpp"
@@ -65,20 +65,20 @@ TEST_F(Harness, MovedBuffersKeepTheirMemory) {
   }
 }
 
-TEST_F(Harness, GateHoldsItsStreamUntilOpened) {
+TEST_F(Harness, LatchHoldsItsStreamUntilOpened) {
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
-  sc::gate g;
+  sc::latch g;
   g.hold(s);
   m.drop(s, 1);
   ASSERT_TRUE(g.wait_started());
-  EXPECT_TRUE(sc::absent_while_gated(m, 1, g));
+  EXPECT_TRUE(sc::absent_while_held(m, 1, g));
   g.open();
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   EXPECT_EQ(1u, m.ticket_of(1));
   EXPECT_FALSE(g.timed_out());
-  EXPECT_GE(m.stamp_ns_of(1), g.end_ns()) << "the mark landed before the gate stopped waiting";
+  EXPECT_GE(m.stamp_ns_of(1), g.end_ns()) << "the mark landed before the latch stopped waiting";
 }
 
 TEST_F(Harness, AbsencePredicateFailsWhenTheMarkLands) {
@@ -86,73 +86,73 @@ TEST_F(Harness, AbsencePredicateFailsWhenTheMarkLands) {
   sc::marks m;
   sc::stream held = sc::stream::create(sc::stream_flags::non_blocking);
   sc::stream free = sc::stream::create(sc::stream_flags::non_blocking);
-  sc::gate g;
+  sc::latch g;
   g.hold(held);
   m.drop(free, 3);
-  EXPECT_TRUE(sc::does_not_hold(sc::absent_while_gated(m, 3, g)));
+  EXPECT_TRUE(sc::does_not_hold(sc::absent_while_held(m, 3, g)));
 }
 
 TEST_F(Harness, PresencePredicateFailsWhenTheMarkIsHeld) {
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
-  sc::gate g;
+  sc::latch g;
   g.hold(s);
   m.drop(s, 4);
-  EXPECT_TRUE(sc::does_not_hold(sc::present_while_gated(m, 4, g, std::chrono::milliseconds{100})));
+  EXPECT_TRUE(sc::does_not_hold(sc::present_while_held(m, 4, g, std::chrono::milliseconds{100})));
 }
 
-// A gate that ended on its watchdog proves nothing: every check on it is invalid, whether the mark is
+// A latch that ended on its watchdog proves nothing: every check on it is invalid, whether the mark is
 // there or not, and whether the call returned or not; the ledger reports the firing after the device is
 // idle (here expected: the watchdog is silent, so the fixture records it without failing the test).
-TEST_F(Harness, ChecksOnAGateEndedByItsWatchdogAreInvalid) {
+TEST_F(Harness, ChecksOnALatchEndedByItsWatchdogAreInvalid) {
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
   sc::stream free = sc::stream::create(sc::stream_flags::non_blocking, 0, "free");
   const std::size_t mark = sc::detail::ledger_mark();
-  sc::gate g(std::chrono::milliseconds{20}, sc::watchdog_report::silent);
+  sc::latch g(std::chrono::milliseconds{20}, sc::watchdog_report::silent);
   g.hold(s);
   m.drop(s, 5);
   m.drop(free, 6);
-  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));  // the watchdog ended the gate
-  ASSERT_EQ(sc::gate_state::timed_out, g.state());
-  EXPECT_EQ(sc::gated_outcome::invalid, sc::absent_while_gated(m, 6, g).outcome()) << "mark 6 landed";
-  EXPECT_EQ(sc::gated_outcome::invalid, sc::present_while_gated(m, 5, g).outcome()) << "mark 5 landed after it";
-  EXPECT_EQ(sc::gated_outcome::invalid,
-            sc::call_while_gated([] { return cudaSuccess; }, g, std::chrono::milliseconds{10}).returned.outcome());
-  const std::vector<sc::fired_gate> fired = sc::detail::gates_fired_since(mark);
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));  // the watchdog ended the latch
+  ASSERT_EQ(sc::latch_state::timed_out, g.state());
+  EXPECT_EQ(sc::held_outcome::invalid, sc::absent_while_held(m, 6, g).outcome()) << "mark 6 landed";
+  EXPECT_EQ(sc::held_outcome::invalid, sc::present_while_held(m, 5, g).outcome()) << "mark 5 landed after it";
+  EXPECT_EQ(sc::held_outcome::invalid,
+            sc::call_while_held([] { return cudaSuccess; }, g, std::chrono::milliseconds{10}).returned.outcome());
+  const std::vector<sc::fired_latch> fired = sc::detail::latches_fired_since(mark);
   ASSERT_EQ(1u, fired.size());
   EXPECT_TRUE(fired[0].expected);
   EXPECT_EQ("held", fired[0].where);
   EXPECT_GE(fired[0].waited_ns, 20'000'000u);
 }
 
-// An opened gate holds nothing either: a check that starts after the release is invalid.
-TEST_F(Harness, ChecksOnAnOpenedGateAreInvalid) {
+// An opened latch holds nothing either: a check that starts after the release is invalid.
+TEST_F(Harness, ChecksOnAnOpenedLatchAreInvalid) {
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
-  sc::gate g;
+  sc::latch g;
   g.hold(s);
   m.drop(s, 7);
   g.open();
-  EXPECT_EQ(sc::gated_outcome::invalid, sc::absent_while_gated(m, 7, g).outcome());
-  EXPECT_EQ(sc::gated_outcome::invalid, sc::present_while_gated(m, 7, g).outcome());
-  sc::gate never_held;
-  EXPECT_EQ(sc::gated_outcome::invalid, sc::absent_while_gated(m, 7, never_held).outcome());
+  EXPECT_EQ(sc::held_outcome::invalid, sc::absent_while_held(m, 7, g).outcome());
+  EXPECT_EQ(sc::held_outcome::invalid, sc::present_while_held(m, 7, g).outcome());
+  sc::latch never_held;
+  EXPECT_EQ(sc::held_outcome::invalid, sc::absent_while_held(m, 7, never_held).outcome());
 }
 
-// Both holders, one instance each: a gate (a kernel on a mapped flag) and its host-side twin, a host function
+// Both holders, one instance each: a latch (a kernel on a mapped flag) and its host-side twin, a host function
 // waiting on a host flag. A closed one keeps the mark behind it absent while a mark in another non-blocking
 // stream lands (the negative control), and the held mark lands once it is opened; the same predicates judge
-// both. A value-parameterized test: its instances' names carry '/' (Holders.X/Gate), and so do their files.
-enum class holder_kind { gate, host_latch };
+// both. A value-parameterized test: its instances' names carry '/' (Holders.X/Latch), and so do their files.
+enum class holder_kind { latch, host_latch };
 
 class Holders : public sc::GpuTest, public ::testing::WithParamInterface<holder_kind> {
  protected:
   static std::unique_ptr<sc::holder> make(holder_kind kind) {
-    if (kind == holder_kind::gate) return std::make_unique<sc::gate>();
+    if (kind == holder_kind::latch) return std::make_unique<sc::latch>();
     return std::make_unique<sc::host_latch>();
   }
 };
@@ -169,51 +169,51 @@ TEST_P(Holders, HoldTheirStreamButNotAnother) {
   m.drop(s, 1);
   m.drop(free, 2);
   ASSERT_TRUE(holder->wait_started());
-  EXPECT_TRUE(sc::absent_while_gated(m, 1, *holder));
-  EXPECT_TRUE(sc::present_while_gated(m, 2, *holder)) << "negative control: another stream is not held";
+  EXPECT_TRUE(sc::absent_while_held(m, 1, *holder));
+  EXPECT_TRUE(sc::present_while_held(m, 2, *holder)) << "negative control: another stream is not held";
   holder->open();
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   EXPECT_NE(0u, m.ticket_of(1));
-  EXPECT_EQ(sc::gate_state::opened, holder->state());
+  EXPECT_EQ(sc::latch_state::opened, holder->state());
 }
 
 std::string holder_name(const ::testing::TestParamInfo<holder_kind>& instance) {
-  return instance.param == holder_kind::gate ? "Gate" : "HostLatch";
+  return instance.param == holder_kind::latch ? "Latch" : "HostLatch";
 }
 
-INSTANTIATE_TEST_SUITE_P(, Holders, ::testing::Values(holder_kind::gate, holder_kind::host_latch), holder_name);
+INSTANTIATE_TEST_SUITE_P(, Holders, ::testing::Values(holder_kind::latch, holder_kind::host_latch), holder_name);
 
 // A latch nobody opens returns at its deadline; checks on it are then invalid, and the firing is recorded
-// (expected here: the latch is silent, as the gate's watchdog test is).
+// (expected here: the latch is silent, as the latch's watchdog test is).
 TEST_F(Harness, ChecksOnAHostLatchPastItsDeadlineAreInvalid) {
   SC_REQUIRE(sc::requirement::async_launches);
   sc::marks m;
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking, 0, "held");
-  const std::size_t mark = sc::detail::latch_mark();
+  const std::size_t mark = sc::detail::host_latch_mark();
   sc::host_latch latch(std::chrono::milliseconds{20}, sc::watchdog_report::silent);
   latch.hold(s);
   m.drop(s, 3);
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
-  ASSERT_EQ(sc::gate_state::timed_out, latch.state());
-  EXPECT_EQ(sc::gated_outcome::invalid, sc::present_while_gated(m, 3, latch).outcome());
-  const std::vector<sc::fired_gate> fired = sc::detail::latches_fired_since(mark);
+  ASSERT_EQ(sc::latch_state::timed_out, latch.state());
+  EXPECT_EQ(sc::held_outcome::invalid, sc::present_while_held(m, 3, latch).outcome());
+  const std::vector<sc::fired_latch> fired = sc::detail::host_latches_fired_since(mark);
   ASSERT_EQ(1u, fired.size());
   EXPECT_TRUE(fired[0].expected);
   EXPECT_EQ("host latch in held", fired[0].where);
 }
 
-TEST_F(Harness, WatchdogEndsAGateNobodyOpens) {
+TEST_F(Harness, WatchdogEndsALatchNobodyOpens) {
   SC_REQUIRE(sc::requirement::async_launches);
   sc::stream s = sc::stream::create(sc::stream_flags::non_blocking);
-  sc::gate g(std::chrono::milliseconds{50}, sc::watchdog_report::silent);
+  sc::latch g(std::chrono::milliseconds{50}, sc::watchdog_report::silent);
   g.hold(s);
   ASSERT_TRUE(g.wait_started());
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(s, sc::kWorkDeadline));
   EXPECT_TRUE(g.timed_out());
-  EXPECT_EQ(sc::gate_state::timed_out, g.state());
+  EXPECT_EQ(sc::latch_state::timed_out, g.state());
   const std::uint64_t waited = g.end_ns() - g.start_ns();
   EXPECT_GE(waited, 50'000'000u) << "the watchdog ended the wait early";
-  sc::observe("gate.watchdog_wait_ns", static_cast<unsigned long long>(waited));
+  sc::observe("latch.watchdog_wait_ns", static_cast<unsigned long long>(waited));
 }
 
 TEST_F(Harness, SpinRecordsEveryBlock) {

@@ -212,7 +212,7 @@ std::chrono::duration<double, std::micro> launch_empties(const sc::stream& s, in
 TEST_F(Instruments, LaunchCostIsRecorded) {
   const sc::claim inst05("INST-05");
   constexpr int kLaunches = 1000;
-  // Reason: the gate windows (20 ms absence) assume launches cost microseconds; at 100 us a window
+  // Reason: the latch windows (20 ms absence) assume launches cost microseconds; at 100 us a window
   // still spans 200 launches. Below 50 ns per launch the events did not bracket the launches.
   constexpr double kMaxLaunchUs = 100.0;
   constexpr double kMinLaunchUs = 0.05;

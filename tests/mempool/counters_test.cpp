@@ -106,8 +106,8 @@ TEST_F(MemoryPools, MaximumReleaseThresholdKeepsTheBlocksAtASynchronize) {
 // MPOOL-10 · RT cudaMemPoolTrimTo ("Releases memory back to the OS until the pool contains fewer than
 // minBytesToKeep reserved bytes, or there is no more memory that the allocator can safely release. The allocator
 // cannot release OS allocations that back outstanding asynchronous allocations"): in a pool that keeps every byte
-// (threshold maximum), a block freed in s behind a gate is still outstanding: trimming to 0 while the gate is
-// closed leaves it reserved. Once the gate opened and s was synchronized (cudaStreamSynchronize), trimming to 0
+// (threshold maximum), a block freed in s behind a latch is still outstanding: trimming to 0 while the latch is
+// closed leaves it reserved. Once the latch opened and s was synchronized (cudaStreamSynchronize), trimming to 0
 // leaves nothing reserved. A trim in between, with s idle as cudaStreamQuery saw it but not synchronized, is
 // recorded.
 TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
@@ -122,7 +122,7 @@ TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   std::uint64_t while_pending = 0;
   {
-    sc::families::free_behind_a_gate freed(*this, s, p);
+    sc::families::free_behind_a_latch freed(*this, s, p);
     if (late) {
       freed.window().release();
       SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
@@ -131,7 +131,7 @@ TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
     ASSERT_CUDA_EQ(cudaSuccess, cudaMemPoolTrimTo(pool.get(), 0));
     while_pending = pool.bytes(cudaMemPoolAttrReservedMemCurrent);
   }
-  // The gate is open and s idle as cudaStreamQuery sees it; no synchronize has told the pool yet.
+  // The latch is open and s idle as cudaStreamQuery sees it; no synchronize has told the pool yet.
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   ASSERT_CUDA_EQ(cudaSuccess, cudaMemPoolTrimTo(pool.get(), 0));
   const std::uint64_t after_query = pool.bytes(cudaMemPoolAttrReservedMemCurrent);
@@ -141,7 +141,7 @@ TEST_F(MemoryPools, TrimKeepsMemoryBehindAPendingFree) {
   sc::observe("reserved_after_trim_while_pending", as_count(while_pending));
   sc::observe("reserved_after_trim_once_idle_by_query", as_count(after_query));
   sc::observe("reserved_after_trim_once_synchronized", as_count(after));
-  EXPECT_GE(while_pending, kBlockBytes) << "trimming released the memory of a free still pending behind a gate";
+  EXPECT_GE(while_pending, kBlockBytes) << "trimming released the memory of a free still pending behind a latch";
   EXPECT_EQ(0u, after) << "trimming to 0 kept memory once the free had completed and the host had seen it";
 }
 

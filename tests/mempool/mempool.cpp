@@ -67,19 +67,19 @@ void expect_freed_in(const stream& s, std::initializer_list<void**> blocks) {
 
 namespace {
 // `g` held in `s`, for the window that opens on it.
-holder& held_in(GpuTest& t, const stream& s, gate& g) {
+holder& held_in(GpuTest& t, const stream& s, latch& g) {
   t.hold(g, s);
   return g;
 }
 }  // namespace
 
-free_behind_a_gate::free_behind_a_gate(GpuTest& t, const stream& s, void*& held) : window_(held_in(t, s, gate_)) {
+free_behind_a_latch::free_behind_a_latch(GpuTest& t, const stream& s, void*& held) : window_(held_in(t, s, latch_)) {
   SC_CHECK_CUDA(free_in(held, s));
 }
 
-free_behind_a_gate::free_behind_a_gate(GpuTest& t, const stream& s, void*& held, ones_reader& reader,
+free_behind_a_latch::free_behind_a_latch(GpuTest& t, const stream& s, void*& held, ones_reader& reader,
                                        std::uint32_t words)
-    : window_(held_in(t, s, gate_)) {
+    : window_(held_in(t, s, latch_)) {
   reader.read(s, static_cast<const std::uint32_t*>(held), words);
   SC_CHECK_CUDA(free_in(held, s));
 }

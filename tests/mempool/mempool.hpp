@@ -9,7 +9,7 @@
 #include <initializer_list>
 #include <vector>
 
-#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/pool.hpp"
@@ -22,7 +22,7 @@ cudaError_t free_in(void*& p, const stream& s);
 
 // Frees in `s`, when it goes out of scope, each of `blocks` still non-null, and waits for `s`: a check that ends a
 // test early must leave no allocation outstanding (its pool could not give the memory back, and in fast mode the
-// rest of the family shares the process). Declare it after the pool and the stream, before any gate.
+// rest of the family shares the process). Declare it after the pool and the stream, before any latch.
 class unfreed_guard {
  public:
   unfreed_guard(const stream& s, std::initializer_list<void**> blocks) : s_(s.get()), blocks_(blocks) {}
@@ -39,7 +39,7 @@ class unfreed_guard {
 // so a later writer of the same memory that overtook it shows in count().
 class ones_reader {
  public:
-  // Zeroes the count through the legacy stream and waits for it: make the reader before any gate closes.
+  // Zeroes the count through the legacy stream and waits for it: make the reader before any latch closes.
   ones_reader();
   // Enqueues the reader of `words` words at `block` in `s`.
   void read(const stream& s, const std::uint32_t* block, std::uint32_t words);
@@ -52,7 +52,7 @@ class ones_reader {
 
 // An allocation of `bytes` from `pool` in `s` (into `out`) and, when it succeeded, a fill of it with `value` in `s`:
 // the allocation's error, or else the fill's code; `allocated`, where given, gets the allocation's code. A failed
-// allocation's error is taken from this thread's last error (made on call_while_gated's helper thread, it would
+// allocation's error is taken from this thread's last error (made on call_while_held's helper thread, it would
 // stay there).
 cudaError_t allocate_and_fill(const mem_pool& pool, const stream& s, std::size_t bytes, std::uint32_t value,
                               void*& out);
@@ -63,23 +63,23 @@ cudaError_t allocate_and_fill(const mem_pool& pool, const stream& s, std::size_t
 // deadline; a call that fails is a (non-fatal) failure of the test.
 void expect_freed_in(const stream& s, std::initializer_list<void**> blocks);
 
-// A gate holding `s`, and behind it in `s` a reader of the block `held` points to (when a reader is given) and the
+// A latch holding `s`, and behind it in `s` a reader of the block `held` points to (when a reader is given) and the
 // free of that block (free_in: `held` becomes null). So the freed block's last reader is still to run, and its free
-// still pending, while the gate is closed. Built in place (the gate is pinned: a queued kernel polls its word);
-// destroyed, it opens the gate. Declare it after the pool, the streams and the blocks' guard (rule 13).
-class free_behind_a_gate {
+// still pending, while the latch is closed. Built in place (the latch is pinned: a queued kernel polls its word);
+// destroyed, it opens the latch. Declare it after the pool, the streams and the blocks' guard (rule 13).
+class free_behind_a_latch {
  public:
-  free_behind_a_gate(GpuTest& t, const stream& s, void*& held);
-  free_behind_a_gate(GpuTest& t, const stream& s, void*& held, ones_reader& reader, std::uint32_t words);
-  free_behind_a_gate(const free_behind_a_gate&) = delete;
-  free_behind_a_gate& operator=(const free_behind_a_gate&) = delete;
+  free_behind_a_latch(GpuTest& t, const stream& s, void*& held);
+  free_behind_a_latch(GpuTest& t, const stream& s, void*& held, ones_reader& reader, std::uint32_t words);
+  free_behind_a_latch(const free_behind_a_latch&) = delete;
+  free_behind_a_latch& operator=(const free_behind_a_latch&) = delete;
 
-  sc::gate& gate() noexcept { return gate_; }
-  // What may not happen while the gate is closed (held_window::absent), and its early release.
+  sc::latch& latch() noexcept { return latch_; }
+  // What may not happen while the latch is closed (held_window::absent), and its early release.
   held_window& window() noexcept { return window_; }
 
  private:
-  sc::gate gate_;
+  sc::latch latch_;
   held_window window_;
 };
 

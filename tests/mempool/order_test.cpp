@@ -19,39 +19,39 @@ using sc::families::MemoryPools;
 
 // MPOOL-01 · RT cudaMallocFromPoolAsync ("Inserts an allocation operation into hStream. A pointer to the
 // allocated memory is returned immediately"; "Basic stream ordering allows future work submitted into the same
-// stream to use the allocation"): with a gate holding s, the allocation in s returns while the gate is closed;
-// the block, written in s behind the gate, reads back as written once it opens.
-TEST_F(MemoryPools, AllocationReturnsWhileItsStreamIsGatedAndIsValidThere) {
+// stream to use the allocation"): with a latch holding s, the allocation in s returns while the latch is closed;
+// the block, written in s behind the latch, reads back as written once it opens.
+TEST_F(MemoryPools, AllocationReturnsWhileItsStreamIsHeldAndIsValidThere) {
   const sc::claim mpool01("MPOOL-01");
   SC_REQUIRE(sc::requirement::async_launches);
   const bool then_sync = mpool01.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = sc::mem_pool::create(device());
   const sc::stream s = make(stream_flags::non_blocking, "s");
   void* block = nullptr;
-  const sc::return_observation allocated = call_while_held(s, [&] {
+  const sc::return_observation allocated = call_while_holding(s, [&] {
     const cudaError_t code = sc::families::allocate_and_fill(pool, s, kBlockBytes, 7, block);
     return code == cudaSuccess && then_sync ? cudaStreamSynchronize(s.get()) : code;
   });
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, allocated.code);
-  EXPECT_TRUE(allocated.returned) << "cudaMallocFromPoolAsync waited for the gated stream";
+  EXPECT_TRUE(allocated.returned) << "cudaMallocFromPoolAsync waited for the held stream";
   sc::observe("allocation_took_us", static_cast<long long>(allocated.took.count()));
   ASSERT_NE(nullptr, block);
   EXPECT_EQ(0u, mismatches_after(static_cast<const std::uint32_t*>(block), kBlockWords, 7, s))
-      << "the block written in its stream behind the gate does not read back";
+      << "the block written in its stream behind the latch does not read back";
   sc::families::expect_freed_in(s, {&block});
 }
 
 // MPOOL-02 · RT cudaFreeAsync ("Inserts a free operation into hStream"), cudaMallocFromPoolAsync (stream
-// ordered): in a pool bounded to one block, p is written with 1s; a gate then holds s ahead of a reader of p, the
+// ordered): in a pool bounded to one block, p is written with 1s; a latch then holds s ahead of a reader of p, the
 // free of p, a new allocation q, which must be p's block again (checked: the arrangement), and a write of 2s into
-// q. The free and the allocation return while the gate is closed; once it opens the reader saw only 1s (the
+// q. The free and the allocation return while the latch is closed; once it opens the reader saw only 1s (the
 // reuse did not overtake it), and q reads back 2s.
 TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
   const sc::claim mpool02("MPOOL-02");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): the write into q goes into another stream, which nothing holds, and finishes while the
-  // gate is closed. (It writes q before its allocation completed in stream order, which the documentation leaves
+  // latch is closed. (It writes q before its allocation completed in stream order, which the documentation leaves
   // undefined; the block is p's, allocated and mapped, so it is the write the reader must not see.)
   const bool elsewhere = mpool02.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = sc::mem_pool::create(device(), block_bytes());
@@ -61,11 +61,11 @@ TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
   sc::families::ones_reader reader;
   void* q = nullptr;
   {
-    sc::gate g;
+    sc::latch g;
     hold(g, s);
     sc::held_window w(g);
     reader.read(s, p, block_words());
-    const sc::return_observation reused = sc::call_while_gated(
+    const sc::return_observation reused = sc::call_while_held(
         [&] {
           cudaError_t code = cudaFreeAsync(p, s.get());
           if (code == cudaSuccess) code = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), s.get());
@@ -77,7 +77,7 @@ TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
         },
         g);
     EXPECT_CUDA_EQ(cudaSuccess, reused.code);
-    EXPECT_TRUE(reused.returned) << "the free and the new allocation waited for the gated stream";
+    EXPECT_TRUE(reused.returned) << "the free and the new allocation waited for the held stream";
   }
   drain();
   const std::uint32_t mismatches = reader.count();
@@ -92,15 +92,15 @@ TEST_F(MemoryPools, SameStreamReuseWaitsForTheEarlierReaders) {
 // MPOOL-03 · RT cudaMallocFromPoolAsync ("Stream query, stream synchronize, and CUDA events can be used to
 // guarantee that the allocation operation completes before work submitted in a separate stream runs"): the
 // allocation is made to wait in its stream. In a pool bounded to one block, p (filled with 1s) has a reader in s
-// behind a gate, then its free, then the allocation q, which must be p's block again (same-stream reuse, checked:
-// the arrangement), then an event e. Stream t waits on e, writes 2s into q and drops a mark. While the gate is
+// behind a latch, then its free, then the allocation q, which must be p's block again (same-stream reuse, checked:
+// the arrangement), then an event e. Stream t waits on e, writes 2s into q and drops a mark. While the latch is
 // closed the mark is absent; once it opens, the reader of p saw only 1s (t's use of q did not come before the
 // allocation completed, which is after the reader), and q reads back as t wrote it.
 TEST_F(MemoryPools, AnotherStreamUsesTheReusedBlockAfterAnEvent) {
   const sc::claim mpool03("MPOOL-03");
   SC_REQUIRE(sc::requirement::async_launches);
   // Mutation (arrangement): t does not wait on e. Its write then goes to q before q's allocation completed: to p's
-  // memory while p is still allocated (its free waits behind the gate), so it is mapped and the reader sees it.
+  // memory while p is still allocated (its free waits behind the latch), so it is mapped and the reader sees it.
   const bool no_wait = mpool03.mutated(sc::mutation_kind::arrangement);
   const sc::mem_pool pool = sc::mem_pool::create(device(), block_bytes());
   const sc::stream s = make(stream_flags::non_blocking, "s");
@@ -113,7 +113,7 @@ TEST_F(MemoryPools, AnotherStreamUsesTheReusedBlockAfterAnEvent) {
   sc::families::ones_reader reader;
   sc::marks m;
   {
-    sc::families::free_behind_a_gate freed(*this, s, p, reader, block_words());
+    sc::families::free_behind_a_latch freed(*this, s, p, reader, block_words());
     ASSERT_CUDA_EQ(cudaSuccess, cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), s.get()));
     ASSERT_EQ(block, q) << "the pool bounded to one block gave the new allocation other memory: no reuse to test";
     SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));

@@ -22,7 +22,7 @@ namespace {
 using sc::stream_flags;
 using sc::families::MemoryPools;
 
-// After the gate and drain: b's allocation (`allocated`) reused block p as q; a's reader of p saw only 1s (b's
+// After the latch and drain: b's allocation (`allocated`) reused block p as q; a's reader of p saw only 1s (b's
 // writer did not overtake it); q reads back the 2s b wrote. q is freed. `not_reused` says what a failed allocation
 // means.
 void expect_reused_in_order(MemoryPools& t, cudaError_t allocated, const std::uint32_t* p, void*& q,
@@ -38,8 +38,8 @@ void expect_reused_in_order(MemoryPools& t, cudaError_t allocated, const std::ui
 
 // MPOOL-04 · RT cudaMemPoolSetAttribute (cudaMemPoolReuseFollowEventDependencies: "Allow cuMemAllocAsync to use
 // memory asynchronously freed in another stream as long as a stream ordering dependency of the allocating stream
-// on the free action exists"): with only this policy on, a gate holds a ahead of a reader of p, the free of p and
-// an event; b waits on the event and allocates. The allocation returns while gated with p's block, and b's
+// on the free action exists"): with only this policy on, a latch holds a ahead of a reader of p, the free of p and
+// an event; b waits on the event and allocates. The allocation returns while held with p's block, and b's
 // writer, ordered behind the event, does not overtake the reader.
 TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
   const sc::claim mpool04("MPOOL-04");
@@ -57,12 +57,12 @@ TEST_F(MemoryPools, FreedBlockIsReusedAcrossAnEventEdge) {
   const sc::families::unfreed_guard left_in_b(b, {&q});
   cudaError_t allocated = cudaErrorUnknown;
   {
-    sc::families::free_behind_a_gate freed(*this, a, held, reader, block_words());
+    sc::families::free_behind_a_latch freed(*this, a, held, reader, block_words());
     SC_CHECK_CUDA(cudaEventRecord(e.get(), a.get()));
     if (!no_edge) SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), e.get(), 0));
-    const sc::return_observation r = sc::call_while_gated(
-        [&] { return sc::families::allocate_and_fill(pool, b, block_bytes(), 2, q, allocated); }, freed.gate());
-    EXPECT_TRUE(r.returned) << "the allocation across the event edge waited for the gated stream";
+    const sc::return_observation r = sc::call_while_held(
+        [&] { return sc::families::allocate_and_fill(pool, b, block_bytes(), 2, q, allocated); }, freed.latch());
+    EXPECT_TRUE(r.returned) << "the allocation across the event edge waited for the held stream";
   }
   drain();
   expect_reused_in_order(*this, allocated, p, q, reader, b,
@@ -114,13 +114,13 @@ TEST_F(MemoryPools, CompletedFreeIsReusedWithoutAnEdge) {
   EXPECT_TRUE(mpool05.matches_baseline("completed_free_reused", with.same_block));
 }
 
-// What MPOOL-06's arrangement showed (reuse_behind_a_gate).
+// What MPOOL-06's arrangement showed (reuse_behind_a_latch).
 struct reuse_seen {
   cudaError_t allocated = cudaErrorUnknown;                               // b's allocation
   bool same_block = false;                                                // it returned the freed block p
-  sc::gated_result returned{sc::gated_outcome::invalid, "not measured"};  // the allocation returned while a was gated
-  // b's mark, dropped after the allocation (and after its write when it succeeded), absent while a was gated.
-  sc::gated_result later_work_held{sc::gated_outcome::invalid, "not asked: the allocation did not return while gated"};
+  sc::held_result returned{sc::held_outcome::invalid, "not measured"};  // the allocation returned while a was held
+  // b's mark, dropped after the allocation (and after its write when it succeeded), absent while a was held.
+  sc::held_result later_work_held{sc::held_outcome::invalid, "not asked: the allocation did not return while held"};
   std::uint32_t reader_mismatches = 0;   // words of p that a's reader, ahead of the free, saw not 1
   std::uint32_t written_mismatches = 0;  // words of q that do not read back as the 2s b wrote
 };
@@ -150,24 +150,24 @@ struct block_under_reuse {
   const sc::families::unfreed_guard left;
 };
 
-// MPOOL-06's arrangement in `pool` (one block; the test sets its policies): p, filled with 1s in a; a gate holds a
-// ahead of a reader of p and the free of p; then, on a helper thread (call_while_gated), b allocates q, writes 2s
+// MPOOL-06's arrangement in `pool` (one block; the test sets its policies): p, filled with 1s in a; a latch holds a
+// ahead of a reader of p and the free of p; then, on a helper thread (call_while_held), b allocates q, writes 2s
 // into it and drops mark 1, the mark whether or not the allocation succeeded. Whether the mark lands is asked once
-// the call returned, the gate still closed. Once the device drained, q is read back and freed in a.
-reuse_seen reuse_behind_a_gate(MemoryPools& t, const sc::mem_pool& pool, const sc::stream& a, const sc::stream& b) {
+// the call returned, the latch still closed. Once the device drained, q is read back and freed in a.
+reuse_seen reuse_behind_a_latch(MemoryPools& t, const sc::mem_pool& pool, const sc::stream& a, const sc::stream& b) {
   reuse_seen seen;
   block_under_reuse x(t, pool, a);
   {
-    sc::families::free_behind_a_gate freed(t, a, x.held, x.reader, t.block_words());
-    sc::while_gated_steps steps;
+    sc::families::free_behind_a_latch freed(t, a, x.held, x.reader, t.block_words());
+    sc::while_held_steps steps;
     steps.after_return = [&] { seen.later_work_held = freed.window().absent(sc::probe::mark(x.m, 1)); };
-    const sc::return_observation r = sc::call_while_gated(
+    const sc::return_observation r = sc::call_while_held(
         [&] {
           const cudaError_t code = sc::families::allocate_and_fill(pool, b, t.block_bytes(), 2, x.q, seen.allocated);
           x.m.drop(b, 1);
           return code;
         },
-        freed.gate(), sc::kReturnWindow, steps);
+        freed.latch(), sc::kReturnWindow, steps);
     seen.returned = r.returned;
   }
   t.drain();
@@ -176,8 +176,8 @@ reuse_seen reuse_behind_a_gate(MemoryPools& t, const sc::mem_pool& pool, const s
 }
 
 // MPOOL-06's arrangement between the per-thread default streams of two host threads: a is this thread's, b that of
-// a thread of its own (sc::thread_team), which allocates q in b, writes 2s into it and drops mark 1 while the gate
-// holds a (after the reader of p and the free of p, as in reuse_behind_a_gate). That thread stays until its stream
+// a thread of its own (sc::thread_team), which allocates q in b, writes 2s into it and drops mark 1 while the latch
+// holds a (after the reader of p and the free of p, as in reuse_behind_a_latch). That thread stays until its stream
 // has finished, and every wait has a deadline: work that never finishes (a dependency nobody satisfies) fails the
 // test and ends its process instead of hanging it (a first version, whose thread ended with its work queued,
 // hung on an H100 and an H200). `dev`: the test's device.
@@ -185,7 +185,7 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
   reuse_seen seen;
   const sc::stream a = sc::stream::per_thread();
   block_under_reuse x(t, pool, a);
-  // The team's steps: 1 the free is enqueued, 2 the other thread allocated and enqueued its work, 3 the gate is
+  // The team's steps: 1 the free is enqueued, 2 the other thread allocated and enqueued its work, 3 the latch is
   // open, 4 the other thread's stream finished or its deadline passed (`theirs` says which).
   cudaError_t theirs = cudaErrorUnknown;
   sc::thread_team team;
@@ -211,12 +211,12 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
     team.step_to(4, [&] { theirs = finished; });
   });
   {
-    sc::families::free_behind_a_gate freed(t, a, x.held, x.reader, t.block_words());
+    sc::families::free_behind_a_latch freed(t, a, x.held, x.reader, t.block_words());
     team.step_to(1);
     const bool returned = team.reached(2, sc::kReturnWindow);
-    seen.returned = sc::gated_result(returned ? sc::gated_outcome::holds : sc::gated_outcome::does_not_hold,
-                                     returned ? "the other thread's allocation returned while a was gated"
-                                              : "the other thread's allocation had not returned while a was gated");
+    seen.returned = sc::held_result(returned ? sc::held_outcome::holds : sc::held_outcome::does_not_hold,
+                                     returned ? "the other thread's allocation returned while a was held"
+                                              : "the other thread's allocation had not returned while a was held");
     if (returned) seen.later_work_held = freed.window().absent(sc::probe::mark(x.m, 1));
   }
   const bool called = team.reached(2, sc::kWorkDeadline);
@@ -224,11 +224,11 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
   const bool finished = called && team.reached(4, 2 * sc::kWorkDeadline);
   const cudaError_t mine = sc::synchronize_within(a, sc::kWorkDeadline);
   if (!finished || theirs != cudaSuccess || mine != cudaSuccess) {
-    ADD_FAILURE() << "the work never finished once the gate opened: the other thread's allocation "
+    ADD_FAILURE() << "the work never finished once the latch opened: the other thread's allocation "
                   << (called ? "returned" : "never returned") << ", its per-thread stream "
                   << (finished ? sc::error_name(theirs) : std::string("did not report")) << ", this thread's "
                   << sc::error_name(mine) << " (a dependency the allocator added that nothing satisfies?)";
-    sc::end_test_process("the per-thread streams' work did not finish after the gate opened");
+    sc::end_test_process("the per-thread streams' work did not finish after the latch opened");
   }
   team.end();
   t.drain();
@@ -238,9 +238,9 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
 
 // MPOOL-06 · RT cudaMemPoolSetAttribute (cudaMemPoolReuseAllowInternalDependencies: "Allow cuMemAllocAsync to
 // insert new stream dependencies in order to establish the stream ordering required to reuse a piece of memory
-// released by cuFreeAsync"): with only this policy on, a gate holds a ahead of a reader of p and the free of p;
-// b, with no dependency on a, allocates and drops a mark. The allocation returns while gated with p's block; the
-// mark is absent while the gate is closed (the dependency the allocator added), and b's writer does not overtake
+// released by cuFreeAsync"): with only this policy on, a latch holds a ahead of a reader of p and the free of p;
+// b, with no dependency on a, allocates and drops a mark. The allocation returns while held with p's block; the
+// mark is absent while the latch is closed (the dependency the allocator added), and b's writer does not overtake
 // the reader.
 TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
   const sc::claim mpool06("MPOOL-06", sc::verdict_kind::documented);
@@ -249,14 +249,14 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
   const sc::mem_pool pool = one_block_pool(false, false, !off);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  const reuse_seen seen = reuse_behind_a_gate(*this, pool, a, b);
+  const reuse_seen seen = reuse_behind_a_latch(*this, pool, a, b);
   sc::observe("allocation", sc::error_name(seen.allocated));
   sc::observe("same_block", seen.same_block);
-  EXPECT_TRUE(seen.returned) << "the allocation waited for the gated stream on the host";
+  EXPECT_TRUE(seen.returned) << "the allocation waited for the held stream on the host";
   ASSERT_CUDA_EQ(cudaSuccess, seen.allocated)
-      << "the only block, freed behind a gate, was not reused with a dependency";
+      << "the only block, freed behind a latch, was not reused with a dependency";
   EXPECT_TRUE(seen.same_block) << "a pool of one block gave b other memory";
-  EXPECT_TRUE(seen.later_work_held) << "b's work after the reusing allocation ran while a was gated";
+  EXPECT_TRUE(seen.later_work_held) << "b's work after the reusing allocation ran while a was held";
   EXPECT_EQ(0u, seen.reader_mismatches) << "b wrote the reused block before a's reader of the freed block ran";
   EXPECT_EQ(0u, seen.written_mismatches) << "the reused block does not read back as b wrote it";
 }
@@ -265,7 +265,7 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependency) {
 // thread's per-thread stream, b another thread's. Nothing documents how the allocator treats per-thread streams
 // here (MPOOL-08: for reuse they are two streams), so what it does is compared with the baseline: row
 // `per_thread_streams.allocation` ("the freed block", "other memory", or the allocation's error) and row
-// `per_thread_streams.later_work_held` (the other thread's mark absent while this thread's stream was gated: the
+// `per_thread_streams.later_work_held` (the other thread's mark absent while this thread's stream was held: the
 // dependency the allocator added). A reuse that let the writer overtake the freed block's reader fails at once.
 TEST_F(MemoryPools, ReuseAddsAHiddenDependencyBetweenPerThreadStreams) {
   const sc::claim mpool06("MPOOL-06", sc::verdict_kind::observed);
@@ -276,7 +276,7 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependencyBetweenPerThreadStreams) {
   const std::string allocation = seen.allocated != cudaSuccess ? sc::error_name(seen.allocated)
                                  : seen.same_block             ? "the freed block"
                                                                : "other memory";
-  sc::observe("per_thread_streams.returned_while_gated", seen.returned.outcome() == sc::gated_outcome::holds);
+  sc::observe("per_thread_streams.returned_while_held", seen.returned.outcome() == sc::held_outcome::holds);
   sc::observe("per_thread_streams.reader_mismatches", static_cast<long long>(seen.reader_mismatches));
   EXPECT_TRUE(mpool06.matches_baseline("per_thread_streams.allocation", allocation));
   EXPECT_TRUE(mpool06.observed_row("per_thread_streams.later_work_held", seen.later_work_held));
@@ -286,9 +286,9 @@ TEST_F(MemoryPools, ReuseAddsAHiddenDependencyBetweenPerThreadStreams) {
 }
 
 // MPOOL-07 · RT cudaMemPoolSetAttribute (the three reuse policies), cudaMemPoolProps::maxSize: with every reuse
-// policy off, b's allocation while a's free of the only block is pending behind a gate fails with
-// cudaErrorMemoryAllocation, returning while gated. Row `allocates_after_the_free_completed` (observed): once the
-// gate opened and the device was synchronized (drain), the same allocation in b succeeds (the release threshold
+// policy off, b's allocation while a's free of the only block is pending behind a latch fails with
+// cudaErrorMemoryAllocation, returning while held. Row `allocates_after_the_free_completed` (observed): once the
+// latch opened and the device was synchronized (drain), the same allocation in b succeeds (the release threshold
 // is left at its default, 0, so the synchronize may return the freed memory to the system and the pool maps it
 // again).
 TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
@@ -305,15 +305,15 @@ TEST_F(MemoryPools, NoReusePolicyFailsWhileTheFreeIsPending) {
   const sc::families::unfreed_guard left_in_b(b, {&q});
   cudaError_t pending = cudaErrorUnknown;
   {
-    sc::families::free_behind_a_gate freed(*this, a, held);
-    const sc::return_observation r = sc::call_while_gated(
+    sc::families::free_behind_a_latch freed(*this, a, held);
+    const sc::return_observation r = sc::call_while_held(
         [&] {
           pending = cudaMallocFromPoolAsync(&q, block_bytes(), pool.get(), b.get());
           sc::clear_last_error();  // on this (the helper) thread, where a failed call left it
           return cudaSuccess;
         },
-        freed.gate());
-    EXPECT_TRUE(r.returned) << "the allocation waited for the gated stream on the host";
+        freed.latch());
+    EXPECT_TRUE(r.returned) << "the allocation waited for the held stream on the host";
   }
   drain();
   sc::observe("while_pending.allocation", sc::error_name(pending));

@@ -36,7 +36,7 @@ cudaError_t allocate_on_another_thread(const MemoryPools& t, const sc::mem_pool&
 // MPOOL-08 · RT stream semantics (a per-thread default stream "is not shared" between host threads: each thread
 // has its own), cudaMemPoolSetAttribute (reuse across streams needs a dependency unless a policy allows it): in a
 // one-block pool where only event dependencies are followed, this thread allocates the block in its per-thread
-// stream, and a gate holds that stream ahead of the block's free. Another thread, allocating in its own
+// stream, and a latch holds that stream ahead of the block's free. Another thread, allocating in its own
 // per-thread stream, has no dependency on the free: cudaErrorMemoryAllocation. This thread, allocating again in
 // its own per-thread stream, is ordered after the free: it gets the block (the control).
 TEST_F(MemoryPools, PerThreadStreamsOfTwoThreadsAreTwoStreamsForReuse) {
@@ -53,7 +53,7 @@ TEST_F(MemoryPools, PerThreadStreamsOfTwoThreadsAreTwoStreamsForReuse) {
   cudaError_t control = cudaErrorUnknown;
   const sc::families::unfreed_guard left(mine, {&p, &theirs, &again});
   {
-    sc::families::free_behind_a_gate freed(*this, mine, p);
+    sc::families::free_behind_a_latch freed(*this, mine, p);
     other = same_thread ? allocate_in_per_thread_stream(*this, pool, &theirs)
                         : allocate_on_another_thread(*this, pool, device(), &theirs);
     if (theirs == nullptr) control = allocate_in_per_thread_stream(*this, pool, &again);

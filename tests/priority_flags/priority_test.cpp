@@ -10,7 +10,7 @@
 
 #include "priority_flags.hpp"
 #include "sc/fixtures/event.hpp"
-#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/stream.hpp"
@@ -272,11 +272,11 @@ class level_threads {
   bool all_arrived() { return phases_.all_arrived(team_, threads_); }
   // Opens "start" while `g` holds the event every stream waits on, and checks that every thread's streams
   // have their work enqueued (so pending at once) while it is closed; records how long that took.
-  sc::gated_result start_while_gated(const sc::gate& g) {
+  sc::held_result start_while_held(const sc::latch& g) {
     const unsigned expected = threads_ * static_cast<unsigned>(least_ - greatest_ + 1);
     const auto started = std::chrono::steady_clock::now();
     phases_.open(team_, phases_.start);
-    sc::gated_result all_pending = sc::present_while_gated(
+    sc::held_result all_pending = sc::present_while_held(
         "all " + std::to_string(expected) + " streams created with their work pending",
         [&] { return enqueued_.load() == expected; }, g);
     sc::observe("enqueue_ms",
@@ -304,9 +304,9 @@ class level_threads {
 
 // PRIO-11 · RT stream semantics: streams at every level, created and used from 16 host threads at once,
 // all complete with correct results. "At once" is arranged, not hoped for: the 16 threads create their
-// streams and buffers together, then, once a gate holds, enqueue their work together; every stream's
-// work waits on an event behind that gate, so all 16 x levels streams have their work pending at the
-// same time (checked while the gate is closed) before any of it runs.
+// streams and buffers together, then, once a latch holds, enqueue their work together; every stream's
+// work waits on an event behind that latch, so all 16 x levels streams have their work pending at the
+// same time (checked while the latch is closed) before any of it runs.
 TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
   const sc::claim prio11("PRIO-11");
   SC_REQUIRE(sc::requirement::async_launches);
@@ -316,13 +316,13 @@ TEST_F(PriorityFlags, StreamsAtEveryLevelFromSixteenThreadsComplete) {
   const sc::event released = sc::event::create(sc::event_flags::disable_timing);
   level_threads threads(kThreads, device(), greatest_, least_);
   threads.start(released, unordered_copy);
-  sc::gated_result all_pending{sc::gated_outcome::invalid, "not measured: the threads did not reach the start line"};
+  sc::held_result all_pending{sc::held_outcome::invalid, "not measured: the threads did not reach the start line"};
   {
-    sc::gate g;
+    sc::latch g;
     if (threads.all_arrived()) {
       g.hold(hold);
       SC_CHECK_CUDA(cudaEventRecord(released.get(), hold.get()));
-      all_pending = threads.start_while_gated(g);
+      all_pending = threads.start_while_held(g);
     }
     threads.open_start();
     g.open();

@@ -341,11 +341,11 @@ PrioritySched::fill_arrangement PrioritySched::arrange_behind_fill(const std::ve
   return out;
 }
 
-gated_result decided(bool holds, const std::string& what) {
-  return {holds ? gated_outcome::holds : gated_outcome::does_not_hold, what};
+held_result decided(bool holds, const std::string& what) {
+  return {holds ? held_outcome::holds : held_outcome::does_not_hold, what};
 }
 
-gated_result decided(const std::string& invalid_reason, bool holds, const std::string& what) {
+held_result decided(const std::string& invalid_reason, bool holds, const std::string& what) {
   if (!invalid_reason.empty()) return invalid_check(what + ": " + invalid_reason);
   return decided(holds, what);
 }

@@ -209,8 +209,8 @@ class sched_latch {
 
 // A decision made from block records as a three-valued check: holds or does not hold, described by
 // `what`; invalid (with the reason) when invalid_reason is not empty, i.e. the arrangement was not built.
-gated_result decided(bool holds, const std::string& what);
-gated_result decided(const std::string& invalid_reason, bool holds, const std::string& what);
+held_result decided(bool holds, const std::string& what);
+held_result decided(const std::string& invalid_reason, bool holds, const std::string& what);
 
 // The block chart JSON (observation "block_chart") for grids read back elsewhere, e.g. from a child
 // process: process names which process the grid ran in ("" for the test's own).

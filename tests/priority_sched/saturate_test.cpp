@@ -69,7 +69,7 @@ saturation saturate(PrioritySched& t, const std::string& running, int running_pr
 
 // SCHED-01's row, from the records of saturate(low, high): the high grid is dispatched completely before the
 // low grid's pending blocks, and no low block starts while it is being dispatched. Records the dispatch figures.
-sc::gated_result high_dispatched_ahead_of_pending_low(const saturation& s) {
+sc::held_result high_dispatched_ahead_of_pending_low(const saturation& s) {
   const sc::block_records& low = s.running->host;
   const sc::block_records& high = s.pending->host;
   const std::uint64_t high_first_start = sc::first_start_ns(high);
@@ -90,7 +90,7 @@ sc::gated_result high_dispatched_ahead_of_pending_low(const saturation& s) {
 // SCHED-03's row: the first high block starts no sooner than the least remaining time of the low blocks resident
 // when the latch opened (no preemption), and later only by the dispatch of a ready grid into a freed slot
 // (ready_slack); on CUPTI's clock, from the timeline `t` of the saturation `s`.
-sc::gated_result dispatch_delay(const PrioritySched& test, const sc::timeline& t, const saturation& s,
+sc::held_result dispatch_delay(const PrioritySched& test, const sc::timeline& t, const saturation& s,
                                 const sc::claim& sched03) {
   std::uint64_t opened_ns = 0;
   for (const auto& e : t.host_events)

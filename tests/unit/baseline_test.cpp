@@ -71,7 +71,7 @@ TEST(BaselineRows, UnderAToolTheyAreRecordedNotCompared) {
 
 // An observed check that could not be measured fails, except under a tool, where it is noted as not compared.
 TEST(BaselineRows, AnInvalidObservedCheckFailsUnlessUnderATool) {
-  const sc::gated_result invalid = sc::invalid_check("the gate was ended by its watchdog");
+  const sc::held_result invalid = sc::invalid_check("the latch was ended by its watchdog");
   EXPECT_FALSE(sc::detail::observed_row("PRIO-01", "unit.invalid_plain", invalid));
   const under_tool tool("synccheck");
   EXPECT_TRUE(sc::detail::observed_row("PRIO-01", "unit.invalid_tool", invalid));
@@ -105,18 +105,18 @@ namespace {
 // differing and passes, a missing entry or file is not judged (never a pass of the row, never a failure).
 TEST(BaselineRows, GatingDiffersFailsNotGatingShowsAndMissingIsNotJudged) {
   const nlohmann::json doc = nlohmann::json::parse(R"({"entries": {"X-01": {
-      "gates": {"expected": true, "gating": true, "gating_reason": "r"},
+      "latches": {"expected": true, "gating": true, "gating_reason": "r"},
       "informs": {"expected": 3, "gating": false}}}})");
   const auto row = [&](const std::string& key, const nlohmann::json& value) {
     return sc::detail::compare_with_baseline(doc, "sm_90.json", "X-01", key, value);
   };
-  const sc::detail::baseline_row differs_gating = row("gates", false);
+  const sc::detail::baseline_row differs_gating = row("latches", false);
   EXPECT_TRUE(differs_gating.fails);
   EXPECT_EQ("differs-gating", differs_gating.row["status"]);
   EXPECT_EQ("r", differs_gating.row["gating_reason"]);
   EXPECT_NE(std::string::npos, differs_gating.text.find("gating")) << differs_gating.text;
-  EXPECT_FALSE(row("gates", true).fails);
-  EXPECT_EQ("match", row("gates", true).row["status"]);
+  EXPECT_FALSE(row("latches", true).fails);
+  EXPECT_EQ("match", row("latches", true).row["status"]);
   const sc::detail::baseline_row differs = row("informs", 4);
   EXPECT_FALSE(differs.fails);
   EXPECT_EQ("differs", differs.row["status"]);
@@ -126,7 +126,7 @@ TEST(BaselineRows, GatingDiffersFailsNotGatingShowsAndMissingIsNotJudged) {
   EXPECT_FALSE(missing.fails);
   EXPECT_EQ("no-entry", missing.row["status"]);
   const sc::detail::baseline_row no_file =
-      sc::detail::compare_with_baseline(nullptr, "sm_100.json", "X-01", "gates", true);
+      sc::detail::compare_with_baseline(nullptr, "sm_100.json", "X-01", "latches", true);
   EXPECT_FALSE(no_file.fails);
   EXPECT_EQ("no-baseline", no_file.row["status"]);
   EXPECT_EQ("no file sm_100.json", no_file.row["detail"]);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/observe.hpp"
 #include "sc/runner/run_context.hpp"
@@ -119,19 +119,19 @@ TEST(TestMain, UnknownStreamcheckOptionIsAnError) {
 
 namespace {
 
-// A gate whose watchdog fired fails the test that held it, unless the firing was expected (a silent
-// gate in a test of the watchdog itself); both are recorded as evidence.
+// A latch whose watchdog fired fails the test that held it, unless the firing was expected (a silent
+// latch in a test of the watchdog itself); both are recorded as evidence.
 TEST(WatchdogEvidence, AnUnexpectedFiringFailsTheTestAndIsRecorded) {
-  sc::fired_gate banner;
+  sc::fired_latch banner;
   banner.index = 3;
   banner.where = "s1";
   banner.watchdog = std::chrono::milliseconds{2000};
   banner.waited_ns = 2'000'100'000;
-  sc::fired_gate silent = banner;
+  sc::fired_latch silent = banner;
   silent.index = 4;
   silent.expected = true;
   nlohmann::json evidence;
-  EXPECT_NONFATAL_FAILURE(evidence = sc::detail::judge_fired_gates({banner, silent}), "the watchdog of gate 3");
+  EXPECT_NONFATAL_FAILURE(evidence = sc::detail::judge_fired_latches({banner, silent}), "the watchdog of latch 3");
   ASSERT_EQ(2u, evidence.size());
   EXPECT_EQ(false, evidence[0]["expected"]);
   EXPECT_EQ("s1", evidence[0]["held"]);
@@ -140,9 +140,9 @@ TEST(WatchdogEvidence, AnUnexpectedFiringFailsTheTestAndIsRecorded) {
 }
 
 TEST(WatchdogEvidence, AnExpectedFiringIsRecordedWithoutAFailure) {
-  sc::fired_gate silent;
+  sc::fired_latch silent;
   silent.expected = true;
-  const nlohmann::json evidence = sc::detail::judge_fired_gates({silent});
+  const nlohmann::json evidence = sc::detail::judge_fired_latches({silent});
   EXPECT_EQ(1u, evidence.size());
 }
 

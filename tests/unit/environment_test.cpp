@@ -118,23 +118,23 @@ TEST(Requirements, EveryRequirementHasADistinctName) {
   EXPECT_EQ(0u, names.count("unknown"));
 }
 
-// Every gate and host latch asks before it is enqueued: under CUDA_LAUNCH_BLOCKING=1 a hold refuses at
+// Every latch and host latch asks before it is enqueued: under CUDA_LAUNCH_BLOCKING=1 a hold refuses at
 // once, naming the SC_REQUIRE the test lacks, unless the test holds under launch blocking on purpose.
 TEST(HoldGuard, RefusesUnderLaunchBlockingUnlessTheTestExpectsIt) {
   const char* before = std::getenv("CUDA_LAUNCH_BLOCKING");
   const std::optional<std::string> saved = before == nullptr ? std::nullopt : std::optional<std::string>(before);
   unsetenv("CUDA_LAUNCH_BLOCKING");
   sc::detail::reset_blocking_launch_expectation();
-  EXPECT_NO_THROW(sc::detail::check_hold_allowed("sc::gate::hold"));
+  EXPECT_NO_THROW(sc::detail::check_hold_allowed("sc::latch::hold"));
   setenv("CUDA_LAUNCH_BLOCKING", "1", 1);
   try {
-    sc::detail::check_hold_allowed("sc::gate::hold");
+    sc::detail::check_hold_allowed("sc::latch::hold");
     ADD_FAILURE() << "a hold under CUDA_LAUNCH_BLOCKING=1 was allowed";
   } catch (const std::logic_error& e) {
     EXPECT_TRUE(says(e.what(), "SC_REQUIRE(sc::requirement::async_launches)")) << e.what();
   }
   sc::expect_blocking_launches();
-  EXPECT_NO_THROW(sc::detail::check_hold_allowed("sc::gate::hold"));
+  EXPECT_NO_THROW(sc::detail::check_hold_allowed("sc::latch::hold"));
   sc::detail::reset_blocking_launch_expectation();
   if (saved)
     setenv("CUDA_LAUNCH_BLOCKING", saved->c_str(), 1);

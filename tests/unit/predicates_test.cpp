@@ -121,56 +121,56 @@ TEST(Messages, CarryBothSpansAndTheSlackReasonOnSuccess) {
 
 namespace {
 
-// Three-valued gate checks: an invalid check passes neither as "holds" nor as "does not hold".
-using sc::gated_outcome;
-using sc::gated_result;
+// Three-valued latch checks: an invalid check passes neither as "holds" nor as "does not hold".
+using sc::held_outcome;
+using sc::held_result;
 
-TEST(GatedResult, HoldsPassesOnlyTheClaimThatItHolds) {
-  const gated_result r(gated_outcome::holds, "mark 1 stayed absent");
+TEST(HeldResult, HoldsPassesOnlyTheClaimThatItHolds) {
+  const held_result r(held_outcome::holds, "mark 1 stayed absent");
   EXPECT_TRUE(r);
   EXPECT_FALSE(sc::does_not_hold(r));
 }
 
-TEST(GatedResult, DoesNotHoldPassesOnlyTheNegativeClaim) {
-  const gated_result r(gated_outcome::does_not_hold, "mark 1 landed");
+TEST(HeldResult, DoesNotHoldPassesOnlyTheNegativeClaim) {
+  const held_result r(held_outcome::does_not_hold, "mark 1 landed");
   EXPECT_FALSE(static_cast<::testing::AssertionResult>(r));
   EXPECT_TRUE(sc::does_not_hold(r));
 }
 
-TEST(GatedResult, InvalidPassesNeitherClaimAndSaysWhy) {
-  const gated_result r(gated_outcome::invalid, "the gate was ended by its watchdog");
+TEST(HeldResult, InvalidPassesNeitherClaimAndSaysWhy) {
+  const held_result r(held_outcome::invalid, "the latch was ended by its watchdog");
   const ::testing::AssertionResult as_holds = r;
   const ::testing::AssertionResult as_not = sc::does_not_hold(r);
   EXPECT_FALSE(as_holds);
   EXPECT_FALSE(as_not);
-  EXPECT_NE(std::string::npos, message(as_holds).find("invalid check: the gate was ended by its watchdog"));
+  EXPECT_NE(std::string::npos, message(as_holds).find("invalid check: the latch was ended by its watchdog"));
   EXPECT_NE(std::string::npos, message(as_not).find("invalid check"));
   EXPECT_FALSE(r.valid());
 }
 
-TEST(GatedResult, AnInvalidObservedRowFailsAndIsComparedWithNothing) {
+TEST(HeldResult, AnInvalidObservedRowFailsAndIsComparedWithNothing) {
   const ::testing::AssertionResult row =
-      sc::detail::observed_row("UNIT-NEVER", "k", gated_result(gated_outcome::invalid, "the gate was opened"));
+      sc::detail::observed_row("UNIT-NEVER", "k", held_result(held_outcome::invalid, "the latch was opened"));
   EXPECT_FALSE(row);
-  EXPECT_NE(std::string::npos, message(row).find("could not be measured: the gate was opened")) << message(row);
+  EXPECT_NE(std::string::npos, message(row).find("could not be measured: the latch was opened")) << message(row);
 }
 
-TEST(GatedResult, BoundedAttemptsStopAtTheFirstHoldAndAtTheFirstInvalid) {
+TEST(HeldResult, BoundedAttemptsStopAtTheFirstHoldAndAtTheFirstInvalid) {
   int calls = 0;
   const sc::observation held = sc::measure_within(3, [&] {
     ++calls;
-    return gated_result(calls == 2 ? gated_outcome::holds : gated_outcome::does_not_hold, "try");
+    return held_result(calls == 2 ? held_outcome::holds : held_outcome::does_not_hold, "try");
   });
   EXPECT_EQ(2, held.attempts);
-  EXPECT_EQ(gated_outcome::holds, held.last.outcome());
+  EXPECT_EQ(held_outcome::holds, held.last.outcome());
   calls = 0;
   const sc::observation invalid = sc::measure_within(3, [&] {
     ++calls;
-    return gated_result(gated_outcome::invalid, "watchdog");
+    return held_result(held_outcome::invalid, "watchdog");
   });
   EXPECT_EQ(1, invalid.attempts) << "an invalid trial is not retried";
-  EXPECT_EQ(gated_outcome::invalid, invalid.last.outcome());
-  const sc::observation never = sc::measure_within(3, [] { return gated_result(gated_outcome::does_not_hold, "no"); });
+  EXPECT_EQ(held_outcome::invalid, invalid.last.outcome());
+  const sc::observation never = sc::measure_within(3, [] { return held_result(held_outcome::does_not_hold, "no"); });
   EXPECT_EQ(3, never.attempts);
 }
 

@@ -33,7 +33,7 @@ TEST(Sharing, OwnProcessesHoldTheLockOrDescendFromItsHolder) {
 // one at the end, or a stop beyond the bound, is a neighbour, each named in the reason.
 TEST(Sharing, EvidenceNamesEveryNeighbourAndTheStopBeyondTheBound) {
   std::string reason;
-  const nlohmann::json alone = sc::detail::sharing_evidence("nvml", {}, 40'000, "gate 3 (holding s)", reason);
+  const nlohmann::json alone = sc::detail::sharing_evidence("nvml", {}, 40'000, "latch 3 (holding s)", reason);
   EXPECT_FALSE(alone["shared"].get<bool>());
   EXPECT_TRUE(reason.empty()) << reason;
   EXPECT_EQ(sc::kSharedGapNs, alone["gap_bound_ns"].get<std::uint64_t>());
