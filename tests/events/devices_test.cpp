@@ -162,10 +162,12 @@ struct peer_loading {
   }
 };
 
+// A host call whose code the caller checks.
+using host_call = std::function<cudaError_t()>;
+
 // The call DFLT-20 makes while this device (`own_device`) is gated: the first launch of the empty kernel on the
 // peer, in `p`. With `sync_own_device` it first synchronizes this device.
-std::function<cudaError_t()> first_launch_on_peer(int own_device, int peer_device, const sc::stream& p,
-                                                  bool sync_own_device) {
+host_call first_launch_on_peer(int own_device, int peer_device, const sc::stream& p, bool sync_own_device) {
   return [own_device, peer_device, &p, sync_own_device] {
     if (sync_own_device) {
       if (const cudaError_t code = cudaSetDevice(own_device); code != cudaSuccess) return code;

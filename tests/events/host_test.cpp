@@ -55,8 +55,11 @@ constexpr std::uint64_t kSpinNs = 20'000'000;
 constexpr double kSpinsAtLeast = 0.5;
 constexpr double kSleepsAtMost = 0.2;
 
+// A host call whose code the caller checks.
+using host_call = std::function<cudaError_t()>;
+
 // A wait that records `e` in `s` and synchronizes the event.
-std::function<cudaError_t()> record_and_synchronize(const sc::event& e, const sc::stream& s) {
+host_call record_and_synchronize(const sc::event& e, const sc::stream& s) {
   return [&e, &s] {
     SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));
     return cudaEventSynchronize(e.get());
@@ -184,25 +187,7 @@ class thread_chain {
   }
 
   // Thread t's part: thread 0 first holds its stream with `head`; thread `unchained` makes no wait.
-  void link(sc::thread_team& team, unsigned t, sc::gate& head, sc::marks& m, unsigned unchained) {
-    cudaError_t code = cudaSetDevice(device_);
-    if (!team.wait_until([&] { return enqueued_ >= t; })) return;
-    const sc::stream mine = sc::stream::per_thread();
-    try {
-      if (t == 0) head.hold(mine);
-      if (code == cudaSuccess && t > 0 && t != unchained)
-        code = cudaStreamWaitEvent(cudaStreamPerThread, events_[t - 1].get(), 0);
-      if (code == cudaSuccess) m.drop(mine, t);
-      if (code == cudaSuccess) code = cudaEventRecord(events_[t].get(), cudaStreamPerThread);
-    } catch (...) {
-      code = cudaErrorUnknown;
-    }
-    team.update([&] {
-      codes_[t] = code;
-      enqueued_ = t + 1;
-    });
-    team.wait_until([] { return false; });  // alive (with its per-thread stream) until the chain has run
-  }
+  void link(sc::thread_team& team, unsigned t, sc::gate& head, sc::marks& m, unsigned unchained);
 
   // Whether every thread enqueued its part within kWorkDeadline.
   bool all_enqueued(sc::thread_team& team) {
@@ -217,6 +202,26 @@ class thread_chain {
   unsigned enqueued_ = 0;  // under the team's lock: threads 0..enqueued_-1 have recorded their event
   std::vector<cudaError_t> codes_;
 };
+
+void thread_chain::link(sc::thread_team& team, unsigned t, sc::gate& head, sc::marks& m, unsigned unchained) {
+  cudaError_t code = cudaSetDevice(device_);
+  if (!team.wait_until([&] { return enqueued_ >= t; })) return;
+  const sc::stream mine = sc::stream::per_thread();
+  try {
+    if (t == 0) head.hold(mine);
+    if (code == cudaSuccess && t > 0 && t != unchained)
+      code = cudaStreamWaitEvent(cudaStreamPerThread, events_[t - 1].get(), 0);
+    if (code == cudaSuccess) m.drop(mine, t);
+    if (code == cudaSuccess) code = cudaEventRecord(events_[t].get(), cudaStreamPerThread);
+  } catch (...) {
+    code = cudaErrorUnknown;
+  }
+  team.update([&] {
+    codes_[t] = code;
+    enqueued_ = t + 1;
+  });
+  team.wait_until([] { return false; });  // alive (with its per-thread stream) until the chain has run
+}
 
 // The probe "any of marks 0..n-1 landed".
 sc::probe any_mark_landed(const sc::marks& m, unsigned n) {

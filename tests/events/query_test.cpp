@@ -68,7 +68,7 @@ void observe_resolution(const resolution& r) {
 sc::return_observation call_while_event_held(EventsAndWaits& t, const sc::stream& s, bool record_behind,
                                              const sc::event& e, const std::string& name,
                                              const std::function<cudaError_t()>& call,
-                                             const sc::while_gated_steps& steps = {}) {
+                                             const sc::while_gated_steps& steps = sc::while_gated_steps()) {
   sc::gate g;
   t.hold(g, s);
   if (record_behind) t.record(e, s, name);

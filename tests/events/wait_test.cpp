@@ -55,35 +55,7 @@ class pair_waits {
   // A gate holds A; a fill in A writes the pair's value; e is recorded in A. The negative control, where the
   // pair has one. Then B waits on e (only `with_wait`), a consumer in B counts the elements that are not the
   // value, and B's mark follows; A is released and the device drained.
-  pair_result run(stream_kind ka, stream_kind kb, bool with_wait) {
-    const unsigned index = pairs_++;
-    sc::device_buffer<std::uint32_t> data(kElements);
-    const sc::stream a = t_.of_kind(ka, std::string("A_") + to_string(ka));
-    const sc::stream b = t_.of_kind(kb, std::string("B_") + to_string(kb));
-    const sc::event e = sc::event::create(sc::event_flags::disable_timing);
-    const std::uint32_t value = 0xe0100u + index;
-    const unsigned control_mark = 2 * index;
-    const unsigned held_mark = 2 * index + 1;
-    pair_result r;
-    sc::gate g;
-    t_.hold(g, a);
-    t_.fill(a, data.data(), kElements, value);
-    t_.record(e, a, "e");
-    sc::held_window w(g);
-    if (!sc::families::implicitly_ordered(ka, kb)) {
-      t_.drop(m_, b, control_mark);
-      r.free_without_wait = w.present(sc::probe::mark(m_, control_mark));
-      ++controls_;
-    }
-    if (with_wait) t_.wait(b, e, "e");
-    t_.count_mismatches(b, data.data(), kElements, value, mismatches_.data());
-    t_.drop(m_, b, held_mark);
-    r.held = w.absent(sc::probe::mark(m_, held_mark));
-    w.release();
-    t_.drain();
-    r.held_ticket = m_.ticket_of(held_mark);
-    return r;
-  }
+  pair_result run(stream_kind ka, stream_kind kb, bool with_wait);
 
   int pairs() const noexcept { return pairs_; }
   // How many pairs so far had a negative control.
@@ -102,6 +74,36 @@ class pair_waits {
   int pairs_ = 0;
   int controls_ = 0;
 };
+
+pair_result pair_waits::run(stream_kind ka, stream_kind kb, bool with_wait) {
+  const unsigned index = pairs_++;
+  sc::device_buffer<std::uint32_t> data(kElements);
+  const sc::stream a = t_.of_kind(ka, std::string("A_") + to_string(ka));
+  const sc::stream b = t_.of_kind(kb, std::string("B_") + to_string(kb));
+  const sc::event e = sc::event::create(sc::event_flags::disable_timing);
+  const std::uint32_t value = 0xe0100u + index;
+  const unsigned control_mark = 2 * index;
+  const unsigned held_mark = 2 * index + 1;
+  pair_result r;
+  sc::gate g;
+  t_.hold(g, a);
+  t_.fill(a, data.data(), kElements, value);
+  t_.record(e, a, "e");
+  sc::held_window w(g);
+  if (!sc::families::implicitly_ordered(ka, kb)) {
+    t_.drop(m_, b, control_mark);
+    r.free_without_wait = w.present(sc::probe::mark(m_, control_mark));
+    ++controls_;
+  }
+  if (with_wait) t_.wait(b, e, "e");
+  t_.count_mismatches(b, data.data(), kElements, value, mismatches_.data());
+  t_.drop(m_, b, held_mark);
+  r.held = w.absent(sc::probe::mark(m_, held_mark));
+  w.release();
+  t_.drain();
+  r.held_ticket = m_.ticket_of(held_mark);
+  return r;
+}
 
 // EVT-01 · RT cudaStreamWaitEvent: after cudaStreamWaitEvent(B, e), work in B does not start until the work
 // captured by e's latest record has completed, for every pair of stream kinds (blocking, non-blocking,
@@ -186,15 +188,7 @@ struct circular_chain {
 
   // Iteration i: s1's step 2i, e1 recorded in s1, s2 waits on e1, s2's step 2i + 1, e2 recorded in s2, s1
   // waits on e2; with `wait_first`, s2's wait on e1 comes before s1's record.
-  void enqueue_iteration(std::uint32_t i, bool wait_first) const {
-    step(s1, 2 * i);
-    if (wait_first) SC_CHECK_CUDA(cudaStreamWaitEvent(s2.get(), e1.get(), 0));
-    SC_CHECK_CUDA(cudaEventRecord(e1.get(), s1.get()));
-    if (!wait_first) SC_CHECK_CUDA(cudaStreamWaitEvent(s2.get(), e1.get(), 0));
-    step(s2, 2 * i + 1);
-    SC_CHECK_CUDA(cudaEventRecord(e2.get(), s2.get()));
-    SC_CHECK_CUDA(cudaStreamWaitEvent(s1.get(), e2.get(), 0));
-  }
+  void enqueue_iteration(std::uint32_t i, bool wait_first) const;
   void step(const sc::stream& s, std::uint32_t expected) const {
     SC_CHECK_CUDA(sc::kernels::launch_advance(s.get(), word.device(), expected, mismatches.data()));
   }
@@ -240,6 +234,16 @@ struct circular_chain {
   const sc::event e1;
   const sc::event e2;
 };
+
+void circular_chain::enqueue_iteration(std::uint32_t i, bool wait_first) const {
+  step(s1, 2 * i);
+  if (wait_first) SC_CHECK_CUDA(cudaStreamWaitEvent(s2.get(), e1.get(), 0));
+  SC_CHECK_CUDA(cudaEventRecord(e1.get(), s1.get()));
+  if (!wait_first) SC_CHECK_CUDA(cudaStreamWaitEvent(s2.get(), e1.get(), 0));
+  step(s2, 2 * i + 1);
+  SC_CHECK_CUDA(cudaEventRecord(e2.get(), s2.get()));
+  SC_CHECK_CUDA(cudaStreamWaitEvent(s1.get(), e2.get(), 0));
+}
 
 // EVT-02 (second part) · the circular pattern (chipStar TestEventRecordCircularDep): two streams hand one
 // event pair back and forth 5000 times, each re-recording an event the other stream waits on. If a wait bound

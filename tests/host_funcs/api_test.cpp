@@ -95,16 +95,6 @@ TEST_F(HostFuncs, DriverCallbackRunsAfterEarlierWorkWithItsArguments) {
   EXPECT_EQ(static_cast<void*>(&seen), seen.user_data.load()) << "cuStreamAddCallback changed userData";
 }
 
-// The two enqueue calls of HOST-09, each of a host function that does nothing.
-struct enqueue_call {
-  const char* name;
-  cudaError_t (*call)(cudaStream_t);
-};
-constexpr enqueue_call kEnqueueCalls[] = {
-    {"cudaLaunchHostFunc", [](cudaStream_t s) { return cudaLaunchHostFunc(s, do_nothing, nullptr); }},
-    {"cudaStreamAddCallback",
-     [](cudaStream_t s) { return cudaStreamAddCallback(s, do_nothing_callback, nullptr, 0); }}};
-
 // HOST-09 · RT cudaLaunchHostFunc, cudaStreamAddCallback (enqueue): enqueueing does not block the host,
 // even behind unfinished work: both calls return while a gate holds their stream.
 TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
@@ -112,10 +102,17 @@ TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const bool then_sync = host09.mutated(sc::mutation_kind::arrangement);
-  for (const enqueue_call& e : kEnqueueCalls) {
+  struct enqueue {
+    const char* name;
+    std::function<cudaError_t()> call;
+  };
+  const std::vector<enqueue> calls = {
+      {"cudaLaunchHostFunc", [&] { return cudaLaunchHostFunc(s.get(), do_nothing, nullptr); }},
+      {"cudaStreamAddCallback", [&] { return cudaStreamAddCallback(s.get(), do_nothing_callback, nullptr, 0); }}};
+  for (const enqueue& e : calls) {
     SCOPED_TRACE(e.name);
     const sc::return_observation seen = call_while_held(s, [&] {
-      const cudaError_t code = e.call(s.get());
+      const cudaError_t code = e.call();
       return code == cudaSuccess && then_sync ? cudaStreamSynchronize(s.get()) : code;
     });
     ASSERT_TRUE(drain());

@@ -32,10 +32,12 @@ sc::gated_result lands_while_held(sc::holder& held, const std::function<sc::prob
   return seen;
 }
 
+// A host call whose code the caller checks.
+using host_call = std::function<cudaError_t()>;
+
 // Another host thread's calls on stream B: cudaEventRecord(e, B), then cudaStreamQuery(B); with `then_sync_a`,
 // cudaStreamSynchronize(A) after them.
-std::function<cudaError_t()> record_and_query(const sc::event& e, const sc::stream& b, const sc::stream& a,
-                                              bool then_sync_a) {
+host_call record_and_query(const sc::event& e, const sc::stream& b, const sc::stream& a, bool then_sync_a) {
   return [&e, &b, &a, then_sync_a] {
     cudaError_t code = cudaEventRecord(e.get(), b.get());
     if (code == cudaSuccess) code = cudaStreamQuery(b.get());
