@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -148,6 +149,10 @@ struct peer_loading {
   void after() {
     if (api != nullptr) read("after");
   }
+  // The evidence, as observations "peer_loading.<key>".
+  void observe() const {
+    for (const auto& [key, value] : evidence.items()) sc::observe("peer_loading." + key, value.get<std::string>());
+  }
   // Why the launch measured no lazy load, or "" when nothing says so.
   std::string no_lazy_load() const {
     if (!lazy || api == nullptr) return "";
@@ -156,6 +161,22 @@ struct peer_loading {
     return "";
   }
 };
+
+// A host call whose code the caller checks.
+using host_call = std::function<cudaError_t()>;
+
+// The call DFLT-20 makes while this device (`own_device`) is gated: the first launch of the empty kernel on the
+// peer, in `p`. With `sync_own_device` it first synchronizes this device.
+host_call first_launch_on_peer(int own_device, int peer_device, const sc::stream& p, bool sync_own_device) {
+  return [own_device, peer_device, &p, sync_own_device] {
+    if (sync_own_device) {
+      if (const cudaError_t code = cudaSetDevice(own_device); code != cudaSuccess) return code;
+      if (const cudaError_t code = cudaDeviceSynchronize(); code != cudaSuccess) return code;
+    }
+    if (const cudaError_t code = cudaSetDevice(peer_device); code != cudaSuccess) return code;
+    return sc::kernels::launch_empty(p.get());
+  };
+}
 
 // DFLT-20 across devices (observed) · lazy loading (CUDA_MODULE_LOADING; old guide "Lazy Loading: Possible
 // issues"): while a gated kernel runs on the test's device, does the first launch of a kernel not yet loaded
@@ -174,33 +195,20 @@ TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
   const sc::stream a = make(stream_flags::non_blocking, "A@dev" + std::to_string(device()));
   use(peer());
   const sc::stream p = make(stream_flags::non_blocking, "P@dev" + std::to_string(peer()));
-  use(device());
-  const int own_device = device();
-  const int peer_device = peer();
-  use(peer());
   peer_loading peer_state;
   peer_state.before();
   use(device());
   sc::gate g;
   hold(g, a);
   sc::held_window w(g);
-  const sc::return_observation first = sc::call_while_gated(
-      [&] {
-        if (mutated) {
-          if (const cudaError_t code = cudaSetDevice(own_device); code != cudaSuccess) return code;
-          if (const cudaError_t code = cudaDeviceSynchronize(); code != cudaSuccess) return code;
-        }
-        if (const cudaError_t code = cudaSetDevice(peer_device); code != cudaSuccess) return code;
-        return sc::kernels::launch_empty(p.get());
-      },
-      g);
+  const sc::return_observation first =
+      sc::call_while_gated(first_launch_on_peer(device(), peer(), p, /*sync_own_device=*/mutated), g);
   drain();
   use(peer());
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(p, sc::kWorkDeadline));
   peer_state.after();
   use(device());
-  for (const auto& [key, value] : peer_state.evidence.items())
-    sc::observe("peer_loading." + key, value.get<std::string>());
+  peer_state.observe();
   EXPECT_CUDA_EQ(cudaSuccess, first.code);
   sc::observe("first_launch_took_us", static_cast<long long>(first.took.count()));
   const std::string no_load = peer_state.no_lazy_load();

@@ -50,14 +50,25 @@ stream EventsAndWaits::of_kind(stream_kind kind, const std::string& name) {
   throw std::logic_error("of_kind: unknown stream kind");
 }
 
-void EventsAndWaits::record(const event& e, const stream& s, const std::string& event_name) {
+void EventsAndWaits::record(cudaEvent_t e, const stream& s, const std::string& event_name) {
   recorder().host_event("record " + event_name + "@" + s.name());
-  SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));
+  SC_CHECK_CUDA(cudaEventRecord(e, s.get()));
 }
 
-void EventsAndWaits::wait(const stream& s, const event& e, const std::string& event_name) {
+void EventsAndWaits::wait(const stream& s, cudaEvent_t e, const std::string& event_name) {
   recorder().host_event("wait " + s.name() + "<-" + event_name);
-  SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), e.get(), 0));
+  SC_CHECK_CUDA(cudaStreamWaitEvent(s.get(), e, 0));
+}
+
+void EventsAndWaits::fill(const stream& s, std::uint32_t* data, std::uint32_t n, std::uint32_t value) {
+  const auto label = recorder().label("fill@" + s.name());
+  SC_CHECK_CUDA(kernels::launch_fill(s.get(), data, n, value));
+}
+
+void EventsAndWaits::count_mismatches(const stream& s, const std::uint32_t* data, std::uint32_t n, std::uint32_t value,
+                                      std::uint32_t* mismatches) {
+  const auto label = recorder().label("consume@" + s.name());
+  SC_CHECK_CUDA(kernels::launch_count_mismatches(s.get(), data, n, value, mismatches));
 }
 
 std::string EventsAcrossDevices::skip_before_context(int device, int device_count) const {

@@ -11,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,16 @@ class EventsAndWaits : public GpuTest {
   // A stream of `kind`: created (blocking, non-blocking) and tracked, or a view of the special handle.
   stream of_kind(stream_kind kind, const std::string& name);
   // cudaEventRecord / cudaStreamWaitEvent, each a host event of the timeline.
-  void record(const event& e, const stream& s, const std::string& event_name);
-  void wait(const stream& s, const event& e, const std::string& event_name);
+  void record(const event& e, const stream& s, const std::string& event_name) { record(e.get(), s, event_name); }
+  void wait(const stream& s, const event& e, const std::string& event_name) { wait(s, e.get(), event_name); }
+  // The same for an event the test owns by its handle (one it destroys itself).
+  void record(cudaEvent_t e, const stream& s, const std::string& event_name);
+  void wait(const stream& s, cudaEvent_t e, const std::string& event_name);
+  // A producer and a consumer of one value: a fill of `n` elements with `value` ("fill@<stream>"), and a
+  // count of the elements that are not `value`, added to *mismatches ("consume@<stream>").
+  void fill(const stream& s, std::uint32_t* data, std::uint32_t n, std::uint32_t value);
+  void count_mismatches(const stream& s, const std::uint32_t* data, std::uint32_t n, std::uint32_t value,
+                        std::uint32_t* mismatches);
 };
 
 class EventsAcrossDevices : public EventsAndWaits {

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,67 @@ host_wait measure_wait(const sc::stream& s, sc::kernels::block_record* records, 
   return h;
 }
 
+// The spin a waiting thread is measured on. Reason for 20 ms: hundreds of scheduler ticks of a sleeping thread,
+// and long against launch cost.
+constexpr std::uint64_t kSpinNs = 20'000'000;
+// Reasons: a spinning wait keeps its thread on a CPU nearly all the time (ratio near 1); a sleeping one wakes a
+// few times (ratio near 0). 0.5 and 0.2 separate the two with room for a loaded host.
+constexpr double kSpinsAtLeast = 0.5;
+constexpr double kSleepsAtMost = 0.2;
+
+// A host call whose code the caller checks.
+using host_call = std::function<cudaError_t()>;
+
+// A wait that records `e` in `s` and synchronizes the event.
+host_call record_and_synchronize(const sc::event& e, const sc::stream& s) {
+  return [&e, &s] {
+    SC_CHECK_CUDA(cudaEventRecord(e.get(), s.get()));
+    return cudaEventSynchronize(e.get());
+  };
+}
+
+// A wait's figures, as "<prefix>.wall_ms" and "<prefix>.cpu_ms".
+void observe_wait(const std::string& prefix, const host_wait& w) {
+  sc::observe(prefix + ".wall_ms", w.wall_ms);
+  sc::observe(prefix + ".cpu_ms", w.cpu_ms);
+}
+
+// A wait measured under a scheduling flag set on the running primary context, or why none was.
+struct flagged_wait {
+  std::string set;                // what the call that set the flag returned, by name
+  std::optional<host_wait> wait;  // empty where the flag was refused
+  std::string why_not;            // then: why no wait was measured
+};
+
+// cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) on the running primary context, then the wait of a stream
+// synchronize on a spin of `s`; the device's flags are restored after the wait.
+flagged_wait stream_synchronize_under_device_blocking_sync(const sc::stream& s, sc::kernels::block_record* records) {
+  flagged_wait seen;
+  unsigned before = 0;
+  SC_CHECK_CUDA(cudaGetDeviceFlags(&before));
+  const cudaError_t set = sc::taking_last_error(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
+  seen.set = sc::error_name(set);
+  if (set != cudaSuccess) {
+    seen.why_not = "cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) on the running context returned " + seen.set +
+                   ": no wait under the flag";
+    return seen;
+  }
+  seen.wait = measure_wait(s, records, kSpinNs, [&] { return cudaStreamSynchronize(s.get()); });
+  SC_CHECK_CUDA(cudaSetDeviceFlags(before));
+  return seen;
+}
+
+// Restores the primary context's flags however the test leaves its scope (a failed step throws): later tests of
+// the process measure how their threads wait.
+struct restore_flags {
+  const sc::driver_api& drv;
+  CUdevice dev;
+  unsigned flags;
+  ~restore_flags() {
+    sc::note_teardown(drv.cuDevicePrimaryCtxSetFlags(dev, flags), "cuDevicePrimaryCtxSetFlags (restore)");
+  }
+};
+
 // EVT-13 (observed) · RT cudaEventCreateWithFlags (cudaEventBlockingSync), cudaSetDeviceFlags
 // (cudaDeviceScheduleBlockingSync): the host thread waiting in cudaEventSynchronize spins on a default event
 // and sleeps on a blocking-sync event; the device flag, where the driver takes it on a running context, makes
@@ -52,52 +115,28 @@ host_wait measure_wait(const sc::stream& s, sc::kernels::block_record* records, 
 // 20 ms GPU spin.
 TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
   const sc::claim evt13("EVT-13");
-  // Reason for 20 ms: hundreds of scheduler ticks of a sleeping thread, and long against launch cost.
-  constexpr std::uint64_t kSpinNs = 20'000'000;
-  // Reasons: a spinning wait keeps its thread on a CPU nearly all the time (ratio near 1); a sleeping one
-  // wakes a few times (ratio near 0). 0.5 and 0.2 separate the two with room for a loaded host.
-  constexpr double kSpinsAtLeast = 0.5;
-  constexpr double kSleepsAtMost = 0.2;
   const sc::stream s = make(stream_flags::non_blocking, "s");
   sc::mapped<sc::kernels::block_record> records(1);
-  // Mutation (arrangement): the "blocking-sync" event is a default one.
-  const sc::event_flags blocking_flags =
-      evt13.mutate(sc::mutation_kind::arrangement, sc::event_flags::blocking_sync, sc::event_flags::timing);
   const sc::event plain = sc::event::create(sc::event_flags::timing);
-  const sc::event blocking = sc::event::create(blocking_flags);
-  const host_wait spin = measure_wait(s, records.device(), kSpinNs, [&] {
-    SC_CHECK_CUDA(cudaEventRecord(plain.get(), s.get()));
-    return cudaEventSynchronize(plain.get());
-  });
-  const host_wait sleep = measure_wait(s, records.device(), kSpinNs, [&] {
-    SC_CHECK_CUDA(cudaEventRecord(blocking.get(), s.get()));
-    return cudaEventSynchronize(blocking.get());
-  });
-  sc::observe("default_event.wall_ms", spin.wall_ms);
-  sc::observe("default_event.cpu_ms", spin.cpu_ms);
-  sc::observe("blocking_sync_event.wall_ms", sleep.wall_ms);
-  sc::observe("blocking_sync_event.cpu_ms", sleep.cpu_ms);
+  // Mutation (arrangement): the "blocking-sync" event is a default one.
+  const sc::event blocking = sc::event::create(
+      evt13.mutate(sc::mutation_kind::arrangement, sc::event_flags::blocking_sync, sc::event_flags::timing));
+  const host_wait spin = measure_wait(s, records.device(), kSpinNs, record_and_synchronize(plain, s));
+  const host_wait sleep = measure_wait(s, records.device(), kSpinNs, record_and_synchronize(blocking, s));
+  observe_wait("default_event", spin);
+  observe_wait("blocking_sync_event", sleep);
   EXPECT_TRUE(evt13.matches_baseline("default_event_sync_spins", spin.busy() >= kSpinsAtLeast));
   EXPECT_TRUE(evt13.matches_baseline("blocking_sync_event_sleeps", sleep.busy() <= kSleepsAtMost));
 
   // The device flag on the running primary context.
-  unsigned before = 0;
-  SC_CHECK_CUDA(cudaGetDeviceFlags(&before));
-  const cudaError_t set = sc::taking_last_error(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
-  sc::observe("set_device_flags_on_running_context", sc::error_name(set));
-  if (set != cudaSuccess) {
+  const flagged_wait flagged = stream_synchronize_under_device_blocking_sync(s, records.device());
+  sc::observe("set_device_flags_on_running_context", flagged.set);
+  if (!flagged.wait) {
     // The row is not dropped: it could not be measured, which is a failure with its reason.
-    EXPECT_TRUE(evt13.observed_row("device_blocking_sync_sleeps",
-                                   sc::invalid_check("cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) on "
-                                                     "the running context returned " +
-                                                     sc::error_name(set) + ": no wait under the flag")));
+    EXPECT_TRUE(evt13.observed_row("device_blocking_sync_sleeps", sc::invalid_check(flagged.why_not)));
   } else {
-    const host_wait flagged =
-        measure_wait(s, records.device(), kSpinNs, [&] { return cudaStreamSynchronize(s.get()); });
-    SC_CHECK_CUDA(cudaSetDeviceFlags(before));
-    sc::observe("device_flag.wall_ms", flagged.wall_ms);
-    sc::observe("device_flag.cpu_ms", flagged.cpu_ms);
-    EXPECT_TRUE(evt13.matches_baseline("device_blocking_sync_sleeps", flagged.busy() <= kSleepsAtMost));
+    observe_wait("device_flag", *flagged.wait);
+    EXPECT_TRUE(evt13.matches_baseline("device_blocking_sync_sleeps", flagged.wait->busy() <= kSleepsAtMost));
   }
 }
 
@@ -107,8 +146,6 @@ TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
 // context had are restored.
 TEST_F(EventsAndWaits, DriverStreamSynchronizeSleepsUnderBlockingSync) {
   const sc::claim evt19("EVT-19");
-  constexpr std::uint64_t kSpinNs = 20'000'000;  // EVT-13's reason
-  constexpr double kSleepsAtMost = 0.2;          // EVT-13's reason
   // Mutation (arrangement): the flag set is CU_CTX_SCHED_SPIN, so the waiting thread spins.
   const unsigned policy =
       evt19.mutate<unsigned>(sc::mutation_kind::arrangement, CU_CTX_SCHED_BLOCKING_SYNC, CU_CTX_SCHED_SPIN);
@@ -124,31 +161,83 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeSleepsUnderBlockingSync) {
   const CUresult set = drv.cuDevicePrimaryCtxSetFlags(dev, (before & ~CU_CTX_SCHED_MASK) | policy);
   sc::observe("set_flags_on_running_context", sc::error_name(set));
   if (set != CUDA_SUCCESS) {
-    EXPECT_TRUE(evt19.observed_row("blocking_sync_sleeps",
-                                   sc::invalid_check("cuDevicePrimaryCtxSetFlags on the running context "
-                                                     "returned " +
-                                                     sc::error_name(set) + ": no wait under the flag")));
+    const std::string why = "cuDevicePrimaryCtxSetFlags on the running context returned " + sc::error_name(set);
+    EXPECT_TRUE(evt19.observed_row("blocking_sync_sleeps", sc::invalid_check(why + ": no wait under the flag")));
     return;
   }
-  // The context's flags are restored however the test leaves this scope (a failed step throws): later tests of
-  // the process measure how their threads wait.
-  struct restore_flags {
-    const sc::driver_api& drv;
-    CUdevice dev;
-    unsigned flags;
-    ~restore_flags() {
-      sc::note_teardown(drv.cuDevicePrimaryCtxSetFlags(dev, flags), "cuDevicePrimaryCtxSetFlags (restore)");
-    }
-  } restore{drv, dev, before};
+  const restore_flags restore{drv, dev, before};
   CUresult waited = CUDA_ERROR_UNKNOWN;
   const host_wait flagged = measure_wait(s, records.device(), kSpinNs, [&] {
     waited = drv.cuStreamSynchronize(s.get());
     return cudaSuccess;
   });
   EXPECT_CU_EQ(CUDA_SUCCESS, waited) << "cuStreamSynchronize under the flag";
-  sc::observe("synchronize.wall_ms", flagged.wall_ms);
-  sc::observe("synchronize.cpu_ms", flagged.cpu_ms);
+  observe_wait("synchronize", flagged);
   EXPECT_TRUE(evt19.matches_baseline("blocking_sync_sleeps", flagged.busy() <= kSleepsAtMost));
+}
+
+// EVT-15's chain of host threads, each on its own per-thread default stream: thread t waits on thread t-1's
+// event, drops mark t and records event t. Thread t enqueues only after thread t-1 has, and stays alive (with
+// its per-thread stream) until the team ends; a thread still waiting for its predecessor then (on any way out of
+// the test) leaves without enqueueing anything.
+class thread_chain {
+ public:
+  thread_chain(unsigned threads, int device) : device_(device), codes_(threads, cudaSuccess) {
+    for (unsigned t = 0; t < threads; ++t) events_.push_back(sc::event::create(sc::event_flags::disable_timing));
+  }
+
+  // Thread t's part: thread 0 first holds its stream with `head`; thread `unchained` makes no wait.
+  void link(sc::thread_team& team, unsigned t, sc::gate& head, sc::marks& m, unsigned unchained);
+
+  // Whether every thread enqueued its part within kWorkDeadline.
+  bool all_enqueued(sc::thread_team& team) {
+    return team.wait_until([&] { return enqueued_ == codes_.size(); }, sc::kWorkDeadline);
+  }
+  // Valid once the team has ended: what thread t's calls returned.
+  cudaError_t code(unsigned t) const { return codes_[t]; }
+
+ private:
+  int device_;
+  std::vector<sc::event> events_;
+  unsigned enqueued_ = 0;  // under the team's lock: threads 0..enqueued_-1 have recorded their event
+  std::vector<cudaError_t> codes_;
+};
+
+void thread_chain::link(sc::thread_team& team, unsigned t, sc::gate& head, sc::marks& m, unsigned unchained) {
+  cudaError_t code = cudaSetDevice(device_);
+  if (!team.wait_until([&] { return enqueued_ >= t; })) return;
+  const sc::stream mine = sc::stream::per_thread();
+  try {
+    if (t == 0) head.hold(mine);
+    if (code == cudaSuccess && t > 0 && t != unchained)
+      code = cudaStreamWaitEvent(cudaStreamPerThread, events_[t - 1].get(), 0);
+    if (code == cudaSuccess) m.drop(mine, t);
+    if (code == cudaSuccess) code = cudaEventRecord(events_[t].get(), cudaStreamPerThread);
+  } catch (...) {
+    code = cudaErrorUnknown;
+  }
+  team.update([&] {
+    codes_[t] = code;
+    enqueued_ = t + 1;
+  });
+  team.wait_until([] { return false; });  // alive (with its per-thread stream) until the chain has run
+}
+
+// The probe "any of marks 0..n-1 landed".
+sc::probe any_mark_landed(const sc::marks& m, unsigned n) {
+  return sc::probe("any thread's mark landed", [&m, n] {
+    for (unsigned t = 0; t < n; ++t)
+      if (m.ticket_of(t) != 0) return true;
+    return false;
+  });
+}
+
+// How many of marks 1..n-1 landed no later than the mark before them.
+unsigned marks_out_of_order(const sc::marks& m, unsigned n) {
+  unsigned out_of_order = 0;
+  for (unsigned t = 1; t < n; ++t)
+    if (m.ticket_of(t) <= m.ticket_of(t - 1)) ++out_of_order;
+  return out_of_order;
 }
 
 // EVT-15 · RT (events and per-thread default streams): 20 host threads, each on its own per-thread default
@@ -158,56 +247,25 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeSleepsUnderBlockingSync) {
 TEST_F(EventsAndWaits, TwentyThreadsKeepEveryDependency) {
   const sc::claim evt15("EVT-15");
   constexpr unsigned kThreads = 20;
-  const unsigned skipped = evt15.mutated(sc::mutation_kind::arrangement) ? 10u : kThreads;
+  const unsigned unchained = evt15.mutated(sc::mutation_kind::arrangement) ? 10u : kThreads;
   sc::marks m;
-  std::vector<sc::event> events;
-  for (unsigned t = 0; t < kThreads; ++t) events.push_back(sc::event::create(sc::event_flags::disable_timing));
-  unsigned enqueued = 0;  // under the team's lock: threads 0..enqueued-1 have recorded their event
-  std::vector<cudaError_t> codes(kThreads, cudaSuccess);
+  thread_chain chain(kThreads, device());
   sc::gate g;
-  const int dev = device();
-  // A thread still waiting for its predecessor when the team ends (on any way out of the test) is released
-  // without enqueueing anything.
   sc::thread_team team;
-  team.start(kThreads, [&](unsigned t) {
-    cudaError_t code = cudaSetDevice(dev);
-    if (!team.wait_until([&] { return enqueued >= t; })) return;
-    const sc::stream mine = sc::stream::per_thread();
-    try {
-      if (t == 0) g.hold(mine);
-      if (code == cudaSuccess && t > 0 && t != skipped)
-        code = cudaStreamWaitEvent(cudaStreamPerThread, events[t - 1].get(), 0);
-      if (code == cudaSuccess) m.drop(mine, t);
-      if (code == cudaSuccess) code = cudaEventRecord(events[t].get(), cudaStreamPerThread);
-    } catch (...) {
-      code = cudaErrorUnknown;
-    }
-    team.update([&] {
-      codes[t] = code;
-      enqueued = t + 1;
-    });
-    team.wait_until([] { return false; });  // alive (with its per-thread stream) until the chain has run
-  });
-  const bool all_enqueued = team.wait_until([&] { return enqueued == kThreads; }, sc::kWorkDeadline);
-  ASSERT_TRUE(all_enqueued) << "the threads did not all enqueue their part of the chain within "
-                            << sc::kWorkDeadline.count() << " ms";
-  const auto any_landed = sc::probe("any thread's mark landed", [&] {
-    for (unsigned t = 0; t < kThreads; ++t)
-      if (m.ticket_of(t) != 0) return true;
-    return false;
-  });
+  team.start(kThreads, [&](unsigned t) { chain.link(team, t, g, m, unchained); });
+  ASSERT_TRUE(chain.all_enqueued(team)) << "the threads did not all enqueue their part of the chain within "
+                                        << sc::kWorkDeadline.count() << " ms";
   {
     sc::held_window w(g);
-    EXPECT_TRUE(w.absent(any_landed)) << "a mark of the chain ran while its head was held";
+    EXPECT_TRUE(w.absent(any_mark_landed(m, kThreads))) << "a mark of the chain ran while its head was held";
   }
   drain();
   team.end();
-  unsigned out_of_order = 0;
   for (unsigned t = 0; t < kThreads; ++t) {
-    EXPECT_CUDA_EQ(cudaSuccess, codes[t]) << "thread " << t;
+    EXPECT_CUDA_EQ(cudaSuccess, chain.code(t)) << "thread " << t;
     EXPECT_NE(0u, m.ticket_of(t)) << "thread " << t << "'s mark never landed";
-    if (t > 0 && m.ticket_of(t) <= m.ticket_of(t - 1)) ++out_of_order;
   }
+  const unsigned out_of_order = marks_out_of_order(m, kThreads);
   sc::observe("threads", static_cast<int>(kThreads));
   sc::observe("marks_out_of_order", static_cast<int>(out_of_order));
   EXPECT_EQ(0u, out_of_order) << "marks of the chain landed out of thread order";

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "events.hpp"
@@ -15,6 +16,46 @@ using sc::families::EventsAndWaits;
 
 constexpr unsigned char kMemsetByte = 0xab;
 
+// A non-blocking stream and a disable-timing event that the test destroys itself: no owner releases them.
+cudaStream_t stream_to_destroy() {
+  cudaStream_t raw = nullptr;
+  SC_CHECK_CUDA(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
+  return raw;
+}
+cudaEvent_t event_to_destroy() {
+  cudaEvent_t raw = nullptr;
+  SC_CHECK_CUDA(cudaEventCreateWithFlags(&raw, cudaEventDisableTiming));
+  return raw;
+}
+
+// cudaStreamDestroy(s); with `sync_first`, cudaStreamSynchronize(s) first, whose error (if any) is returned
+// instead of destroying.
+cudaError_t destroy_stream(cudaStream_t s, bool sync_first) {
+  if (sync_first) {
+    if (const cudaError_t code = cudaStreamSynchronize(s); code != cudaSuccess) return code;
+  }
+  return cudaStreamDestroy(s);
+}
+
+// What a destroy made while a gate was closed showed.
+struct destroy_while_gated {
+  sc::return_observation destroyed;            // the destroy, on a helper thread
+  std::optional<sc::gated_result> still_held;  // mark absent right after the destroy returned; empty: it did not
+};
+
+// `destroy` on a helper thread while `g`, which holds the work, is closed (call_while_gated); once it has
+// returned, with the gate still closed, whether mark `id` is still absent. The gate is open on return; the
+// caller drains.
+destroy_while_gated destroy_while_held(sc::gate& g, const std::function<cudaError_t()>& destroy, const sc::marks& m,
+                                       unsigned id) {
+  destroy_while_gated seen;
+  sc::held_window w(g);
+  sc::while_gated_steps steps;
+  steps.after_return = [&] { seen.still_held = w.absent(sc::probe::mark(m, id)); };
+  seen.destroyed = sc::call_while_gated(destroy, g, sc::kReturnWindow, steps);
+  return seen;
+}
+
 // EVT-09 · RT cudaStreamDestroy; DRV cuStreamDestroy ("... resources released once the device has completed
 // all work"): destroying a stream whose work is held by a gate returns while the gate is closed, the queued
 // work has still not run right after, and once the gate opens it completes (a mark kernel and a memset into
@@ -24,12 +65,10 @@ TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
   SC_REQUIRE(sc::requirement::unintercepted_calls);
   sc::marks m;
   sc::mapped<std::uint32_t> word(1);
-  cudaStream_t raw = nullptr;
-  SC_CHECK_CUDA(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
+  const cudaStream_t raw = stream_to_destroy();
   const sc::stream doomed = sc::stream::view(raw, "doomed");
   recorder().track(doomed);
   const bool sync_first = evt09.mutated(sc::mutation_kind::arrangement);
-  std::optional<sc::gated_result> still_held;
   sc::gate g;
   hold(g, doomed);
   drop(m, doomed, 1);
@@ -37,25 +76,16 @@ TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
     const auto label = recorder().label("memset@doomed");
     SC_CHECK_CUDA(cudaMemsetAsync(word.device(), kMemsetByte, sizeof(std::uint32_t), raw));
   }
-  sc::held_window w(g);
-  sc::while_gated_steps steps;
-  steps.after_return = [&] { still_held = w.absent(sc::probe::mark(m, 1)); };
-  const sc::return_observation destroyed = sc::call_while_gated(
-      [&] {
-        if (sync_first) {
-          if (const cudaError_t code = cudaStreamSynchronize(raw); code != cudaSuccess) return code;
-        }
-        return cudaStreamDestroy(raw);
-      },
-      g, sc::kReturnWindow, steps);
+  const destroy_while_gated seen = destroy_while_held(
+      g, [&] { return destroy_stream(raw, sync_first); }, m, 1);
   drain();
-  EXPECT_CUDA_EQ(cudaSuccess, destroyed.code);
-  EXPECT_TRUE(destroyed.returned) << "cudaStreamDestroy waited for the stream's work";
-  ASSERT_TRUE(still_held.has_value()) << "the destroy did not return while the gate was closed";
-  EXPECT_TRUE(*still_held) << "the destroyed stream's queued mark ran before the gate opened";
+  EXPECT_CUDA_EQ(cudaSuccess, seen.destroyed.code);
+  EXPECT_TRUE(seen.destroyed.returned) << "cudaStreamDestroy waited for the stream's work";
+  ASSERT_TRUE(seen.still_held.has_value()) << "the destroy did not return while the gate was closed";
+  EXPECT_TRUE(*seen.still_held) << "the destroyed stream's queued mark ran before the gate opened";
   EXPECT_NE(0u, m.ticket_of(1)) << "the mark queued in the destroyed stream never ran";
   EXPECT_EQ(0xababababu, word.host()[0]) << "the memset queued in the destroyed stream never ran";
-  sc::observe("destroy_took_us", static_cast<long long>(destroyed.took.count()));
+  sc::observe("destroy_took_us", static_cast<long long>(seen.destroyed.took.count()));
 }
 
 // EVT-10 · RT cudaEventDestroy ("... will complete ... asynchronously", waits already enqueued are honored): a
@@ -66,31 +96,31 @@ TEST_F(EventsAndWaits, DestroyingAPendingEventKeepsItsWaits) {
   sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "A");
   const sc::stream b = make(stream_flags::non_blocking, "B");
-  cudaEvent_t raw = nullptr;
-  SC_CHECK_CUDA(cudaEventCreateWithFlags(&raw, cudaEventDisableTiming));
+  const cudaEvent_t raw = event_to_destroy();
   const bool no_wait = evt10.mutated(sc::mutation_kind::arrangement);
-  std::optional<sc::gated_result> still_held;
   sc::gate g;
   hold(g, a);
-  recorder().host_event("record e@A");
-  SC_CHECK_CUDA(cudaEventRecord(raw, a.get()));
-  if (!no_wait) {
-    recorder().host_event("wait B<-e");
-    SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), raw, 0));
-  }
+  record(raw, a, "e");
+  if (!no_wait) wait(b, raw, "e");
   drop(m, b, 1);
-  sc::held_window w(g);
-  sc::while_gated_steps steps;
-  steps.after_return = [&] { still_held = w.absent(sc::probe::mark(m, 1)); };
-  const sc::return_observation destroyed =
-      sc::call_while_gated([&] { return cudaEventDestroy(raw); }, g, sc::kReturnWindow, steps);
+  const destroy_while_gated seen = destroy_while_held(
+      g, [&] { return cudaEventDestroy(raw); }, m, 1);
   drain();
-  EXPECT_CUDA_EQ(cudaSuccess, destroyed.code);
-  EXPECT_TRUE(destroyed.returned) << "cudaEventDestroy waited for the event's captured work";
-  ASSERT_TRUE(still_held.has_value()) << "the destroy did not return while the gate was closed";
-  EXPECT_TRUE(*still_held) << "B's mark ran before the work its (destroyed) event captured";
+  EXPECT_CUDA_EQ(cudaSuccess, seen.destroyed.code);
+  EXPECT_TRUE(seen.destroyed.returned) << "cudaEventDestroy waited for the event's captured work";
+  ASSERT_TRUE(seen.still_held.has_value()) << "the destroy did not return while the gate was closed";
+  EXPECT_TRUE(*seen.still_held) << "B's mark ran before the work its (destroyed) event captured";
   EXPECT_NE(0u, m.ticket_of(1));
-  sc::observe("destroy_took_us", static_cast<long long>(destroyed.took.count()));
+  sc::observe("destroy_took_us", static_cast<long long>(seen.destroyed.took.count()));
+}
+
+// What creating an event with cudaEventInterprocess and timing returns (an event made after all is destroyed
+// at once).
+cudaError_t create_interprocess_event_with_timing() {
+  cudaEvent_t ipc = nullptr;
+  const cudaError_t interprocess = sc::taking_last_error(cudaEventCreateWithFlags(&ipc, cudaEventInterprocess));
+  if (interprocess == cudaSuccess && ipc != nullptr) SC_CHECK_CUDA(cudaEventDestroy(ipc));
+  return interprocess;
 }
 
 // EVT-11 · RT cudaStreamWaitEvent (flags 0 or cudaEventWaitExternal), cudaEventCreateWithFlags
@@ -103,9 +133,7 @@ TEST_F(EventsAndWaits, InvalidArgumentsAreRefusedByName) {
   record(e, s, "e");
   const unsigned bad_flags = evt11.mutate<unsigned>(sc::mutation_kind::arrangement, 0x2u, 0u);
   const cudaError_t wait_flags = sc::taking_last_error(cudaStreamWaitEvent(s.get(), e.get(), bad_flags));
-  cudaEvent_t ipc = nullptr;
-  const cudaError_t interprocess = sc::taking_last_error(cudaEventCreateWithFlags(&ipc, cudaEventInterprocess));
-  if (interprocess == cudaSuccess && ipc != nullptr) SC_CHECK_CUDA(cudaEventDestroy(ipc));
+  const cudaError_t interprocess = create_interprocess_event_with_timing();
   const cudaError_t null_create = sc::taking_last_error(cudaEventCreate(nullptr));
   const cudaError_t null_create_flags =
       sc::taking_last_error(cudaEventCreateWithFlags(nullptr, cudaEventDisableTiming));

@@ -56,6 +56,48 @@ resolution back_to_back_resolution(const sc::stream& s) {
   return r;
 }
 
+void observe_resolution(const resolution& r) {
+  sc::observe("back_to_back_pairs", r.pairs);
+  sc::observe("back_to_back_zero", r.zeros);
+  sc::observe("back_to_back_min_nonzero_us", r.min_nonzero_us);
+}
+
+// hold -> record -> call -> release: a gate holds `s`, e is recorded in `s` behind it (as `name`) where
+// `record_behind`, and `call` is made on a helper thread while the gate is closed (call_while_gated, with its
+// steps). The gate is open on return; the caller drains.
+sc::return_observation call_while_event_held(EventsAndWaits& t, const sc::stream& s, bool record_behind,
+                                             const sc::event& e, const std::string& name,
+                                             const std::function<cudaError_t()>& call,
+                                             const sc::while_gated_steps& steps = sc::while_gated_steps()) {
+  sc::gate g;
+  t.hold(g, s);
+  if (record_behind) t.record(e, s, name);
+  sc::held_window w(g);
+  return sc::call_while_gated(call, g, sc::kReturnWindow, steps);
+}
+
+// What an event's synchronize and query showed while a gate was closed.
+struct synchronize_and_query {
+  sc::return_observation sync;       // cudaEventSynchronize, on a helper thread
+  std::optional<cudaError_t> query;  // cudaEventQuery, on this thread with the gate still closed; empty: not made
+};
+
+// Which step of call_while_gated makes the query: once the synchronize has returned, or while it still waits.
+enum class query_step { after_return, while_pending };
+
+// call_while_event_held with e ("e"): cudaEventSynchronize(e) on the helper thread, and cudaEventQuery(e) on this
+// thread at `step`, the gate still closed.
+synchronize_and_query synchronize_and_query_while_held(EventsAndWaits& t, const sc::stream& s, bool record_behind,
+                                                       const sc::event& e, query_step step) {
+  synchronize_and_query seen;
+  sc::while_gated_steps steps;
+  const auto query = [&] { seen.query = cudaEventQuery(e.get()); };
+  (step == query_step::after_return ? steps.after_return : steps.while_pending) = query;
+  seen.sync = call_while_event_held(
+      t, s, record_behind, e, "e", [&] { return cudaEventSynchronize(e.get()); }, steps);
+  return seen;
+}
+
 // EVT-04 · RT cudaEventQuery, cudaEventSynchronize: on an event that was never recorded both return
 // cudaSuccess at once (while a gate holds another stream, so "at once" cannot mean "after the device idled").
 TEST_F(EventsAndWaits, NeverRecordedEventQueriesAndSynchronizesAsDone) {
@@ -63,25 +105,18 @@ TEST_F(EventsAndWaits, NeverRecordedEventQueriesAndSynchronizesAsDone) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
   const bool recorded = evt04.mutated(sc::mutation_kind::arrangement);
-  sc::gate g;
-  hold(g, s);
-  if (recorded) record(e, s, "e");
-  sc::held_window w(g);
   // The synchronize on a helper thread while the gate is closed; once it has returned, and with the gate
   // still closed, the query.
-  std::optional<cudaError_t> query;
-  sc::while_gated_steps steps;
-  steps.after_return = [&] { query = cudaEventQuery(e.get()); };
-  const sc::return_observation sync =
-      sc::call_while_gated([&] { return cudaEventSynchronize(e.get()); }, g, sc::kReturnWindow, steps);
+  const synchronize_and_query seen =
+      synchronize_and_query_while_held(*this, s, /*record_behind=*/recorded, e, query_step::after_return);
   drain();
-  EXPECT_CUDA_EQ(cudaSuccess, sync.code);
-  EXPECT_TRUE(sync.returned) << "cudaEventSynchronize on a never-recorded event waited for unrelated work";
-  ASSERT_TRUE(query.has_value()) << "no query made: the synchronize did not return while the gate was closed";
-  EXPECT_CUDA_EQ(cudaSuccess, *query);
-  sc::observe("query", sc::error_name(*query));
-  sc::observe("synchronize", sc::error_name(sync.code));
-  sc::observe("synchronize_took_us", static_cast<long long>(sync.took.count()));
+  EXPECT_CUDA_EQ(cudaSuccess, seen.sync.code);
+  EXPECT_TRUE(seen.sync.returned) << "cudaEventSynchronize on a never-recorded event waited for unrelated work";
+  ASSERT_TRUE(seen.query.has_value()) << "no query made: the synchronize did not return while the gate was closed";
+  EXPECT_CUDA_EQ(cudaSuccess, *seen.query);
+  sc::observe("query", sc::error_name(*seen.query));
+  sc::observe("synchronize", sc::error_name(seen.sync.code));
+  sc::observe("synchronize_took_us", static_cast<long long>(seen.sync.took.count()));
 }
 
 // EVT-05 · RT cudaStreamQuery: cudaSuccess on an empty stream and on a finished one, cudaErrorNotReady while
@@ -152,33 +187,48 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeWaitsForTheGate) {
   sc::observe("synchronize_took_us", static_cast<long long>(sync.took.count()));
 }
 
+// What the driver's calls on the NULL stream returned on a new host thread.
+struct null_stream_calls {
+  CUresult got_current = CUDA_ERROR_UNKNOWN;  // cuCtxGetCurrent
+  CUcontext current = nullptr;                // the context it read
+  CUresult query = CUDA_ERROR_UNKNOWN;        // cuStreamQuery(NULL)
+  CUresult synchronize = CUDA_ERROR_UNKNOWN;  // cuStreamSynchronize(NULL)
+};
+
+// On a new host thread: `first` (the thread's first call, if it makes one), then cuCtxGetCurrent, cuStreamQuery
+// and cuStreamSynchronize on the NULL stream.
+null_stream_calls null_stream_calls_on_a_new_thread(const std::function<void()>& first) {
+  const sc::driver_api& drv = sc::driver();
+  null_stream_calls seen;
+  std::thread caller([&] {
+    first();
+    seen.got_current = drv.cuCtxGetCurrent(&seen.current);
+    seen.query = drv.cuStreamQuery(nullptr);
+    seen.synchronize = drv.cuStreamSynchronize(nullptr);
+  });
+  caller.join();
+  return seen;
+}
+
 // EVT-20 · DRV cuStreamQuery, cuStreamSynchronize (CUDA_ERROR_INVALID_CONTEXT): on a host thread with no current
 // context, both return CUDA_ERROR_INVALID_CONTEXT for the NULL stream (the stream of "the current context").
 // The thread is a new one that made no runtime call, and cuCtxGetCurrent shows that it has no context.
 TEST_F(EventsAndWaits, DriverStreamCallsWithoutACurrentContext) {
   const sc::claim evt20("EVT-20");
   const bool bind = evt20.mutated(sc::mutation_kind::arrangement);
-  const sc::driver_api& drv = sc::driver();
   const int dev = device();
-  CUcontext current = nullptr;
-  CUresult got_current = CUDA_ERROR_UNKNOWN;
-  CUresult query = CUDA_ERROR_UNKNOWN;
-  CUresult synchronize = CUDA_ERROR_UNKNOWN;
-  std::thread caller([&] {
+  const null_stream_calls seen = null_stream_calls_on_a_new_thread([&] {
     if (bind) (void)cudaSetDevice(dev);
-    got_current = drv.cuCtxGetCurrent(&current);
-    query = drv.cuStreamQuery(nullptr);
-    synchronize = drv.cuStreamSynchronize(nullptr);
   });
-  caller.join();
-  sc::observe("cuStreamQuery", sc::error_name(query));
-  sc::observe("cuStreamSynchronize", sc::error_name(synchronize));
+  sc::observe("cuStreamQuery", sc::error_name(seen.query));
+  sc::observe("cuStreamSynchronize", sc::error_name(seen.synchronize));
   if (!bind) {
-    ASSERT_CU_EQ(CUDA_SUCCESS, got_current) << "cuCtxGetCurrent on the new thread";
-    ASSERT_EQ(nullptr, current) << "the new thread already had a current context, so nothing was tested";
+    ASSERT_CU_EQ(CUDA_SUCCESS, seen.got_current) << "cuCtxGetCurrent on the new thread";
+    ASSERT_EQ(nullptr, seen.current) << "the new thread already had a current context, so nothing was tested";
   }
-  EXPECT_CU_EQ(CUDA_ERROR_INVALID_CONTEXT, query) << "cuStreamQuery(NULL) on a thread without a context";
-  EXPECT_CU_EQ(CUDA_ERROR_INVALID_CONTEXT, synchronize) << "cuStreamSynchronize(NULL) on a thread without a context";
+  EXPECT_CU_EQ(CUDA_ERROR_INVALID_CONTEXT, seen.query) << "cuStreamQuery(NULL) on a thread without a context";
+  EXPECT_CU_EQ(CUDA_ERROR_INVALID_CONTEXT, seen.synchronize)
+      << "cuStreamSynchronize(NULL) on a thread without a context";
 }
 
 // EVT-06 · RT cudaEventQuery, cudaEventSynchronize: an event recorded behind a gate reads cudaErrorNotReady
@@ -189,24 +239,28 @@ TEST_F(EventsAndWaits, EventQueryAndSynchronizeFollowTheCapturedWork) {
   const sc::event e = sc::event::create();
   const bool early = evt06.mutated(sc::mutation_kind::arrangement);
   if (early) record(e, s, "e");
-  sc::gate g;
-  hold(g, s);
-  if (!early) record(e, s, "e");
-  sc::held_window w(g);
   // The synchronize on a helper thread must still be waiting when its window ends (call_while_gated then
   // opens the gate, so it can return); while it waits, with the gate closed, the query.
-  std::optional<cudaError_t> query;
-  sc::while_gated_steps steps;
-  steps.while_pending = [&] { query = cudaEventQuery(e.get()); };
-  const sc::return_observation sync =
-      sc::call_while_gated([&] { return cudaEventSynchronize(e.get()); }, g, sc::kReturnWindow, steps);
+  const synchronize_and_query seen =
+      synchronize_and_query_while_held(*this, s, /*record_behind=*/!early, e, query_step::while_pending);
   drain();
-  EXPECT_TRUE(sc::does_not_hold(sync.returned)) << "cudaEventSynchronize returned before the captured work ran";
-  EXPECT_CUDA_EQ(cudaSuccess, sync.code) << "cudaEventSynchronize once the gate opened";
-  ASSERT_TRUE(query.has_value()) << "no query made: the synchronize returned at once";
-  EXPECT_CUDA_EQ(cudaErrorNotReady, *query) << "the event's captured work was still held";
+  EXPECT_TRUE(sc::does_not_hold(seen.sync.returned)) << "cudaEventSynchronize returned before the captured work ran";
+  EXPECT_CUDA_EQ(cudaSuccess, seen.sync.code) << "cudaEventSynchronize once the gate opened";
+  ASSERT_TRUE(seen.query.has_value()) << "no query made: the synchronize returned at once";
+  EXPECT_CUDA_EQ(cudaErrorNotReady, *seen.query) << "the event's captured work was still held";
   EXPECT_CUDA_EQ(cudaSuccess, cudaEventQuery(e.get())) << "after the captured work completed";
-  sc::observe("query_while_gated", sc::error_name(*query));
+  sc::observe("query_while_gated", sc::error_name(*seen.query));
+}
+
+// cudaEventElapsedTime (into `ms`) between two completed events created with cudaEventDisableTiming, recorded
+// in `s`.
+cudaError_t elapsed_between_untimed_events(EventsAndWaits& t, const sc::stream& s, float& ms) {
+  const sc::event untimed_a = sc::event::create(sc::event_flags::disable_timing);
+  const sc::event untimed_b = sc::event::create(sc::event_flags::disable_timing);
+  t.record(untimed_a, s, "untimed_a");
+  t.record(untimed_b, s, "untimed_b");
+  t.drain();
+  return cudaEventElapsedTime(&ms, untimed_a.get(), untimed_b.get());
 }
 
 // EVT-07 · RT cudaEventElapsedTime: cudaErrorNotReady while an event is pending; cudaErrorInvalidResourceHandle
@@ -217,28 +271,18 @@ TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
   const sc::event begin = sc::event::create();
   const sc::event end = sc::event::create();
   const sc::event never = sc::event::create();
-  const sc::event untimed_a = sc::event::create(sc::event_flags::disable_timing);
-  const sc::event untimed_b = sc::event::create(sc::event_flags::disable_timing);
   const bool early = evt07.mutated(sc::mutation_kind::arrangement);
   record(begin, s, "begin");
   if (early) record(end, s, "end");
   float ms = -1.0f;
-  sc::return_observation pending;
-  {
-    sc::gate g;
-    hold(g, s);
-    if (!early) record(end, s, "end");
-    sc::held_window w(g);
-    pending = sc::call_while_gated([&] { return cudaEventElapsedTime(&ms, begin.get(), end.get()); }, g);
-  }
+  const sc::return_observation pending = call_while_event_held(*this, s, /*record_behind=*/!early, end, "end", [&] {
+    return cudaEventElapsedTime(&ms, begin.get(), end.get());
+  });
   sc::clear_last_error();  // the refused calls' errors are not sticky
   drain();
   EXPECT_TRUE(pending.returned) << "cudaEventElapsedTime waited";
   EXPECT_CUDA_EQ(cudaErrorNotReady, pending.code) << "the end event was pending behind a gate";
-  record(untimed_a, s, "untimed_a");
-  record(untimed_b, s, "untimed_b");
-  drain();
-  const cudaError_t untimed = cudaEventElapsedTime(&ms, untimed_a.get(), untimed_b.get());
+  const cudaError_t untimed = elapsed_between_untimed_events(*this, s, ms);
   const cudaError_t unrecorded = sc::taking_last_error(cudaEventElapsedTime(&ms, begin.get(), never.get()));
   const cudaError_t done = cudaEventElapsedTime(&ms, begin.get(), end.get());
   EXPECT_CUDA_EQ(cudaErrorInvalidResourceHandle, untimed) << "events created with cudaEventDisableTiming";
@@ -282,9 +326,7 @@ TEST_F(EventsAndWaits, ElapsedTimeAroundAKernelCoversIt) {
   sc::observe("kernel_cupti_ms", kernel_ms);
   sc::observe("elapsed_around_kernel_ms", around_kernel);
   sc::observe("elapsed_minus_kernel_us", (around_kernel - kernel_ms) * 1000.0);
-  sc::observe("back_to_back_pairs", r.pairs);
-  sc::observe("back_to_back_zero", r.zeros);
-  sc::observe("back_to_back_min_nonzero_us", r.min_nonzero_us);
+  observe_resolution(r);
   EXPECT_TRUE(evt08.matches_baseline("elapsed_covers_kernel", around_kernel + kCoverToleranceMs >= kernel_ms));
 }
 

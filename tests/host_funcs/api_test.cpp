@@ -3,14 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "host_funcs.hpp"
 #include "sc/fixtures/child.hpp"
 #include "sc/fixtures/driver.hpp"
+#include "sc/fixtures/graph.hpp"
 #include "sc/fixtures/probe.hpp"
 
 namespace {
@@ -49,6 +52,13 @@ struct driver_callback_seen {
   std::atomic<CUstream> stream{nullptr};
   std::atomic<int> status{-1};
   std::atomic<void*> user_data{nullptr};
+
+  void reset() {
+    calls = 0;
+    stream = nullptr;
+    status = -1;
+    user_data = nullptr;
+  }
 };
 void CUDA_CB driver_callback(CUstream stream, CUresult status, void* user_data) {
   auto* seen = static_cast<driver_callback_seen*>(user_data);
@@ -66,13 +76,10 @@ TEST_F(HostFuncs, DriverCallbackRunsAfterEarlierWorkWithItsArguments) {
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
-  const sc::stream& target = host16.mutated(sc::mutation_kind::arrangement) ? idle : s;
   // Static: a callback still pending when a failed step ends the test writes here after the test returned.
   static driver_callback_seen seen;
-  seen.calls = 0;
-  seen.stream = nullptr;
-  seen.status = -1;
-  seen.user_data = nullptr;
+  seen.reset();
+  const sc::stream& target = host16.mutated(sc::mutation_kind::arrangement) ? idle : s;
   sc::gate g;
   hold(g, s);
   {
@@ -126,6 +133,16 @@ TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
   std::exit(0);
 }
 
+// The child's values, each observed as "null_function.<key>"; its "rc" (empty when it wrote none).
+std::optional<std::string> observe_null_function_child(const sc::child_channel& channel) {
+  std::optional<std::string> rc;
+  for (const auto& [key, value] : channel.read()) {
+    sc::observe("null_function." + key, value);
+    if (key == "rc") rc = value;
+  }
+  return rc;
+}
+
 // HOST-12 · RT cudaStreamAddCallback ("flags ... must be 0"): flags other than 0 are refused with
 // cudaErrorInvalidValue and nothing runs. Observed beside it: cudaLaunchHostFunc with a null function
 // (in a child process) returns an error and does not crash.
@@ -149,16 +166,35 @@ TEST_F(HostFuncs, InvalidArgumentsAreRefusedByName) {
   const sc::child_channel channel("HOST12");
   EXPECT_EXIT(launch_null_host_function(channel), ::testing::ExitedWithCode(0), "")
       << "cudaLaunchHostFunc with a null function crashed the process";
-  bool rc_written = false;
-  for (const auto& [key, value] : channel.read()) {
-    sc::observe("null_function." + key, value);
-    if (key == "rc") {
-      rc_written = true;
-      EXPECT_NE("cudaSuccess", value) << "a null host function was accepted";
-    }
-  }
+  const std::optional<std::string> rc = observe_null_function_child(channel);
   // A child that wrote nothing proved nothing about the null function (it ended before the call).
-  EXPECT_TRUE(rc_written) << "the child process wrote no result of cudaLaunchHostFunc(s, nullptr, nullptr)";
+  ASSERT_TRUE(rc.has_value()) << "the child process wrote no result of cudaLaunchHostFunc(s, nullptr, nullptr)";
+  EXPECT_NE("cudaSuccess", *rc) << "a null host function was accepted";
+}
+
+// What one capture of HOST-13 showed.
+struct captured_call {
+  cudaError_t call = cudaSuccess;   // the call made in the capture
+  cudaError_t ended = cudaSuccess;  // cudaStreamEndCapture
+  std::size_t nodes = 0;            // of the captured graph (0 when there is none)
+  std::size_t host_nodes = 0;
+};
+
+// `call` made in a capture of `s` begun for it (relaxed mode), which then ends; the captured graph's nodes are
+// counted, and the graph destroyed. With `capturing` false no capture is begun, and "ended" reads
+// cudaErrorInvalidValue.
+captured_call capture_one_call(const sc::stream& s, bool capturing, const std::function<cudaError_t()>& call) {
+  captured_call seen;
+  if (capturing) SC_CHECK_CUDA(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeRelaxed));
+  seen.call = sc::taking_last_error(call());
+  cudaGraph_t graph = nullptr;
+  seen.ended = sc::taking_last_error(capturing ? cudaStreamEndCapture(s.get(), &graph) : cudaErrorInvalidValue);
+  if (graph != nullptr) {
+    const sc::graph captured = sc::graph::adopt(graph);
+    seen.nodes = captured.node_count();
+    seen.host_nodes = captured.node_count(cudaGraphNodeTypeHost);
+  }
+  return seen;
 }
 
 // HOST-13 · RT/DRV (cuStreamAddCallback: "not supported in stream capture"; cudaLaunchHostFunc is
@@ -169,44 +205,19 @@ TEST_F(HostFuncs, CaptureTakesHostFunctionsAsHostNodesAndRefusesCallbacks) {
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const bool capturing = !host13.mutated(sc::mutation_kind::arrangement);
   // Two captures: a refused call may invalidate the capture it was made in.
-  const auto captured = [&](const std::function<cudaError_t()>& call, cudaError_t& code, cudaError_t& ended) {
-    if (capturing) SC_CHECK_CUDA(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeRelaxed));
-    code = sc::taking_last_error(call());
-    cudaGraph_t graph = nullptr;
-    ended = sc::taking_last_error(capturing ? cudaStreamEndCapture(s.get(), &graph) : cudaErrorInvalidValue);
-    return graph;
-  };
-  cudaError_t host_func = cudaSuccess;
-  cudaError_t host_func_end = cudaSuccess;
-  cudaGraph_t graph =
-      captured([&] { return cudaLaunchHostFunc(s.get(), do_nothing, nullptr); }, host_func, host_func_end);
-  std::size_t nodes = 0;
-  int host_nodes = 0;
-  if (graph != nullptr) {
-    SC_CHECK_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
-    std::vector<cudaGraphNode_t> all(nodes);
-    SC_CHECK_CUDA(cudaGraphGetNodes(graph, all.data(), &nodes));
-    for (cudaGraphNode_t n : all) {
-      cudaGraphNodeType type{};
-      SC_CHECK_CUDA(cudaGraphNodeGetType(n, &type));
-      host_nodes += type == cudaGraphNodeTypeHost;
-    }
-    SC_CHECK_CUDA(cudaGraphDestroy(graph));
-  }
-  cudaError_t callback = cudaSuccess;
-  cudaError_t callback_end = cudaSuccess;
-  if (cudaGraph_t g2 = captured([&] { return cudaStreamAddCallback(s.get(), do_nothing_callback, nullptr, 0); },
-                                callback, callback_end))
-    SC_CHECK_CUDA(cudaGraphDestroy(g2));
+  const captured_call host_func =
+      capture_one_call(s, capturing, [&] { return cudaLaunchHostFunc(s.get(), do_nothing, nullptr); });
+  const captured_call callback =
+      capture_one_call(s, capturing, [&] { return cudaStreamAddCallback(s.get(), do_nothing_callback, nullptr, 0); });
   ASSERT_TRUE(drain());
-  sc::observe("rc.cudaLaunchHostFunc", sc::error_name(host_func));
-  sc::observe("rc.end_capture_after_host_func", sc::error_name(host_func_end));
-  sc::observe("rc.cudaStreamAddCallback", sc::error_name(callback));
-  sc::observe("rc.end_capture_after_callback", sc::error_name(callback_end));
-  sc::observe("graph_nodes", static_cast<int>(nodes));
-  EXPECT_CUDA_EQ(cudaSuccess, host_func);
-  EXPECT_NE(cudaSuccess, callback) << "cudaStreamAddCallback was accepted during capture";
-  EXPECT_EQ(1, host_nodes) << "the captured host function is not one host node";
+  sc::observe("rc.cudaLaunchHostFunc", sc::error_name(host_func.call));
+  sc::observe("rc.end_capture_after_host_func", sc::error_name(host_func.ended));
+  sc::observe("rc.cudaStreamAddCallback", sc::error_name(callback.call));
+  sc::observe("rc.end_capture_after_callback", sc::error_name(callback.ended));
+  sc::observe("graph_nodes", static_cast<int>(host_func.nodes));
+  EXPECT_CUDA_EQ(cudaSuccess, host_func.call);
+  EXPECT_NE(cudaSuccess, callback.call) << "cudaStreamAddCallback was accepted during capture";
+  EXPECT_EQ(1u, host_func.host_nodes) << "the captured host function is not one host node";
 }
 
 }  // namespace

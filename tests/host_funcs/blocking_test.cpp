@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "host_funcs.hpp"
@@ -20,6 +21,31 @@ using sc::families::host_record;
 // idle H100 takes about 0.2 s; 20 s leaves room for a loaded machine and a driver that initializes slowly.
 constexpr std::chrono::milliseconds kChildReadyDeadline{20000};
 
+// hold -> probe -> release, for a holder already holding stream A: once it runs, `enqueue` puts the work under
+// test in and returns its probe, which is watched (until `deadline`) while the holder is still closed; then the
+// holder is released. The caller drains.
+sc::gated_result lands_while_held(sc::holder& held, const std::function<sc::probe()>& enqueue,
+                                  std::chrono::milliseconds deadline = sc::kPresenceDeadline) {
+  sc::held_window w(held);
+  const sc::gated_result seen = w.present(enqueue(), deadline);
+  w.release();
+  return seen;
+}
+
+// A host call whose code the caller checks.
+using host_call = std::function<cudaError_t()>;
+
+// Another host thread's calls on stream B: cudaEventRecord(e, B), then cudaStreamQuery(B); with `then_sync_a`,
+// cudaStreamSynchronize(A) after them.
+host_call record_and_query(const sc::event& e, const sc::stream& b, const sc::stream& a, bool then_sync_a) {
+  return [&e, &b, &a, then_sync_a] {
+    cudaError_t code = cudaEventRecord(e.get(), b.get());
+    if (code == cudaSuccess) code = cudaStreamQuery(b.get());
+    if (code == cudaSuccess && then_sync_a) code = cudaStreamSynchronize(a.get());
+    return code;
+  };
+}
+
 // HOST-06 · RT cudaLaunchHostFunc (host functions of independent streams run in undefined order);
 // NVIDIA/nccl #1742 (observed): while a host function in A waits, does a host function in B run?
 TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
@@ -27,18 +53,16 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
+  sc::host_latch latch;
+  sc::gate g;
   // Mutation (arrangement): A is held by a kernel gate instead, so no host function is waiting (on this
   // driver the measured value then flips from "held back" to "ran").
   const bool device_gate = host06.mutated(sc::mutation_kind::arrangement);
-  sc::host_latch latch;
-  sc::gate g;
   sc::holder& held = device_gate ? static_cast<sc::holder&>(g) : latch;
   hold(held, a);
-  sc::held_window w(held);
-  host_record& other = launch_host_func(b, "b");
   // Reason for kLandingDeadline: a free worker runs a host function within microseconds.
-  const sc::gated_result ran = w.present(sc::families::ran(other), sc::kLandingDeadline);
-  w.release();
+  const sc::gated_result ran = lands_while_held(
+      held, [&] { return sc::families::ran(launch_host_func(b, "b")); }, sc::kLandingDeadline);
   ASSERT_TRUE(drain());
   EXPECT_TRUE(host06.observed_row("other_stream_host_function_ran", ran));
 }
@@ -48,16 +72,16 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
 TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
   const sc::claim host07("HOST-07");
   SC_REQUIRE(sc::requirement::async_launches);
-  sc::marks m;
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
-  const bool behind = host07.mutated(sc::mutation_kind::arrangement);
+  const sc::stream& target = host07.mutated(sc::mutation_kind::arrangement) ? a : b;
+  sc::marks m;
   sc::host_latch latch;
   hold(latch, a);
-  sc::held_window w(latch);
-  drop(m, behind ? a : b, 1);
-  const sc::gated_result ran = w.present(sc::probe::mark(m, 1));
-  w.release();
+  const sc::gated_result ran = lands_while_held(latch, [&] {
+    drop(m, target, 1);
+    return sc::probe::mark(m, 1);
+  });
   ASSERT_TRUE(drain());
   EXPECT_TRUE(host07.observed_row("other_stream_kernel_ran", ran));
 }
@@ -77,12 +101,7 @@ TEST_F(HostFuncs, OtherThreadsCallsWhileACallbackWaits) {
   sc::child_probe other_process("launch-sync", device());
   ASSERT_TRUE(other_process.wait_ready(kChildReadyDeadline)) << other_process.problem();
   const bool wait_for_a = host08.mutated(sc::mutation_kind::arrangement);
-  sc::thread_probe calls("cudaEventRecord + cudaStreamQuery on stream B", [&] {
-    cudaError_t code = cudaEventRecord(e.get(), b.get());
-    if (code == cudaSuccess) code = cudaStreamQuery(b.get());
-    if (code == cudaSuccess && wait_for_a) code = cudaStreamSynchronize(a.get());
-    return code;
-  });
+  sc::thread_probe calls("cudaEventRecord + cudaStreamQuery on stream B", record_and_query(e, b, a, wait_for_a));
   sc::host_latch latch(sc::kGateWatchdog, sc::watchdog_report::banner, sc::host_enqueue::stream_callback);
   hold(latch, a);
   sc::held_window w(latch);

@@ -72,6 +72,16 @@ void CUDART_CB callback(cudaStream_t, cudaError_t status, void*) {
   std::_Exit(0);  // no teardown in a lost context
 }
 
+// Runs fault_then_host_work in a threadsafe death-test child (a fault loses the context for good) and returns
+// the values it wrote, each also observed as "child.<key>".
+std::map<std::string, std::string> values_of_faulting_child(bool trap) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const sc::child_channel channel("HOST11");
+  EXPECT_EXIT(fault_then_host_work(channel, trap), ::testing::ExitedWithCode(0), "")
+      << "the child that faulted the device did not end normally";
+  return channel.read_observed("child.");
+}
+
 // HOST-11 · DRV cuStreamAddCallback ("in the event of a device error, all subsequently executed callbacks
 // will receive an appropriate CUresult"); cuLaunchHostFunc / RT cudaLaunchHostFunc (unlike callbacks,
 // not called after an error in the context): after a trapping kernel, the callback behind it runs and
@@ -81,11 +91,7 @@ TEST_F(HostFuncs, AfterADeviceFaultCallbacksGetTheErrorAndHostFunctionsAreSkippe
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::death_test_children);
   const bool trap = !host11.mutated(sc::mutation_kind::arrangement);
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const sc::child_channel channel("HOST11");
-  EXPECT_EXIT(fault_then_host_work(channel, trap), ::testing::ExitedWithCode(0), "")
-      << "the child that faulted the device did not end normally";
-  std::map<std::string, std::string> child = channel.read_observed("child.");
+  std::map<std::string, std::string> child = values_of_faulting_child(trap);
   ASSERT_FALSE(child.empty()) << "the child reported nothing";
   EXPECT_EQ("true", child["gate_started"]) << "the gate in the child did not start, so the fault may have come early";
   EXPECT_EQ("cudaSuccess", child["enqueue.cudaLaunchHostFunc"]) << "enqueued before the fault, it must be accepted";

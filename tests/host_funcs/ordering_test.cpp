@@ -2,6 +2,7 @@
 // host latches (never with timing).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,30 @@ using sc::families::ran;
 
 constexpr std::uint32_t kElements = 4096;
 
+// How many of data[0..n) are not `value`, read in reverse order (a half-finished producer shows at the end
+// first).
+std::uint32_t count_other_than(const std::uint32_t* data, std::uint32_t n, std::uint32_t value) {
+  std::uint32_t bad = 0;
+  for (std::uint32_t i = n; i-- > 0;) bad += data[i] != value;
+  return bad;
+}
+
+// How many of marks 0..n-1 have landed.
+unsigned landed_marks(const sc::marks& m, unsigned n) {
+  unsigned landed = 0;
+  for (unsigned k = 0; k < n; ++k) landed += m.ticket_of(k) != 0;
+  return landed;
+}
+
+// The probe "<what> ran": every host function of `fns` was called.
+sc::probe all_ran(const std::string& what, const std::vector<host_record*>& fns) {
+  return sc::probe(what, [&fns] {
+    for (const host_record* f : fns)
+      if (f->calls.load() == 0) return false;
+    return true;
+  });
+}
+
 // HOST-01 · RT cudaLaunchHostFunc ("called after currently enqueued work"); PG 2.3.4: a host function runs
 // only after all work enqueued before it in its stream has completed, and sees that work's results. A
 // gate holds s; a fill kernel after it writes V into mapped memory; the host function, after the fill,
@@ -35,11 +60,8 @@ TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
   sc::gate g;
   hold(g, s);
   SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), data.device(), kElements, kValue));
-  host_record& reader = launch_host_func(unordered ? other : s, "reader", [&] {
-    std::uint32_t bad = 0;
-    for (std::uint32_t i = kElements; i-- > 0;) bad += data.host()[i] != kValue;
-    wrong.store(bad);
-  });
+  host_record& reader = launch_host_func(unordered ? other : s, "reader",
+                                         [&] { wrong.store(count_other_than(data.host(), kElements, kValue)); });
   {
     sc::held_window w(g);
     EXPECT_TRUE(w.absent(ran(reader))) << "the host function ran before the work enqueued ahead of it";
@@ -87,23 +109,13 @@ TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
   hold(hold_late, late);
   for (unsigned i = 0; i < kFunctions; ++i) {
     drop(m, s, i);
-    fns.push_back(&launch_host_func(displaced && i == 3 ? late : s, "f" + std::to_string(i), [&m, &marks_seen, i] {
-      unsigned landed = 0;
-      for (unsigned k = 0; k < kFunctions; ++k) landed += m.ticket_of(k) != 0;
-      marks_seen[i] = landed;
-    }));
+    fns.push_back(&launch_host_func(displaced && i == 3 ? late : s, "f" + std::to_string(i),
+                                    [&m, &marks_seen, i] { marks_seen[i] = landed_marks(m, kFunctions); }));
   }
-  const sc::gated_result all_ran = sc::present_while_gated(
-      "all host functions of s",
-      [&] {
-        for (unsigned i = 0; i < kFunctions; ++i)
-          if (fns[i]->calls.load() == 0) return false;
-        return true;
-      },
-      hold_late);
+  const sc::gated_result every_one_ran = sc::present_while_gated(all_ran("all host functions of s", fns), hold_late);
   hold_late.open();
   ASSERT_TRUE(drain());
-  EXPECT_TRUE(all_ran);
+  EXPECT_TRUE(every_one_ran);
   for (unsigned i = 0; i < kFunctions; ++i) {
     EXPECT_EQ(1, fns[i]->calls.load()) << "f" << i;
     EXPECT_EQ(i + 1, fns[i]->ticket.load()) << "f" << i << " ran out of enqueue order";

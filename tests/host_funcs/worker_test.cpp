@@ -1,6 +1,7 @@
 // HOST-05, HOST-14 (observed): what a host function may call, and which thread runs it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <thread>
@@ -65,9 +66,7 @@ TEST_F(HostFuncs, HostFunctionsRunOnADriverThread) {
       seen.push_back(ran);
     }
   }
-  const std::thread::id self = std::this_thread::get_id();
-  bool on_enqueuing_thread = false;
-  for (const std::thread::id& id : seen) on_enqueuing_thread = on_enqueuing_thread || id == self;
+  const bool on_enqueuing_thread = std::find(seen.begin(), seen.end(), std::this_thread::get_id()) != seen.end();
   const int workers = static_cast<int>(std::set<std::thread::id>(seen.begin(), seen.end()).size());
   sc::observe("runs_on_enqueuing_thread", on_enqueuing_thread);
   sc::observe("distinct_worker_threads", workers);
