@@ -79,7 +79,7 @@ class Summary(unittest.TestCase):
 
 class Lists(unittest.TestCase):
     def test_options_follow_the_lists_and_every_entry_has_a_reason(self):
-        plain = sanitizer.tool_options("memcheck", "Harness.GateHoldsItsStreamUntilOpened")
+        plain = sanitizer.tool_options("memcheck", "Harness.LatchHoldsItsStreamUntilOpened")
         self.assertEqual(["--tool", "memcheck", "--error-exitcode", "86", "--check-exit-code", "no"], plain)
         bad_args = sanitizer.tool_options("memcheck", "PriorityFlags.UnknownFlagBitsAreRejected")
         self.assertIn("--report-api-errors", bad_args)

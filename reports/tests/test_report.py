@@ -302,7 +302,7 @@ class Evidence(ReportTestCase):
         # The second as a file older than schema 1.14 has it: its number under "gate".
         fired = [{"latch": 3, "held": "s", "watchdog_ms": 20, "waited_ns": 20480000, "expected": True},
                  {"gate": 4, "held": "", "watchdog_ms": 20, "waited_ns": 20100000, "expected": True}]
-        ctest = self.add_test("WatchdogEndsAGateNobodyOpens", {"watchdog": fired})
+        ctest = self.add_test("WatchdogEndsALatchNobodyOpens", {"watchdog": fired})
         _, page = self.generate()
         row = self.row(page, ctest)
         self.assertIn('data-status="passed"', row)
@@ -330,7 +330,7 @@ class Evidence(ReportTestCase):
     def test_invalid_checks_are_listed_and_escaped(self):
         checks = ["absent_while_held: the latch was never held, so it proves nothing",
                   "call_while_held: the call <returned> after the latch was opened, so it proves nothing"]
-        ctest = self.add_test("ChecksOnAnOpenedGateAreInvalid", {"invalid_checks": checks},
+        ctest = self.add_test("ChecksOnAnOpenedLatchAreInvalid", {"invalid_checks": checks},
                               failures=["/src/tests/harness/harness_test.cpp:90\ninvalid check"],
                               properties={"invalid_check": checks[-1]})
         _, page = self.generate()

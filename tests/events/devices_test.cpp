@@ -1,5 +1,5 @@
 // EVT-14: a stream of one device waits on an event recorded on another; DFLT-20 across devices: what a lazy
-// module load on the second device does while the first holds a gated kernel. Both skip at once where fewer than two
+// module load on the second device does while the first holds a held kernel. Both skip at once where fewer than two
 // devices are visible.
 #include <gtest/gtest.h>
 
@@ -20,13 +20,13 @@ namespace {
 using sc::stream_flags;
 using sc::families::EventsAcrossDevices;
 
-// EVT-14 · RT cudaStreamWaitEvent ("event may be from a different device than stream"): a gate holds stream A
+// EVT-14 · RT cudaStreamWaitEvent ("event may be from a different device than stream"): a latch holds stream A
 // of the test's device, e is recorded in A, and stream B of the peer device waits on e and drops a mark: it
-// must not land while the gate is closed. Control: stream C of the peer, without a wait, drops a mark before
-// B's wait is made; it lands while the gate is closed (the peer is free, and a mark kernel launched there
+// must not land while the latch is closed. Control: stream C of the peer, without a wait, drops a mark before
+// B's wait is made; it lands while the latch is closed (the peer is free, and a mark kernel launched there
 // runs). Observed: stream D of the peer, without a wait, drops a mark after B's wait was made. On two H100s
-// (driver 580) D's mark ran while gated (42 of 42), but in an earlier design, where the control's mark was the
-// first mark launched on the peer and came after the wait, it started only when the gate opened (40 of 40):
+// (driver 580) D's mark ran while held (42 of 42), but in an earlier design, where the control's mark was the
+// first mark launched on the peer and came after the wait, it started only when the latch opened (40 of 40):
 // the control therefore goes before the wait.
 TEST_F(EventsAcrossDevices, WaitOnAnEventRecordedOnAnotherDevice) {
   const sc::claim evt14("EVT-14");
@@ -39,7 +39,7 @@ TEST_F(EventsAcrossDevices, WaitOnAnEventRecordedOnAnotherDevice) {
   const sc::stream c = make(stream_flags::non_blocking, "C@dev" + std::to_string(peer()));
   const sc::stream d = make(stream_flags::non_blocking, "D@dev" + std::to_string(peer()));
   use(device());
-  sc::gate g;
+  sc::latch g;
   hold(g, a);
   record(e, a, "e");
   use(peer());
@@ -50,11 +50,11 @@ TEST_F(EventsAcrossDevices, WaitOnAnEventRecordedOnAnotherDevice) {
   use(device());
   {
     sc::held_window w(g);
-    EXPECT_TRUE(w.present(sc::probe::mark(m, 2))) << "the peer's free stream did not run while the gate was closed";
+    EXPECT_TRUE(w.present(sc::probe::mark(m, 2))) << "the peer's free stream did not run while the latch was closed";
     EXPECT_TRUE(w.absent(sc::probe::mark(m, 1))) << "the peer's stream ran before the other device's event completed";
-    const sc::gated_result later = w.present(sc::probe::mark(m, 3));
+    const sc::held_result later = w.present(sc::probe::mark(m, 3));
     sc::observe("later_free_stream", later.message());
-    EXPECT_TRUE(evt14.observed_row("peer_stream_launched_after_the_wait_runs_while_gated", later));
+    EXPECT_TRUE(evt14.observed_row("peer_stream_launched_after_the_wait_runs_while_held", later));
   }
   drain();
   use(peer());
@@ -165,7 +165,7 @@ struct peer_loading {
 // A host call whose code the caller checks.
 using host_call = std::function<cudaError_t()>;
 
-// The call DFLT-20 makes while this device (`own_device`) is gated: the first launch of the empty kernel on the
+// The call DFLT-20 makes while this device (`own_device`) is held: the first launch of the empty kernel on the
 // peer, in `p`. With `sync_own_device` it first synchronizes this device.
 host_call first_launch_on_peer(int own_device, int peer_device, const sc::stream& p, bool sync_own_device) {
   return [own_device, peer_device, &p, sync_own_device] {
@@ -179,14 +179,14 @@ host_call first_launch_on_peer(int own_device, int peer_device, const sc::stream
 }
 
 // DFLT-20 across devices (observed) · lazy loading (CUDA_MODULE_LOADING; old guide "Lazy Loading: Possible
-// issues"): while a gated kernel runs on the test's device, does the first launch of a kernel not yet loaded
+// issues"): while a held kernel runs on the test's device, does the first launch of a kernel not yet loaded
 // on the peer return? The issue that asked for this test reports a pair of H200s where such a launch waited
-// for a gated kernel on the other device; with CUDA_MODULE_LOADING=EAGER the module is loaded with the
-// context (entry `eager`). The peer's context exists before the gate closes; only the module load is
+// for a held kernel on the other device; with CUDA_MODULE_LOADING=EAGER the module is loaded with the
+// context (entry `eager`). The peer's context exists before the latch closes; only the module load is
 // measured, and the driver's loading states show that the launch loaded its kernel (peer_loading). On two H100s
-// (driver 580) the call returned in 4-14 ms (lazy) and 4-12 ms (eager) while the gate ran; the baseline gates
+// (driver 580) the call returned in 4-14 ms (lazy) and 4-12 ms (eager) while the latch ran; the baseline latches
 // on it.
-TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
+TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsHeld) {
   const sc::claim dflt20("DFLT-20");
   const std::string loading = module_loading();
   const bool eager = loading == "EAGER";
@@ -198,11 +198,11 @@ TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
   peer_loading peer_state;
   peer_state.before();
   use(device());
-  sc::gate g;
+  sc::latch g;
   hold(g, a);
   sc::held_window w(g);
   const sc::return_observation first =
-      sc::call_while_gated(first_launch_on_peer(device(), peer(), p, /*sync_own_device=*/mutated), g);
+      sc::call_while_held(first_launch_on_peer(device(), peer(), p, /*sync_own_device=*/mutated), g);
   drain();
   use(peer());
   EXPECT_CUDA_EQ(cudaSuccess, sc::synchronize_within(p, sc::kWorkDeadline));
@@ -213,7 +213,7 @@ TEST_F(LazyLoadingAcrossDevices, FirstLaunchOnThePeerWhileThisDeviceIsGated) {
   sc::observe("first_launch_took_us", static_cast<long long>(first.took.count()));
   const std::string no_load = peer_state.no_lazy_load();
   EXPECT_TRUE(dflt20.observed_row(
-      std::string("first_launch_on_peer_returns_while_other_device_gated.") + (eager ? "eager" : "lazy"),
+      std::string("first_launch_on_peer_returns_while_other_device_held.") + (eager ? "eager" : "lazy"),
       no_load.empty() ? first.returned : sc::invalid_check(no_load)));
 }
 

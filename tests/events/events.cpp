@@ -28,7 +28,7 @@ bool implicitly_ordered(stream_kind a, stream_kind b) noexcept {
 void EventsAndWaits::SetUp() {
   GpuTest::SetUp();
   if (IsSkipped() || HasFatalFailure()) return;
-  // Gates need launches that return while their kernel runs; waits across streams and their negative
+  // Latches need launches that return while their kernel runs; waits across streams and their negative
   // controls need independent hardware queues.
   SC_REQUIRE(requirement::async_launches);
   SC_REQUIRE(requirement::own_connection_count);
@@ -94,8 +94,8 @@ void EventsAcrossDevices::SetUp() {
   observe("peer.index", peer_);
   observe("peer.name", std::string(peer_props.name));
   observe("peer.compute_capability", peer_props.major * 10 + peer_props.minor);
-  // The peer's context exists before any gate closes, and (except in the lazy-loading test) so do its
-  // kernels: a module load on one device may wait for a gated kernel on another.
+  // The peer's context exists before any latch closes, and (except in the lazy-loading test) so do its
+  // kernels: a module load on one device may wait for a held kernel on another.
   use(peer_);
   SC_CHECK_CUDA(cudaFree(nullptr));
   if (preload_peer()) SC_CHECK_CUDA(kernels::preload());

@@ -1,11 +1,11 @@
 // The EventsAndWaits fixture: events, stream waits, queries and synchronization, and what destroying a
-// busy stream or a pending event leaves behind (EVT-nn). Orderings are proven with the suite's gates and
+// busy stream or a pending event leaves behind (EVT-nn). Orderings are proven with the suite's latches and
 // marks; every event record and wait the test makes through the fixture is a host event of its timeline
 // ("record e@s", "wait s<-e"), so the report shows where each edge was made.
 //
 // EventsAcrossDevices adds a second GPU (EVT-14): it skips at once, with the count, where fewer than two
 // devices are visible, locks the peer's GPU with its own before any context exists, and loads the suite's kernels on
-// the peer before any gate is closed (a lazy module load on one device was seen to wait for a gated kernel on the
+// the peer before any latch is closed (a lazy module load on one device was seen to wait for a held kernel on the
 // other).
 #pragma once
 
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "sc/fixtures/event.hpp"
-#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/stream.hpp"

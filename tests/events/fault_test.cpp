@@ -19,7 +19,7 @@ namespace {
 
 using sc::families::EventsAndWaits;
 
-// Child body. A gate holds s; behind it a trapping kernel, whose launch returns before it runs. While the gate
+// Child body. A latch holds s; behind it a trapping kernel, whose launch returns before it runs. While the latch
 // is closed the query of s reads "not ready" (no error is known yet); once it opens the trap runs, and the
 // query, polled until it is no longer "not ready", and the synchronize of s must report an error. What the
 // queries of another, idle stream t say afterwards is recorded: the note says "may".
@@ -31,13 +31,13 @@ using sc::families::EventsAndWaits;
   if (cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking) != cudaSuccess) std::_Exit(3);
   {
     const sc::stream held = sc::stream::view(s, "s");
-    sc::gate g;
+    sc::latch g;
     g.hold(held);
-    channel.write("gate_started", g.wait_started() ? "true" : "false");
+    channel.write("latch_started", g.wait_started() ? "true" : "false");
     channel.write("launch", sc::error_name(trap ? sc::kernels::launch_trap(s) : sc::kernels::launch_empty(s)));
-    channel.write("query_while_gated", sc::error_name(drv.cuStreamQuery(s)));
-    channel.write("query_other_while_gated", sc::error_name(drv.cuStreamQuery(t)));
-  }  // the gate opens: the trap runs
+    channel.write("query_while_held", sc::error_name(drv.cuStreamQuery(s)));
+    channel.write("query_other_while_held", sc::error_name(drv.cuStreamQuery(t)));
+  }  // the latch opens: the trap runs
   CUresult query = CUDA_ERROR_NOT_READY;
   const auto deadline = std::chrono::steady_clock::now() + sc::kWorkDeadline;
   while ((query = drv.cuStreamQuery(s)) == CUDA_ERROR_NOT_READY && std::chrono::steady_clock::now() < deadline)
@@ -51,7 +51,7 @@ using sc::families::EventsAndWaits;
 
 // EVT-18 · DRV cuStreamQuery, cuStreamSynchronize ("may also return error codes from previous, asynchronous
 // launches"): the launch of a trapping kernel returns CUDA_SUCCESS and the query reads CUDA_ERROR_NOT_READY
-// while a gate holds it back; after the trap, the query and the synchronize of its stream return an error.
+// while a latch holds it back; after the trap, the query and the synchronize of its stream return an error.
 TEST_F(EventsAndWaits, DriverStreamCallsReportAnEarlierAsynchronousError) {
   const sc::claim evt18("EVT-18");
   SC_REQUIRE(sc::requirement::async_launches);
@@ -62,12 +62,12 @@ TEST_F(EventsAndWaits, DriverStreamCallsReportAnEarlierAsynchronousError) {
   EXPECT_EXIT(fault_then_query(channel, trap), ::testing::ExitedWithCode(0), "")
       << "the child that faulted the device did not end normally";
   std::map<std::string, std::string> child = channel.read_observed("child.");
-  for (const char* key : {"gate_started", "launch", "query_while_gated", "query_after", "synchronize_after"})
+  for (const char* key : {"latch_started", "launch", "query_while_held", "query_after", "synchronize_after"})
     ASSERT_EQ(1u, child.count(key)) << "the child wrote no " << key << ", so it ended before that step";
-  EXPECT_EQ("true", child["gate_started"]) << "the gate in the child did not start, so the fault may have come early";
+  EXPECT_EQ("true", child["latch_started"]) << "the latch in the child did not start, so the fault may have come early";
   EXPECT_EQ("cudaSuccess", child["launch"]) << "the launch of the trapping kernel must return before it runs";
-  EXPECT_EQ("CUDA_ERROR_NOT_READY", child["query_while_gated"]) << "querying the stream while the gate held the trap";
-  EXPECT_EQ("CUDA_SUCCESS", child["query_other_while_gated"]) << "querying an idle stream before the fault";
+  EXPECT_EQ("CUDA_ERROR_NOT_READY", child["query_while_held"]) << "querying the stream while the latch held the trap";
+  EXPECT_EQ("CUDA_SUCCESS", child["query_other_while_held"]) << "querying an idle stream before the fault";
   EXPECT_NE("CUDA_SUCCESS", child["query_after"]) << "cuStreamQuery did not report the earlier launch's error";
   EXPECT_NE("CUDA_ERROR_NOT_READY", child["query_after"]) << "the stream's work never ended";
   EXPECT_NE("CUDA_SUCCESS", child["synchronize_after"])

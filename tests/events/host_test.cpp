@@ -187,7 +187,7 @@ class thread_chain {
   }
 
   // Thread t's part: thread 0 first holds its stream with `head`; thread `unchained` makes no wait.
-  void link(sc::thread_team& team, unsigned t, sc::gate& head, sc::marks& m, unsigned unchained);
+  void link(sc::thread_team& team, unsigned t, sc::latch& head, sc::marks& m, unsigned unchained);
 
   // Whether every thread enqueued its part within kWorkDeadline.
   bool all_enqueued(sc::thread_team& team) {
@@ -203,7 +203,7 @@ class thread_chain {
   std::vector<cudaError_t> codes_;
 };
 
-void thread_chain::link(sc::thread_team& team, unsigned t, sc::gate& head, sc::marks& m, unsigned unchained) {
+void thread_chain::link(sc::thread_team& team, unsigned t, sc::latch& head, sc::marks& m, unsigned unchained) {
   cudaError_t code = cudaSetDevice(device_);
   if (!team.wait_until([&] { return enqueued_ >= t; })) return;
   const sc::stream mine = sc::stream::per_thread();
@@ -242,7 +242,7 @@ unsigned marks_out_of_order(const sc::marks& m, unsigned n) {
 
 // EVT-15 · RT (events and per-thread default streams): 20 host threads, each on its own per-thread default
 // stream, form one chain: thread t waits on thread t-1's event, drops its mark and records its own event.
-// Thread 0's stream is held by a gate first. While it is closed no mark may land (every dependency holds);
+// Thread 0's stream is held by a latch first. While it is closed no mark may land (every dependency holds);
 // after it opens the marks land in thread order (order encoded in the tickets).
 TEST_F(EventsAndWaits, TwentyThreadsKeepEveryDependency) {
   const sc::claim evt15("EVT-15");
@@ -250,7 +250,7 @@ TEST_F(EventsAndWaits, TwentyThreadsKeepEveryDependency) {
   const unsigned unchained = evt15.mutated(sc::mutation_kind::arrangement) ? 10u : kThreads;
   sc::marks m;
   thread_chain chain(kThreads, device());
-  sc::gate g;
+  sc::latch g;
   sc::thread_team team;
   team.start(kThreads, [&](unsigned t) { chain.link(team, t, g, m, unchained); });
   ASSERT_TRUE(chain.all_enqueued(team)) << "the threads did not all enqueue their part of the chain within "

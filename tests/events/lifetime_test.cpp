@@ -37,28 +37,28 @@ cudaError_t destroy_stream(cudaStream_t s, bool sync_first) {
   return cudaStreamDestroy(s);
 }
 
-// What a destroy made while a gate was closed showed.
-struct destroy_while_gated {
+// What a destroy made while a latch was closed showed.
+struct destroy_while_held {
   sc::return_observation destroyed;            // the destroy, on a helper thread
-  std::optional<sc::gated_result> still_held;  // mark absent right after the destroy returned; empty: it did not
+  std::optional<sc::held_result> still_held;  // mark absent right after the destroy returned; empty: it did not
 };
 
-// `destroy` on a helper thread while `g`, which holds the work, is closed (call_while_gated); once it has
-// returned, with the gate still closed, whether mark `id` is still absent. The gate is open on return; the
+// `destroy` on a helper thread while `g`, which holds the work, is closed (call_while_held); once it has
+// returned, with the latch still closed, whether mark `id` is still absent. The latch is open on return; the
 // caller drains.
-destroy_while_gated destroy_while_held(sc::gate& g, const std::function<cudaError_t()>& destroy, const sc::marks& m,
+destroy_while_held destroy_while_held(sc::latch& g, const std::function<cudaError_t()>& destroy, const sc::marks& m,
                                        unsigned id) {
-  destroy_while_gated seen;
+  destroy_while_held seen;
   sc::held_window w(g);
-  sc::while_gated_steps steps;
+  sc::while_held_steps steps;
   steps.after_return = [&] { seen.still_held = w.absent(sc::probe::mark(m, id)); };
-  seen.destroyed = sc::call_while_gated(destroy, g, sc::kReturnWindow, steps);
+  seen.destroyed = sc::call_while_held(destroy, g, sc::kReturnWindow, steps);
   return seen;
 }
 
 // EVT-09 · RT cudaStreamDestroy; DRV cuStreamDestroy ("... resources released once the device has completed
-// all work"): destroying a stream whose work is held by a gate returns while the gate is closed, the queued
-// work has still not run right after, and once the gate opens it completes (a mark kernel and a memset into
+// all work"): destroying a stream whose work is held by a latch returns while the latch is closed, the queued
+// work has still not run right after, and once the latch opens it completes (a mark kernel and a memset into
 // mapped memory). The destroyed handle is never used again.
 TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
   const sc::claim evt09("EVT-09");
@@ -69,28 +69,28 @@ TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
   const sc::stream doomed = sc::stream::view(raw, "doomed");
   recorder().track(doomed);
   const bool sync_first = evt09.mutated(sc::mutation_kind::arrangement);
-  sc::gate g;
+  sc::latch g;
   hold(g, doomed);
   drop(m, doomed, 1);
   {
     const auto label = recorder().label("memset@doomed");
     SC_CHECK_CUDA(cudaMemsetAsync(word.device(), kMemsetByte, sizeof(std::uint32_t), raw));
   }
-  const destroy_while_gated seen = destroy_while_held(
+  const destroy_while_held seen = destroy_while_held(
       g, [&] { return destroy_stream(raw, sync_first); }, m, 1);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.destroyed.code);
   EXPECT_TRUE(seen.destroyed.returned) << "cudaStreamDestroy waited for the stream's work";
-  ASSERT_TRUE(seen.still_held.has_value()) << "the destroy did not return while the gate was closed";
-  EXPECT_TRUE(*seen.still_held) << "the destroyed stream's queued mark ran before the gate opened";
+  ASSERT_TRUE(seen.still_held.has_value()) << "the destroy did not return while the latch was closed";
+  EXPECT_TRUE(*seen.still_held) << "the destroyed stream's queued mark ran before the latch opened";
   EXPECT_NE(0u, m.ticket_of(1)) << "the mark queued in the destroyed stream never ran";
   EXPECT_EQ(0xababababu, word.host()[0]) << "the memset queued in the destroyed stream never ran";
   sc::observe("destroy_took_us", static_cast<long long>(seen.destroyed.took.count()));
 }
 
 // EVT-10 · RT cudaEventDestroy ("... will complete ... asynchronously", waits already enqueued are honored): a
-// gate holds A, e is recorded in A, B waits on e and drops a mark; destroying e returns while the gate is
-// closed, B's mark still has not landed right after, and it lands once the gate opens.
+// latch holds A, e is recorded in A, B waits on e and drops a mark; destroying e returns while the latch is
+// closed, B's mark still has not landed right after, and it lands once the latch opens.
 TEST_F(EventsAndWaits, DestroyingAPendingEventKeepsItsWaits) {
   const sc::claim evt10("EVT-10");
   sc::marks m;
@@ -98,17 +98,17 @@ TEST_F(EventsAndWaits, DestroyingAPendingEventKeepsItsWaits) {
   const sc::stream b = make(stream_flags::non_blocking, "B");
   const cudaEvent_t raw = event_to_destroy();
   const bool no_wait = evt10.mutated(sc::mutation_kind::arrangement);
-  sc::gate g;
+  sc::latch g;
   hold(g, a);
   record(raw, a, "e");
   if (!no_wait) wait(b, raw, "e");
   drop(m, b, 1);
-  const destroy_while_gated seen = destroy_while_held(
+  const destroy_while_held seen = destroy_while_held(
       g, [&] { return cudaEventDestroy(raw); }, m, 1);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.destroyed.code);
   EXPECT_TRUE(seen.destroyed.returned) << "cudaEventDestroy waited for the event's captured work";
-  ASSERT_TRUE(seen.still_held.has_value()) << "the destroy did not return while the gate was closed";
+  ASSERT_TRUE(seen.still_held.has_value()) << "the destroy did not return while the latch was closed";
   EXPECT_TRUE(*seen.still_held) << "B's mark ran before the work its (destroyed) event captured";
   EXPECT_NE(0u, m.ticket_of(1));
   sc::observe("destroy_took_us", static_cast<long long>(seen.destroyed.took.count()));

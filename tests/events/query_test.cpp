@@ -1,5 +1,5 @@
 // EVT-04…08, EVT-12, EVT-16, EVT-17, EVT-20: queries, synchronization and elapsed time. Return codes are compared by
-// name; every "pending" case is made with a gate, and every "returns at once" is a call made while a gate is closed.
+// name; every "pending" case is made with a latch, and every "returns at once" is a call made while a latch is closed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -62,35 +62,35 @@ void observe_resolution(const resolution& r) {
   sc::observe("back_to_back_min_nonzero_us", r.min_nonzero_us);
 }
 
-// hold -> record -> call -> release: a gate holds `s`, e is recorded in `s` behind it (as `name`) where
-// `record_behind`, and `call` is made on a helper thread while the gate is closed (call_while_gated, with its
-// steps). The gate is open on return; the caller drains.
+// hold -> record -> call -> release: a latch holds `s`, e is recorded in `s` behind it (as `name`) where
+// `record_behind`, and `call` is made on a helper thread while the latch is closed (call_while_held, with its
+// steps). The latch is open on return; the caller drains.
 sc::return_observation call_while_event_held(EventsAndWaits& t, const sc::stream& s, bool record_behind,
                                              const sc::event& e, const std::string& name,
                                              const std::function<cudaError_t()>& call,
-                                             const sc::while_gated_steps& steps = sc::while_gated_steps()) {
-  sc::gate g;
+                                             const sc::while_held_steps& steps = sc::while_held_steps()) {
+  sc::latch g;
   t.hold(g, s);
   if (record_behind) t.record(e, s, name);
   sc::held_window w(g);
-  return sc::call_while_gated(call, g, sc::kReturnWindow, steps);
+  return sc::call_while_held(call, g, sc::kReturnWindow, steps);
 }
 
-// What an event's synchronize and query showed while a gate was closed.
+// What an event's synchronize and query showed while a latch was closed.
 struct synchronize_and_query {
   sc::return_observation sync;       // cudaEventSynchronize, on a helper thread
-  std::optional<cudaError_t> query;  // cudaEventQuery, on this thread with the gate still closed; empty: not made
+  std::optional<cudaError_t> query;  // cudaEventQuery, on this thread with the latch still closed; empty: not made
 };
 
-// Which step of call_while_gated makes the query: once the synchronize has returned, or while it still waits.
+// Which step of call_while_held makes the query: once the synchronize has returned, or while it still waits.
 enum class query_step { after_return, while_pending };
 
 // call_while_event_held with e ("e"): cudaEventSynchronize(e) on the helper thread, and cudaEventQuery(e) on this
-// thread at `step`, the gate still closed.
+// thread at `step`, the latch still closed.
 synchronize_and_query synchronize_and_query_while_held(EventsAndWaits& t, const sc::stream& s, bool record_behind,
                                                        const sc::event& e, query_step step) {
   synchronize_and_query seen;
-  sc::while_gated_steps steps;
+  sc::while_held_steps steps;
   const auto query = [&] { seen.query = cudaEventQuery(e.get()); };
   (step == query_step::after_return ? steps.after_return : steps.while_pending) = query;
   seen.sync = call_while_event_held(
@@ -99,20 +99,20 @@ synchronize_and_query synchronize_and_query_while_held(EventsAndWaits& t, const 
 }
 
 // EVT-04 · RT cudaEventQuery, cudaEventSynchronize: on an event that was never recorded both return
-// cudaSuccess at once (while a gate holds another stream, so "at once" cannot mean "after the device idled").
+// cudaSuccess at once (while a latch holds another stream, so "at once" cannot mean "after the device idled").
 TEST_F(EventsAndWaits, NeverRecordedEventQueriesAndSynchronizesAsDone) {
   const sc::claim evt04("EVT-04");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
   const bool recorded = evt04.mutated(sc::mutation_kind::arrangement);
-  // The synchronize on a helper thread while the gate is closed; once it has returned, and with the gate
+  // The synchronize on a helper thread while the latch is closed; once it has returned, and with the latch
   // still closed, the query.
   const synchronize_and_query seen =
       synchronize_and_query_while_held(*this, s, /*record_behind=*/recorded, e, query_step::after_return);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.sync.code);
   EXPECT_TRUE(seen.sync.returned) << "cudaEventSynchronize on a never-recorded event waited for unrelated work";
-  ASSERT_TRUE(seen.query.has_value()) << "no query made: the synchronize did not return while the gate was closed";
+  ASSERT_TRUE(seen.query.has_value()) << "no query made: the synchronize did not return while the latch was closed";
   EXPECT_CUDA_EQ(cudaSuccess, *seen.query);
   sc::observe("query", sc::error_name(*seen.query));
   sc::observe("synchronize", sc::error_name(seen.sync.code));
@@ -120,22 +120,22 @@ TEST_F(EventsAndWaits, NeverRecordedEventQueriesAndSynchronizesAsDone) {
 }
 
 // EVT-05 · RT cudaStreamQuery: cudaSuccess on an empty stream and on a finished one, cudaErrorNotReady while
-// work is pending (a gate holds the stream; the query itself returns while it is closed).
+// work is pending (a latch holds the stream; the query itself returns while it is closed).
 TEST_F(EventsAndWaits, StreamQueryReportsPendingWork) {
   const sc::claim evt05("EVT-05");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   EXPECT_CUDA_EQ(cudaSuccess, cudaStreamQuery(s.get())) << "a new, empty stream";
   const sc::stream& queried = evt05.mutated(sc::mutation_kind::arrangement) ? idle : s;
-  const sc::return_observation pending = call_while_held(s, [&] { return cudaStreamQuery(queried.get()); });
+  const sc::return_observation pending = call_while_holding(s, [&] { return cudaStreamQuery(queried.get()); });
   drain();
-  EXPECT_TRUE(pending.returned) << "cudaStreamQuery waited for the gated work";
-  EXPECT_CUDA_EQ(cudaErrorNotReady, pending.code) << "querying a stream held by a gate";
+  EXPECT_TRUE(pending.returned) << "cudaStreamQuery waited for the held work";
+  EXPECT_CUDA_EQ(cudaErrorNotReady, pending.code) << "querying a stream held by a latch";
   EXPECT_CUDA_EQ(cudaSuccess, cudaStreamQuery(s.get())) << "the same stream once its work finished";
-  sc::observe("while_gated", sc::error_name(pending.code));
+  sc::observe("while_held", sc::error_name(pending.code));
 }
 
-// A driver call made from the helper thread of call_while_held / call_while_gated: the device's primary context
+// A driver call made from the helper thread of call_while_holding / call_while_held: the device's primary context
 // made current there first (the runtime does that for its own calls), the driver's code kept in `code`.
 std::function<cudaError_t()> driver_call(int device, CUresult& code, const std::function<CUresult()>& call) {
   return [device, &code, call] {
@@ -147,7 +147,7 @@ std::function<cudaError_t()> driver_call(int device, CUresult& code, const std::
 }
 
 // EVT-16 · DRV cuStreamQuery, the driver twin of EVT-05: CUDA_SUCCESS on an empty stream and on a finished
-// one, CUDA_ERROR_NOT_READY while a gate holds it (the query itself returns while the gate is closed).
+// one, CUDA_ERROR_NOT_READY while a latch holds it (the query itself returns while the latch is closed).
 TEST_F(EventsAndWaits, DriverStreamQueryReportsPendingWork) {
   const sc::claim evt16("EVT-16");
   const sc::stream s = make(stream_flags::non_blocking, "s");
@@ -156,33 +156,33 @@ TEST_F(EventsAndWaits, DriverStreamQueryReportsPendingWork) {
   const sc::stream& queried = evt16.mutated(sc::mutation_kind::arrangement) ? idle : s;
   CUresult code = CUDA_ERROR_UNKNOWN;
   const sc::return_observation pending =
-      call_while_held(s, driver_call(device(), code, [&] { return sc::driver().cuStreamQuery(queried.get()); }));
+      call_while_holding(s, driver_call(device(), code, [&] { return sc::driver().cuStreamQuery(queried.get()); }));
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, pending.code) << "making the context current on the calling thread";
-  EXPECT_TRUE(pending.returned) << "cuStreamQuery waited for the gated work";
-  EXPECT_CU_EQ(CUDA_ERROR_NOT_READY, code) << "querying a stream held by a gate";
+  EXPECT_TRUE(pending.returned) << "cuStreamQuery waited for the held work";
+  EXPECT_CU_EQ(CUDA_ERROR_NOT_READY, code) << "querying a stream held by a latch";
   EXPECT_CU_EQ(CUDA_SUCCESS, sc::driver().cuStreamQuery(s.get())) << "the same stream once its work finished";
-  sc::observe("while_gated", sc::error_name(code));
+  sc::observe("while_held", sc::error_name(code));
 }
 
-// EVT-17 · DRV cuStreamSynchronize: does not return while a gate holds the stream, and returns CUDA_SUCCESS
-// once the gate opens.
-TEST_F(EventsAndWaits, DriverStreamSynchronizeWaitsForTheGate) {
+// EVT-17 · DRV cuStreamSynchronize: does not return while a latch holds the stream, and returns CUDA_SUCCESS
+// once the latch opens.
+TEST_F(EventsAndWaits, DriverStreamSynchronizeWaitsForTheLatch) {
   const sc::claim evt17("EVT-17");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream idle = make(stream_flags::non_blocking, "idle");
   const sc::stream& synchronized = evt17.mutated(sc::mutation_kind::arrangement) ? idle : s;
-  sc::gate g;
+  sc::latch g;
   hold(g, s);
   sc::held_window w(g);
   CUresult code = CUDA_ERROR_UNKNOWN;
-  const sc::return_observation sync = sc::call_while_gated(
+  const sc::return_observation sync = sc::call_while_held(
       driver_call(device(), code, [&] { return sc::driver().cuStreamSynchronize(synchronized.get()); }), g,
       sc::kReturnWindow);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, sync.code) << "making the context current on the calling thread";
-  EXPECT_TRUE(sc::does_not_hold(sync.returned)) << "cuStreamSynchronize returned while the gate held its stream";
-  EXPECT_CU_EQ(CUDA_SUCCESS, code) << "cuStreamSynchronize once the gate opened";
+  EXPECT_TRUE(sc::does_not_hold(sync.returned)) << "cuStreamSynchronize returned while the latch held its stream";
+  EXPECT_CU_EQ(CUDA_SUCCESS, code) << "cuStreamSynchronize once the latch opened";
   sc::observe("synchronize", sc::error_name(code));
   sc::observe("synchronize_took_us", static_cast<long long>(sync.took.count()));
 }
@@ -231,25 +231,25 @@ TEST_F(EventsAndWaits, DriverStreamCallsWithoutACurrentContext) {
       << "cuStreamSynchronize(NULL) on a thread without a context";
 }
 
-// EVT-06 · RT cudaEventQuery, cudaEventSynchronize: an event recorded behind a gate reads cudaErrorNotReady
-// while the gate is closed, and cudaEventSynchronize does not return until it opens; afterwards both succeed.
+// EVT-06 · RT cudaEventQuery, cudaEventSynchronize: an event recorded behind a latch reads cudaErrorNotReady
+// while the latch is closed, and cudaEventSynchronize does not return until it opens; afterwards both succeed.
 TEST_F(EventsAndWaits, EventQueryAndSynchronizeFollowTheCapturedWork) {
   const sc::claim evt06("EVT-06");
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::event e = sc::event::create();
   const bool early = evt06.mutated(sc::mutation_kind::arrangement);
   if (early) record(e, s, "e");
-  // The synchronize on a helper thread must still be waiting when its window ends (call_while_gated then
-  // opens the gate, so it can return); while it waits, with the gate closed, the query.
+  // The synchronize on a helper thread must still be waiting when its window ends (call_while_held then
+  // opens the latch, so it can return); while it waits, with the latch closed, the query.
   const synchronize_and_query seen =
       synchronize_and_query_while_held(*this, s, /*record_behind=*/!early, e, query_step::while_pending);
   drain();
   EXPECT_TRUE(sc::does_not_hold(seen.sync.returned)) << "cudaEventSynchronize returned before the captured work ran";
-  EXPECT_CUDA_EQ(cudaSuccess, seen.sync.code) << "cudaEventSynchronize once the gate opened";
+  EXPECT_CUDA_EQ(cudaSuccess, seen.sync.code) << "cudaEventSynchronize once the latch opened";
   ASSERT_TRUE(seen.query.has_value()) << "no query made: the synchronize returned at once";
   EXPECT_CUDA_EQ(cudaErrorNotReady, *seen.query) << "the event's captured work was still held";
   EXPECT_CUDA_EQ(cudaSuccess, cudaEventQuery(e.get())) << "after the captured work completed";
-  sc::observe("query_while_gated", sc::error_name(*seen.query));
+  sc::observe("query_while_held", sc::error_name(*seen.query));
 }
 
 // cudaEventElapsedTime (into `ms`) between two completed events created with cudaEventDisableTiming, recorded
@@ -281,7 +281,7 @@ TEST_F(EventsAndWaits, ElapsedTimeErrorsByName) {
   sc::clear_last_error();  // the refused calls' errors are not sticky
   drain();
   EXPECT_TRUE(pending.returned) << "cudaEventElapsedTime waited";
-  EXPECT_CUDA_EQ(cudaErrorNotReady, pending.code) << "the end event was pending behind a gate";
+  EXPECT_CUDA_EQ(cudaErrorNotReady, pending.code) << "the end event was pending behind a latch";
   const cudaError_t untimed = elapsed_between_untimed_events(*this, s, ms);
   const cudaError_t unrecorded = sc::taking_last_error(cudaEventElapsedTime(&ms, begin.get(), never.get()));
   const cudaError_t done = cudaEventElapsedTime(&ms, begin.get(), end.get());
@@ -330,8 +330,8 @@ TEST_F(EventsAndWaits, ElapsedTimeAroundAKernelCoversIt) {
   EXPECT_TRUE(evt08.matches_baseline("elapsed_covers_kernel", around_kernel + kCoverToleranceMs >= kernel_ms));
 }
 
-// EVT-08 (observed) · RT cudaEventElapsedTime: the elapsed time between events around a wait on another, gated
-// stream against the time the gate was closed.
+// EVT-08 (observed) · RT cudaEventElapsedTime: the elapsed time between events around a wait on another, held
+// stream against the time the latch was closed.
 TEST_F(EventsAndWaits, ElapsedTimeAroundAWaitCoversTheWait) {
   const sc::claim evt08("EVT-08");
   const sc::stream s = make(stream_flags::non_blocking, "s");
@@ -341,18 +341,18 @@ TEST_F(EventsAndWaits, ElapsedTimeAroundAWaitCoversTheWait) {
   const sc::event opened = sc::event::create(sc::event_flags::disable_timing);
   const bool ahead = evt08.mutated(sc::mutation_kind::arrangement);
   record(e2, s, "e2");
-  SC_CHECK_CUDA(cudaEventSynchronize(e2.get()));  // e2 is complete before the gate is even enqueued
+  SC_CHECK_CUDA(cudaEventSynchronize(e2.get()));  // e2 is complete before the latch is even enqueued
   std::uint64_t held_ns = 0;
   {
-    sc::gate g;
+    sc::latch g;
     hold(g, a);
     record(opened, a, "opened");
     if (ahead) record(e3, s, "e3");
     wait(s, opened, "opened");
     if (!ahead) record(e3, s, "e3");
     sc::held_window w(g);
-    // The gate stays closed for the absence window: e3 must not complete meanwhile.
-    const sc::gated_result pending =
+    // The latch stays closed for the absence window: e3 must not complete meanwhile.
+    const sc::held_result pending =
         w.absent(sc::probe("e3 completed", [&] { return cudaEventQuery(e3.get()) == cudaSuccess; }));
     w.release();
     drain();
@@ -360,13 +360,13 @@ TEST_F(EventsAndWaits, ElapsedTimeAroundAWaitCoversTheWait) {
     EXPECT_TRUE(pending);
   }
   const double around_wait = elapsed_ms(e2, e3);
-  sc::observe("gate_closed_ms", static_cast<double>(held_ns) / 1e6);
+  sc::observe("latch_closed_ms", static_cast<double>(held_ns) / 1e6);
   sc::observe("elapsed_around_wait_ms", around_wait);
   EXPECT_TRUE(evt08.matches_baseline("elapsed_includes_wait_on_another_stream",
                                      around_wait + kCoverToleranceMs >= static_cast<double>(held_ns) / 1e6));
 }
 
-// EVT-12 · RT cudaStreamSynchronize; ECRTS18: synchronizing a stream waits for that stream only. A gate holds
+// EVT-12 · RT cudaStreamSynchronize; ECRTS18: synchronizing a stream waits for that stream only. A latch holds
 // s1; synchronizing an idle s2 returns while it is closed, for a non-blocking and a blocking s2; the
 // control: synchronizing s1 does not.
 TEST_F(EventsAndWaits, StreamSynchronizeWaitsOnlyForItsStream) {
@@ -378,15 +378,15 @@ TEST_F(EventsAndWaits, StreamSynchronizeWaitsOnlyForItsStream) {
   for (const sc::stream* s2 : {&nb, &bl}) {
     SCOPED_TRACE(s2->name());
     const sc::stream& target = same ? s1 : *s2;
-    const sc::return_observation idle = call_while_held(s1, [&] { return cudaStreamSynchronize(target.get()); });
+    const sc::return_observation idle = call_while_holding(s1, [&] { return cudaStreamSynchronize(target.get()); });
     drain();
-    EXPECT_TRUE(idle.returned) << "synchronizing idle " << s2->name() << " waited for gated s1";
+    EXPECT_TRUE(idle.returned) << "synchronizing idle " << s2->name() << " waited for held s1";
     EXPECT_CUDA_EQ(cudaSuccess, idle.code);
     sc::observe(s2->name() + ".took_us", static_cast<long long>(idle.took.count()));
   }
-  const sc::return_observation held = call_while_held(s1, [&] { return cudaStreamSynchronize(s1.get()); });
+  const sc::return_observation held = call_while_holding(s1, [&] { return cudaStreamSynchronize(s1.get()); });
   drain();
-  EXPECT_TRUE(sc::does_not_hold(held.returned)) << "synchronizing the gated stream itself returned";
+  EXPECT_TRUE(sc::does_not_hold(held.returned)) << "synchronizing the held stream itself returned";
 }
 
 }  // namespace

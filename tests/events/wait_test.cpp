@@ -1,4 +1,4 @@
-// EVT-01, -02, -03: what a stream wait holds, and which record of an event it binds to. Proven with gates
+// EVT-01, -02, -03: what a stream wait holds, and which record of an event it binds to. Proven with latches
 // (a kernel on a mapped flag, opened by the host after it checked "not yet") and with order encoded in
 // values, never with timing.
 #include <gtest/gtest.h>
@@ -39,9 +39,9 @@ std::vector<std::pair<stream_kind, stream_kind>> pairs_of_two_streams() {
 struct pair_result {
   // The negative control, where the legacy stream does not order the pair anyway: B's mark with no wait,
   // watched while A is held.
-  std::optional<sc::gated_result> free_without_wait;
+  std::optional<sc::held_result> free_without_wait;
   // B's mark after the wait and the consumer, watched while A is held.
-  sc::gated_result held{sc::gated_outcome::invalid, "not measured"};
+  sc::held_result held{sc::held_outcome::invalid, "not measured"};
   // The same mark's ticket once A was released (0: it never landed).
   std::uint32_t held_ticket = 0;
 };
@@ -52,7 +52,7 @@ class pair_waits {
  public:
   explicit pair_waits(EventsAndWaits& t) : t_(t), mismatches_(1) {}
 
-  // A gate holds A; a fill in A writes the pair's value; e is recorded in A. The negative control, where the
+  // A latch holds A; a fill in A writes the pair's value; e is recorded in A. The negative control, where the
   // pair has one. Then B waits on e (only `with_wait`), a consumer in B counts the elements that are not the
   // value, and B's mark follows; A is released and the device drained.
   pair_result run(stream_kind ka, stream_kind kb, bool with_wait);
@@ -85,7 +85,7 @@ pair_result pair_waits::run(stream_kind ka, stream_kind kb, bool with_wait) {
   const unsigned control_mark = 2 * index;
   const unsigned held_mark = 2 * index + 1;
   pair_result r;
-  sc::gate g;
+  sc::latch g;
   t_.hold(g, a);
   t_.fill(a, data.data(), kElements, value);
   t_.record(e, a, "e");
@@ -107,10 +107,10 @@ pair_result pair_waits::run(stream_kind ka, stream_kind kb, bool with_wait) {
 
 // EVT-01 · RT cudaStreamWaitEvent: after cudaStreamWaitEvent(B, e), work in B does not start until the work
 // captured by e's latest record has completed, for every pair of stream kinds (blocking, non-blocking,
-// per-thread, legacy; two different streams). A gate holds A; a fill in A writes V; e is recorded in A.
+// per-thread, legacy; two different streams). A latch holds A; a fill in A writes V; e is recorded in A.
 // First, where the pair is not ordered anyway by the legacy stream's implicit synchronization, a mark in B
-// with no wait must land while the gate is closed (the negative control: B is free). Then B waits on e,
-// a consumer in B counts elements that are not V, and a mark follows: it must not land while the gate is
+// with no wait must land while the latch is closed (the negative control: B is free). Then B waits on e,
+// a consumer in B counts elements that are not V, and a mark follows: it must not land while the latch is
 // closed, and after the release the consumer must have seen V everywhere.
 TEST_F(EventsAndWaits, WaitHoldsLaterWorkForEveryPairOfStreamKinds) {
   const sc::claim evt01("EVT-01");
@@ -135,10 +135,10 @@ TEST_F(EventsAndWaits, WaitHoldsLaterWorkForEveryPairOfStreamKinds) {
 }
 
 // EVT-02 · RT cudaEventRecord ("... later calls do not affect earlier waits"): a wait binds to the record
-// current when cudaStreamWaitEvent is called. A gate holds A; e is recorded in A; B waits on e and drops a
+// current when cudaStreamWaitEvent is called. A latch holds A; e is recorded in A; B waits on e and drops a
 // mark; then e is recorded again on an idle stream C (that record completes at once). B's mark must still
-// not land while the gate is closed. Control: D waits on e after the re-record and its mark lands while
-// the gate is closed (it bound to C's finished record).
+// not land while the latch is closed. Control: D waits on e after the re-record and its mark lands while
+// the latch is closed (it bound to C's finished record).
 TEST_F(EventsAndWaits, WaitBindsToTheRecordCurrentAtCallTime) {
   const sc::claim evt02("EVT-02");
   const bool late_wait = evt02.mutated(sc::mutation_kind::arrangement);
@@ -148,7 +148,7 @@ TEST_F(EventsAndWaits, WaitBindsToTheRecordCurrentAtCallTime) {
   const sc::stream c = make(stream_flags::non_blocking, "C");
   const sc::stream d = make(stream_flags::non_blocking, "D");
   const sc::event e = sc::event::create(sc::event_flags::disable_timing);
-  sc::gate g;
+  sc::latch g;
   hold(g, a);
   record(e, a, "e");
   if (!late_wait) wait(b, e, "e");
@@ -249,7 +249,7 @@ void circular_chain::enqueue_iteration(std::uint32_t i, bool wait_first) const {
 // event pair back and forth 5000 times, each re-recording an event the other stream waits on. If a wait bound
 // to a later record, the two streams would wait on each other for ever; with call-time binding the chain
 // completes in order. Each step checks that the word holds the step's number and advances it (order encoded
-// in the value). A gate holds the head of s1 while the first slice is queued: no step may run meanwhile (s2's
+// in the value). A latch holds the head of s1 while the first slice is queued: no step may run meanwhile (s2's
 // first step waits for s1's). The chain runs in slices with a deadline each: a slice that does not finish
 // ends the test with a message instead of a hang.
 TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
@@ -258,7 +258,7 @@ TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
   // the previous record and s2's step does not wait for s1's.
   const bool wait_first = evt02.mutated(sc::mutation_kind::arrangement);
   circular_chain chain(*this);
-  sc::gate g;
+  sc::latch g;
   hold(g, chain.s1);
   for (std::uint32_t i = 0; i < kIterations; ++i) {
     if (i == kIterations - kTraced) chain.trace_from(recorder(), i);
@@ -278,26 +278,26 @@ TEST_F(EventsAndWaits, CircularRecordAndWaitCompletesInOrder) {
   EXPECT_EQ(2 * kIterations, chain.final_word());
 }
 
-// EVT-03's synchronize of the waiting stream B, once B's mark has landed while the gate is closed: B's work is
-// done, so it must return while the gate is still closed, with cudaSuccess. Made on a helper thread, so a
+// EVT-03's synchronize of the waiting stream B, once B's mark has landed while the latch is closed: B's work is
+// done, so it must return while the latch is still closed, with cudaSuccess. Made on a helper thread, so a
 // synchronize that wrongly waits ends with the window, not on the watchdog. Not made under a tool that intercepts
-// the call: under memcheck (H100) it waited for A's gate, the tool's doing, not the driver's. Its code, or why it
+// the call: under memcheck (H100) it waited for A's latch, the tool's doing, not the driver's. Its code, or why it
 // was not made, is observed as "sync_of_waiting_stream".
-std::optional<sc::return_observation> synchronize_waiting_stream(const sc::stream& b, sc::gate& g,
-                                                                 const sc::gated_result& landed) {
+std::optional<sc::return_observation> synchronize_waiting_stream(const sc::stream& b, sc::latch& g,
+                                                                 const sc::held_result& landed) {
   const std::string intercepted = sc::unmet(sc::requirement::unintercepted_calls);
   if (!intercepted.empty()) {
     sc::observe("sync_of_waiting_stream", "not run: " + intercepted);
     return std::nullopt;
   }
-  if (landed.outcome() != sc::gated_outcome::holds) return std::nullopt;
-  const sc::return_observation synced = sc::call_while_gated([&] { return cudaStreamSynchronize(b.get()); }, g);
+  if (landed.outcome() != sc::held_outcome::holds) return std::nullopt;
+  const sc::return_observation synced = sc::call_while_held([&] { return cudaStreamSynchronize(b.get()); }, g);
   sc::observe("sync_of_waiting_stream", sc::error_name(synced.code));
   return synced;
 }
 
 // EVT-03 · RT cudaEventRecord, cudaStreamWaitEvent: a wait on an event that was never recorded is a no-op.
-// A gate holds an unrelated stream A; B waits on a fresh event and drops a mark: it lands while the gate is
+// A latch holds an unrelated stream A; B waits on a fresh event and drops a mark: it lands while the latch is
 // closed, and synchronizing B then succeeds.
 TEST_F(EventsAndWaits, WaitOnANeverRecordedEventIsANoOp) {
   const sc::claim evt03("EVT-03");
@@ -306,13 +306,13 @@ TEST_F(EventsAndWaits, WaitOnANeverRecordedEventIsANoOp) {
   const sc::stream b = make(stream_flags::non_blocking, "B");
   const sc::event e = sc::event::create();
   const bool recorded = evt03.mutated(sc::mutation_kind::arrangement);
-  sc::gate g;
+  sc::latch g;
   hold(g, a);
   if (recorded) record(e, a, "e");
   wait(b, e, "e");
   drop(m, b, 1);
   sc::held_window w(g);
-  const sc::gated_result landed = w.present(sc::probe::mark(m, 1));
+  const sc::held_result landed = w.present(sc::probe::mark(m, 1));
   EXPECT_TRUE(landed) << "a wait on a never-recorded event held later work";
   if (const std::optional<sc::return_observation> synced = synchronize_waiting_stream(b, g, landed)) {
     EXPECT_TRUE(synced->returned) << "synchronizing the stream that waited on a never-recorded event waited";

@@ -69,7 +69,7 @@ void CUDA_CB driver_callback(CUstream stream, CUresult status, void* user_data) 
 }
 
 // HOST-16 · DRV cuStreamAddCallback, the driver twin of HOST-01 and HOST-04: the callback is not called while a
-// gate holds the work before it; once the gate opens it is called once, with its stream, CUDA_SUCCESS and its
+// latch holds the work before it; once the latch opens it is called once, with its stream, CUDA_SUCCESS and its
 // userData.
 TEST_F(HostFuncs, DriverCallbackRunsAfterEarlierWorkWithItsArguments) {
   const sc::claim host16("HOST-16");
@@ -80,7 +80,7 @@ TEST_F(HostFuncs, DriverCallbackRunsAfterEarlierWorkWithItsArguments) {
   static driver_callback_seen seen;
   seen.reset();
   const sc::stream& target = host16.mutated(sc::mutation_kind::arrangement) ? idle : s;
-  sc::gate g;
+  sc::latch g;
   hold(g, s);
   {
     sc::held_window w(g);
@@ -96,8 +96,8 @@ TEST_F(HostFuncs, DriverCallbackRunsAfterEarlierWorkWithItsArguments) {
 }
 
 // HOST-09 · RT cudaLaunchHostFunc, cudaStreamAddCallback (enqueue): enqueueing does not block the host,
-// even behind unfinished work: both calls return while a gate holds their stream.
-TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
+// even behind unfinished work: both calls return while a latch holds their stream.
+TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsHeld) {
   const sc::claim host09("HOST-09");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream s = make(stream_flags::non_blocking, "s");
@@ -111,13 +111,13 @@ TEST_F(HostFuncs, EnqueueingReturnsWhileTheStreamIsGated) {
       {"cudaStreamAddCallback", [&] { return cudaStreamAddCallback(s.get(), do_nothing_callback, nullptr, 0); }}};
   for (const enqueue& e : calls) {
     SCOPED_TRACE(e.name);
-    const sc::return_observation seen = call_while_held(s, [&] {
+    const sc::return_observation seen = call_while_holding(s, [&] {
       const cudaError_t code = e.call();
       return code == cudaSuccess && then_sync ? cudaStreamSynchronize(s.get()) : code;
     });
     ASSERT_TRUE(drain());
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
-    EXPECT_TRUE(seen.returned) << e.name << " waited for the gated stream";
+    EXPECT_TRUE(seen.returned) << e.name << " waited for the held stream";
     sc::observe(std::string(e.name) + ".took_us", static_cast<long long>(seen.took.count()));
   }
 }

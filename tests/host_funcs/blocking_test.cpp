@@ -24,10 +24,10 @@ constexpr std::chrono::milliseconds kChildReadyDeadline{20000};
 // hold -> probe -> release, for a holder already holding stream A: once it runs, `enqueue` puts the work under
 // test in and returns its probe, which is watched (until `deadline`) while the holder is still closed; then the
 // holder is released. The caller drains.
-sc::gated_result lands_while_held(sc::holder& held, const std::function<sc::probe()>& enqueue,
+sc::held_result lands_while_held(sc::holder& held, const std::function<sc::probe()>& enqueue,
                                   std::chrono::milliseconds deadline = sc::kPresenceDeadline) {
   sc::held_window w(held);
-  const sc::gated_result seen = w.present(enqueue(), deadline);
+  const sc::held_result seen = w.present(enqueue(), deadline);
   w.release();
   return seen;
 }
@@ -54,14 +54,14 @@ TEST_F(HostFuncs, HostFunctionOfAnotherStreamWhileOneWaits) {
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   sc::host_latch latch;
-  sc::gate g;
-  // Mutation (arrangement): A is held by a kernel gate instead, so no host function is waiting (on this
+  sc::latch g;
+  // Mutation (arrangement): A is held by a kernel latch instead, so no host function is waiting (on this
   // driver the measured value then flips from "held back" to "ran").
-  const bool device_gate = host06.mutated(sc::mutation_kind::arrangement);
-  sc::holder& held = device_gate ? static_cast<sc::holder&>(g) : latch;
+  const bool device_latch = host06.mutated(sc::mutation_kind::arrangement);
+  sc::holder& held = device_latch ? static_cast<sc::holder&>(g) : latch;
   hold(held, a);
   // Reason for kLandingDeadline: a free worker runs a host function within microseconds.
-  const sc::gated_result ran = lands_while_held(
+  const sc::held_result ran = lands_while_held(
       held, [&] { return sc::families::ran(launch_host_func(b, "b")); }, sc::kLandingDeadline);
   ASSERT_TRUE(drain());
   EXPECT_TRUE(host06.observed_row("other_stream_host_function_ran", ran));
@@ -78,7 +78,7 @@ TEST_F(HostFuncs, KernelOfAnotherStreamWhileAHostFunctionWaits) {
   sc::marks m;
   sc::host_latch latch;
   hold(latch, a);
-  const sc::gated_result ran = lands_while_held(latch, [&] {
+  const sc::held_result ran = lands_while_held(latch, [&] {
     drop(m, target, 1);
     return sc::probe::mark(m, 1);
   });
@@ -102,14 +102,14 @@ TEST_F(HostFuncs, OtherThreadsCallsWhileACallbackWaits) {
   ASSERT_TRUE(other_process.wait_ready(kChildReadyDeadline)) << other_process.problem();
   const bool wait_for_a = host08.mutated(sc::mutation_kind::arrangement);
   sc::thread_probe calls("cudaEventRecord + cudaStreamQuery on stream B", record_and_query(e, b, a, wait_for_a));
-  sc::host_latch latch(sc::kGateWatchdog, sc::watchdog_report::banner, sc::host_enqueue::stream_callback);
+  sc::host_latch latch(sc::kLatchWatchdog, sc::watchdog_report::banner, sc::host_enqueue::stream_callback);
   hold(latch, a);
   sc::held_window w(latch);
   calls.start();
-  const sc::gated_result thread_returned = w.present(calls.returned(), sc::kReturnWindow);
+  const sc::held_result thread_returned = w.present(calls.returned(), sc::kReturnWindow);
   other_process.go();
   // Reason for 1 s: the other context's kernel and synchronize take milliseconds on an idle GPU.
-  const sc::gated_result process_done = w.present(other_process.done(), sc::kPresenceDeadline);
+  const sc::held_result process_done = w.present(other_process.done(), sc::kPresenceDeadline);
   w.release();
   ASSERT_TRUE(calls.join_within(sc::kWorkDeadline)) << "the other thread's calls did not return after the release";
   ASSERT_TRUE(drain());

@@ -40,9 +40,9 @@ void CUDART_CB callback(cudaStream_t, cudaError_t status, void*) {
   g_seen.callback_calls.fetch_add(1);
 }
 
-// Child body. A gate holds s; behind it a trapping kernel, then a host function H, then a callback C. So
+// Child body. A latch holds s; behind it a trapping kernel, then a host function H, then a callback C. So
 // both are enqueued while the context is still healthy (the enqueue codes are recorded), and the fault
-// happens only after the gate opens. If H were called it would run before C (stream order): C seeing no
+// happens only after the latch opens. If H were called it would run before C (stream order): C seeing no
 // call of H, and H never called by the end, means H was skipped.
 [[noreturn]] void fault_then_host_work(const sc::child_channel& channel, bool trap) {
   const auto name = [](cudaError_t code) { return std::string(sc::error_name(code)); };
@@ -50,13 +50,13 @@ void CUDART_CB callback(cudaStream_t, cudaError_t status, void*) {
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) std::_Exit(3);
   {
     const sc::stream held = sc::stream::view(s, "s");
-    sc::gate g;
+    sc::latch g;
     g.hold(held);
-    channel.write("gate_started", g.wait_started() ? "true" : "false");
+    channel.write("latch_started", g.wait_started() ? "true" : "false");
     channel.write("enqueue.trap", name(trap ? sc::kernels::launch_trap(s) : sc::kernels::launch_empty(s)));
     channel.write("enqueue.cudaLaunchHostFunc", name(cudaLaunchHostFunc(s, host_func, nullptr)));
     channel.write("enqueue.cudaStreamAddCallback", name(cudaStreamAddCallback(s, callback, nullptr, 0)));
-  }  // the gate opens: the trap runs
+  }  // the latch opens: the trap runs
   channel.write("cudaStreamSynchronize", name(cudaStreamSynchronize(s)));
   // The callback may run after the synchronize has returned the error, and nothing in stream order is
   // left to wait on in a lost context: wait for the callback itself, with a deadline. (H's absence is
@@ -93,7 +93,7 @@ TEST_F(HostFuncs, AfterADeviceFaultCallbacksGetTheErrorAndHostFunctionsAreSkippe
   const bool trap = !host11.mutated(sc::mutation_kind::arrangement);
   std::map<std::string, std::string> child = values_of_faulting_child(trap);
   ASSERT_FALSE(child.empty()) << "the child reported nothing";
-  EXPECT_EQ("true", child["gate_started"]) << "the gate in the child did not start, so the fault may have come early";
+  EXPECT_EQ("true", child["latch_started"]) << "the latch in the child did not start, so the fault may have come early";
   EXPECT_EQ("cudaSuccess", child["enqueue.cudaLaunchHostFunc"]) << "enqueued before the fault, it must be accepted";
   EXPECT_EQ("cudaSuccess", child["enqueue.cudaStreamAddCallback"]) << "enqueued before the fault, it must be accepted";
   EXPECT_NE("cudaSuccess", child["cudaStreamSynchronize"])

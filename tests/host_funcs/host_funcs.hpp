@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "sc/fixtures/check.hpp"
-#include "sc/fixtures/gate.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/host_latch.hpp"
 #include "sc/fixtures/predicates.hpp"
@@ -43,7 +43,7 @@ struct host_record {
   bool enqueued = false;                      // the enqueue call succeeded: it must run before the test ends
 };
 
-// The probe "host function <label> ran" (for the gate predicates and held_window).
+// The probe "host function <label> ran" (for the latch predicates and held_window).
 inline probe ran(const host_record& r) {
   return probe("host function '" + r.label + "' ran", [&r] { return r.calls.load() != 0; });
 }

@@ -1,4 +1,4 @@
-// HOST-01, -02, -03, -10: where a host function stands in its stream's order, proven with gates and
+// HOST-01, -02, -03, -10: where a host function stands in its stream's order, proven with latches and
 // host latches (never with timing).
 #include <gtest/gtest.h>
 
@@ -46,8 +46,8 @@ sc::probe all_ran(const std::string& what, const std::vector<host_record*>& fns)
 
 // HOST-01 · RT cudaLaunchHostFunc ("called after currently enqueued work"); PG 2.3.4: a host function runs
 // only after all work enqueued before it in its stream has completed, and sees that work's results. A
-// gate holds s; a fill kernel after it writes V into mapped memory; the host function, after the fill,
-// reads the buffer in reverse order. It must not run while the gate is closed, and must see V everywhere.
+// latch holds s; a fill kernel after it writes V into mapped memory; the host function, after the fill,
+// reads the buffer in reverse order. It must not run while the latch is closed, and must see V everywhere.
 TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
   const sc::claim host01("HOST-01");
   SC_REQUIRE(sc::requirement::async_launches);
@@ -57,7 +57,7 @@ TEST_F(HostFuncs, HostFunctionRunsAfterEarlierWorkAndSeesItsResults) {
   const sc::stream other = make(stream_flags::non_blocking, "other");
   const bool unordered = host01.mutated(sc::mutation_kind::arrangement);
   std::atomic<std::uint32_t> wrong{0};
-  sc::gate g;
+  sc::latch g;
   hold(g, s);
   SC_CHECK_CUDA(sc::kernels::launch_fill(s.get(), data.device(), kElements, kValue));
   host_record& reader = launch_host_func(unordered ? other : s, "reader",
@@ -105,14 +105,14 @@ TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
   const bool displaced = host03.mutated(sc::mutation_kind::arrangement);
   std::vector<host_record*> fns;
   std::vector<unsigned> marks_seen(kFunctions, 0);
-  sc::gate hold_late;
+  sc::latch hold_late;
   hold(hold_late, late);
   for (unsigned i = 0; i < kFunctions; ++i) {
     drop(m, s, i);
     fns.push_back(&launch_host_func(displaced && i == 3 ? late : s, "f" + std::to_string(i),
                                     [&m, &marks_seen, i] { marks_seen[i] = landed_marks(m, kFunctions); }));
   }
-  const sc::gated_result every_one_ran = sc::present_while_gated(all_ran("all host functions of s", fns), hold_late);
+  const sc::held_result every_one_ran = sc::present_while_held(all_ran("all host functions of s", fns), hold_late);
   hold_late.open();
   ASSERT_TRUE(drain());
   EXPECT_TRUE(every_one_ran);
@@ -124,14 +124,14 @@ TEST_F(HostFuncs, HostFunctionsOfOneStreamRunOnceInEnqueueOrderBetweenKernels) {
 }
 
 // HOST-03 negative control: host functions of two streams without a join have no fixed order. The first
-// one enqueued (into a stream held by a gate) runs after the second (in a free stream).
+// one enqueued (into a stream held by a latch) runs after the second (in a free stream).
 TEST_F(HostFuncs, NegativeControlHostFunctionsOfTwoStreamsHaveNoFixedOrder) {
   const sc::claim host03("HOST-03");
   SC_REQUIRE(sc::requirement::async_launches);
   const sc::stream a = make(stream_flags::non_blocking, "a");
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const bool joined = host03.mutated(sc::mutation_kind::arrangement);
-  sc::gate g;
+  sc::latch g;
   hold(g, a);
   host_record& first = launch_host_func(a, "first");
   host_record& second = launch_host_func(joined ? a : b, "second");
@@ -145,8 +145,8 @@ TEST_F(HostFuncs, NegativeControlHostFunctionsOfTwoStreamsHaveNoFixedOrder) {
 }
 
 // HOST-10 · RT cudaLaunchHostFunc (it starts as if an event recorded just before it had been
-// synchronized): it also waits for work joined into its stream earlier by an event wait. A gate holds A;
-// B waits on an event recorded in A after the gate; the host function in B must not run while A is gated.
+// synchronized): it also waits for work joined into its stream earlier by an event wait. A latch holds A;
+// B waits on an event recorded in A after the latch; the host function in B must not run while A is held.
 TEST_F(HostFuncs, HostFunctionWaitsForWorkJoinedByAnEventWait) {
   const sc::claim host10("HOST-10");
   SC_REQUIRE(sc::requirement::async_launches);
@@ -154,7 +154,7 @@ TEST_F(HostFuncs, HostFunctionWaitsForWorkJoinedByAnEventWait) {
   const sc::stream b = make(stream_flags::non_blocking, "b");
   const sc::event joined = sc::event::create(sc::event_flags::disable_timing);
   const bool no_wait = host10.mutated(sc::mutation_kind::arrangement);
-  sc::gate g;
+  sc::latch g;
   hold(g, a);
   SC_CHECK_CUDA(cudaEventRecord(joined.get(), a.get()));
   if (!no_wait) SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), joined.get(), 0));

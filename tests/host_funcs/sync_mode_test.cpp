@@ -23,7 +23,7 @@ constexpr int kV2DriverVersion = 13020;
 constexpr unsigned kModeBlocking = 0;
 constexpr unsigned kModeSpinWait = 1;
 constexpr unsigned kModeUnknown = 2;
-// Samples per mode. Reason: a median of 15 gate releases is stable to a few microseconds on an idle host.
+// Samples per mode. Reason: a median of 15 latch releases is stable to a few microseconds on an idle host.
 constexpr int kSamples = 15;
 
 struct wake {
@@ -63,13 +63,13 @@ v2_entry_point find_launch_host_func_v2(int driver) {
   return {reinterpret_cast<launch_host_func_v2>(v2), ""};
 }
 
-// kSamples latencies (microseconds, sorted) from a gate's release to the start of the host function launched
+// kSamples latencies (microseconds, sorted) from a latch's release to the start of the host function launched
 // behind it in `s` with sync mode `mode` (named `key`). A failed step is fatal to the test.
 void sample_release_to_start(HostFuncs& t, const sc::stream& s, launch_host_func_v2 launch, unsigned mode,
                              const std::string& key, std::vector<long long>& micros) {
   for (int i = 0; i < kSamples; ++i) {
     wake w;
-    sc::gate g;
+    sc::latch g;
     t.hold(g, s);
     ASSERT_EQ(CUDA_SUCCESS, launch(s.get(), note_wake, &w, mode)) << "mode " << mode;
     std::chrono::steady_clock::time_point released;
@@ -85,7 +85,7 @@ void sample_release_to_start(HostFuncs& t, const sc::stream& s, launch_host_func
   std::sort(micros.begin(), micros.end());
 }
 
-// HOST-15 · cuda-python HostTaskSyncMode (CUDA 13.2) (recorded): the latency from a gate's release to the
+// HOST-15 · cuda-python HostTaskSyncMode (CUDA 13.2) (recorded): the latency from a latch's release to the
 // start of the host function behind it, per sync mode (median of kSamples), and the code of mode 2.
 TEST_F(HostFuncs, HostTaskSyncModesOfLaunchHostFuncV2) {
   const sc::claim host15("HOST-15");
