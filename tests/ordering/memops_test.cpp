@@ -1,0 +1,100 @@
+// ORDX-06, ORDX-07: stream memory operations. A wait on a word holds later work of its stream until its
+// condition holds; a write from another stream, ordered after that stream's earlier work, releases it.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "ordering.hpp"
+#include "sc/fixtures/check.hpp"
+#include "sc/fixtures/driver.hpp"
+#include "sc/fixtures/environment.hpp"
+#include "sc/fixtures/probe.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::families::OrderingExceptions;
+using sc::families::wait_word;
+
+// One condition of ORDX-06: the word starts at `initial` and then takes `holding` (neither satisfies the
+// wait), and `releasing` satisfies it. Under the mutation the word takes `releasing` where `holding` was due,
+// so the wait no longer holds the mark.
+void expect_wait_holds(OrderingExceptions& t, const sc::claim& ordx06, unsigned flags, std::uint32_t value,
+                       std::uint32_t initial, std::uint32_t holding, std::uint32_t releasing) {
+  const bool released_early = ordx06.mutated(sc::mutation_kind::arrangement);
+  wait_word w(initial, releasing);
+  const sc::families::wait_outcome o =
+      t.wait_then_store(w, flags, value, released_early ? releasing : holding, releasing);
+  EXPECT_TRUE(o.held) << "later work of the stream ran before the word satisfied the wait";
+  EXPECT_TRUE(o.released) << "the wait did not let later work run once the word satisfied it";
+}
+
+// ORDX-06 · DRV cuStreamWaitValue32 ("Work ordered after the operation will block until the given condition on
+// the memory is satisfied. By default, the condition is to wait for (int32_t)(*addr - value) >= 0, a cyclic
+// greater-or-equal"): a wait for 0xFFFFFFF0 holds at 0xFFFFFF00 and at 0x7FFFFFF0, and 5 (past the wrap,
+// numerically smaller) releases it.
+TEST_F(OrderingExceptions, WaitGeqIsACyclicComparison) {
+  const sc::claim ordx06("ORDX-06");
+  expect_wait_holds(*this, ordx06, CU_STREAM_WAIT_VALUE_GEQ, 0xFFFFFFF0u, 0xFFFFFF00u, 0x7FFFFFF0u, 5u);
+}
+
+// ORDX-06 · DRV CU_STREAM_WAIT_VALUE_EQ ("Wait until *addr == value"): a wait for 7 holds at 0 and at 8 (which
+// a greater-or-equal would take), and 7 releases it.
+TEST_F(OrderingExceptions, WaitEqHoldsUntilTheWordIsEqual) {
+  const sc::claim ordx06("ORDX-06");
+  expect_wait_holds(*this, ordx06, CU_STREAM_WAIT_VALUE_EQ, 7u, 0u, 8u, 7u);
+}
+
+// ORDX-06 · DRV CU_STREAM_WAIT_VALUE_AND ("Wait until (*addr & value) != 0"): a wait for bit 3 holds at 0 and
+// at 0x7, and 0x18 releases it.
+TEST_F(OrderingExceptions, WaitAndHoldsUntilABitIsShared) {
+  const sc::claim ordx06("ORDX-06");
+  expect_wait_holds(*this, ordx06, CU_STREAM_WAIT_VALUE_AND, 0x8u, 0u, 0x7u, 0x18u);
+}
+
+// ORDX-06 · DRV CU_STREAM_WAIT_VALUE_NOR ("Wait until ~(*addr | value) != 0", where the device attribute
+// CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR says so): a wait for 0xFFFF0000 holds while the word has
+// every low bit set (0x0000FFFF, 0x0001FFFF) and 0x00007FFF releases it.
+TEST_F(OrderingExceptions, WaitNorHoldsUntilABitIsFreeInBoth) {
+  const sc::claim ordx06("ORDX-06");
+  CUdevice dev = 0;
+  SC_CHECK_CU(sc::driver().cuDeviceGet(&dev, device()));
+  int nor = 0;
+  SC_CHECK_CU(sc::driver().cuDeviceGetAttribute(&nor, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR, dev));
+  sc::observe("can_use_stream_wait_value_nor", nor);
+  if (nor == 0) GTEST_SKIP() << "CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR is 0 on this device";
+  expect_wait_holds(*this, ordx06, CU_STREAM_WAIT_VALUE_NOR, 0xFFFF0000u, 0x0000FFFFu, 0x0001FFFFu, 0x00007FFFu);
+}
+
+// ORDX-07 · DRV cuStreamWriteValue32 (a stream memory operation, in its stream's order) and cuStreamWaitValue32:
+// s waits for the word to reach 1 before mark 1; t writes 1 behind a latch. While the latch holds t the mark stays
+// absent (s had reached its wait), and once it opens the write releases s.
+TEST_F(OrderingExceptions, WriteFromAnotherStreamReleasesTheWaitAfterItsEarlierWork) {
+  const sc::claim ordx07("ORDX-07");
+  SC_REQUIRE(sc::requirement::own_connection_count);  // one queue: s's wait would hold the latch too
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream t = make(stream_flags::non_blocking, "t");
+  const sc::stream free = make(stream_flags::non_blocking, "free");
+  // Mutation (arrangement): the write goes into a stream nothing holds.
+  const bool unheld = ordx07.mutated(sc::mutation_kind::arrangement);
+  wait_word w(0u, 1u);
+  const sc::event reached = sc::event::create(sc::event_flags::disable_timing);
+  sc::marks m;
+  SC_CHECK_CUDA(cudaEventRecord(reached.get(), s.get()));
+  SC_CHECK_CU(w.wait_in(s, 1u, CU_STREAM_WAIT_VALUE_GEQ));
+  drop(m, s, 1);
+  sc::latch g;
+  hold(g, t);
+  SC_CHECK_CU(w.write_in(unheld ? free : t, 1u));
+  sc::held_window window(g);
+  ASSERT_TRUE(
+      sc::wait_until(sc::probe("s reached its wait", [&] { return cudaEventQuery(reached.get()) == cudaSuccess; }),
+                     sc::kPresenceDeadline));
+  EXPECT_TRUE(window.absent(sc::probe::mark(m, 1))) << "s ran past its wait while the write was held";
+  window.release();
+  EXPECT_TRUE(sc::wait_until(sc::probe::mark(m, 1), sc::kPresenceDeadline)) << "the write did not release s";
+  w.store(1u);
+  sc::families::finish_waiting(s);
+}
+
+}  // namespace
