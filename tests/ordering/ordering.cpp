@@ -8,6 +8,7 @@
 #include "sc/fixtures/environment.hpp"
 #include "sc/fixtures/host_atomic.hpp"
 #include "sc/fixtures/probe.hpp"
+#include "sc/kernels/launch.hpp"
 
 namespace sc::families {
 
@@ -102,5 +103,43 @@ wait_outcome OrderingExceptions::wait_then_store(wait_word& w, unsigned flags, s
   finish_waiting(s);
   return out;
 }
+
+pdl_pair::pdl_pair(stream stream_) : s(std::move(stream_)) { *board.host() = kernels::pdl_board{}; }
+
+probe pdl_pair::early() const {
+  return probe("the secondary ran before its wait", [this] { return load_acquire(board.host()->early) != 0; });
+}
+
+probe pdl_pair::late() const {
+  return probe("the secondary ran past its wait", [this] { return load_acquire(board.host()->late) != 0; });
+}
+
+std::uint32_t pdl_pair::mismatches() const { return load_acquire(board.host()->mismatches); }
+
+std::uint64_t pdl_pair::late_ns() const { return load_acquire(board.host()->late_ns); }
+
+void ProgrammaticLaunch::SetUp() {
+  OrderingExceptions::SetUp();
+  if (IsSkipped() || HasFailure()) return;
+  if (compute_capability() < 90)
+    GTEST_SKIP() << "programmatic dependent launch needs compute capability 9.0; this GPU has "
+                 << compute_capability() / 10 << "." << compute_capability() % 10;
+}
+
+void ProgrammaticLaunch::start(pdl_pair& p, const pdl_options& o) {
+  SC_CHECK_CUDA(cudaMemsetAsync(p.out.data(), 0, pdl_pair::kPrimaryBlocks * sizeof(std::uint32_t), p.s.get()));
+  {
+    const auto label = recorder().label("primary@" + p.s.name());
+    p.primary.hold_by([&](kernels::latch_word* word, std::uint64_t watchdog_ns, bool banner) {
+      return kernels::launch_pdl_primary(p.s.get(), word, watchdog_ns, banner, pdl_pair::kPrimaryBlocks, o.trigger,
+                                         p.out.data(), pdl_pair::kValue);
+    });
+  }
+  const auto label = recorder().label("secondary@" + p.s.name());
+  SC_CHECK_CUDA(kernels::launch_pdl_secondary(p.s.get(), p.board.device(), p.out.data(), pdl_pair::kPrimaryBlocks,
+                                              pdl_pair::kValue, o.programmatic, o.synchronize));
+}
+
+void ProgrammaticLaunch::finish(pdl_pair& p) { SC_CHECK_CUDA(synchronize_within(p.s, kWorkDeadline)); }
 
 }  // namespace sc::families

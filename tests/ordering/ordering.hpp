@@ -9,11 +9,13 @@
 #include <string>
 
 #include "sc/fixtures/event.hpp"
-#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/predicates.hpp"
+#include "sc/fixtures/probe.hpp"
 #include "sc/fixtures/stream.hpp"
+#include "sc/kernels/record.hpp"
 
 namespace sc::families {
 
@@ -55,6 +57,42 @@ class OrderingExceptions : public GpuTest {
   // stream reached the wait, then stores `releasing` and checks the mark lands within kPresenceDeadline.
   wait_outcome wait_then_store(wait_word& w, unsigned flags, std::uint32_t value, std::uint32_t holding,
                                std::uint32_t releasing);
+};
+
+// A programmatic dependent launch whose primary is held: how its secondary is launched (ORDX-01...04).
+struct pdl_options {
+  bool programmatic;  // cudaLaunchAttributeProgrammaticStreamSerialization on the secondary
+  bool trigger;       // the primary's blocks let their dependents launch before they wait
+  bool synchronize;   // the secondary waits for its primary (cudaGridDependencySynchronize) before it reads
+};
+
+// The pair in one stream: a primary of kPrimaryBlocks blocks that is also a latch, then its secondary, which
+// marks the board before and after its wait and counts the primary's words it read that were not `kValue`.
+class pdl_pair {
+ public:
+  static constexpr unsigned kPrimaryBlocks = 2;
+  static constexpr std::uint32_t kValue = 0x0d1e5u;
+  explicit pdl_pair(stream s);
+  probe early() const;  // the secondary ran its code before the wait
+  probe late() const;   // the secondary ran its code after the wait
+  std::uint32_t mismatches() const;
+  std::uint64_t late_ns() const;
+
+  mapped<kernels::pdl_board> board{1};
+  device_buffer<std::uint32_t> out{kPrimaryBlocks};
+  stream s;
+  latch primary;  // last: destroyed, so opened, first
+};
+
+class ProgrammaticLaunch : public OrderingExceptions {
+ protected:
+  void SetUp() override;  // skips below compute capability 9.0
+
+ public:
+  // Enqueues the primary (held) and then the secondary, as `o` says.
+  void start(pdl_pair& p, const pdl_options& o);
+  // Waits, with a deadline, for the pair once the primary was opened.
+  static void finish(pdl_pair& p);
 };
 
 // Waits, with a deadline, until `s` (which waited on a word now released) is idle. A stream still waiting then

@@ -65,6 +65,18 @@ cudaError_t empty_and_unused_kernels(cudaKernel_t* empty, cudaKernel_t* unused);
 cudaError_t launch_latch_grid(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner,
                               unsigned blocks, unsigned threads, std::uint32_t* resident);
 
+// Programmatic dependent launch (compute capability 9.0; below it both kernels do nothing). The primary is a
+// latch as wide as its `blocks` blocks: each block first lets its dependents launch when `trigger`
+// (griddepcontrol.launch_dependents), then waits for the latch (block 0 publishes it like launch_latch), then
+// writes out[block] = value, a write made after its trigger.
+cudaError_t launch_pdl_primary(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner,
+                               unsigned blocks, bool trigger, std::uint32_t* out, std::uint32_t value);
+// Its secondary, one block, launched with cudaLaunchAttributeProgrammaticStreamSerialization set to
+// `programmatic`: it sets board->early, waits for its primary (griddepcontrol.wait) when `synchronize`, then
+// counts the words of out[0, n) that are not `value` into board->mismatches and sets board->late.
+cudaError_t launch_pdl_secondary(cudaStream_t stream, pdl_board* board, const std::uint32_t* out, std::uint32_t n,
+                                 std::uint32_t value, bool programmatic, bool synchronize);
+
 // How many blocks of `threads` threads of the grid latch fit on one SM at once (the occupancy API).
 cudaError_t latch_grid_occupancy(unsigned threads, int* blocks_per_sm);
 

@@ -1,0 +1,80 @@
+// ORDX-01...04: programmatic dependent launch. A primary that is also a latch holds its stream; its secondary
+// marks a board before and after its wait for the primary. What may start while the primary is held, and
+// what may not, is read from the board while the latch is closed.
+#include <gtest/gtest.h>
+
+#include "ordering.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::families::pdl_options;
+using sc::families::pdl_pair;
+using sc::families::ProgrammaticLaunch;
+
+// ORDX-01 · PG "Programmatic Dependent Launch and Synchronization" (without the attribute, a kernel launched
+// after another in the same stream starts only once the first completed): the primary triggers, yet a
+// secondary launched without the attribute runs nothing while the primary is held.
+TEST_F(ProgrammaticLaunch, WithoutTheAttributeTheSecondaryWaitsForThePrimarysEnd) {
+  const sc::claim ordx01("ORDX-01");
+  const bool programmatic = ordx01.mutated(sc::mutation_kind::arrangement);
+  pdl_pair p(make(stream_flags::non_blocking, "s"));
+  start(p, pdl_options{programmatic, true, true});
+  sc::held_window w(p.primary);
+  EXPECT_TRUE(w.absent(p.early())) << "the secondary started while its primary was held";
+  w.release();
+  finish(p);
+  EXPECT_EQ(0u, p.mismatches()) << "the secondary did not see every write of its primary";
+}
+
+// ORDX-02 · PG "Programmatic Dependent Launch" and RT cudaGridDependencySynchronize (it "blocks until all
+// direct grid dependencies have completed and flushed results back to global memory"): with the attribute,
+// the secondary's code after its wait runs only once the primary completed, and it sees every write the
+// primary made after its trigger.
+TEST_F(ProgrammaticLaunch, PastItsWaitTheSecondarySeesTheCompletedPrimary) {
+  const sc::claim ordx02("ORDX-02");
+  const bool unsynchronized = ordx02.mutated(sc::mutation_kind::arrangement);
+  pdl_pair p(make(stream_flags::non_blocking, "s"));
+  start(p, pdl_options{true, true, !unsynchronized});
+  sc::held_window w(p.primary);
+  EXPECT_TRUE(w.absent(p.late())) << "the secondary ran past its wait while its primary was held";
+  w.release();
+  finish(p);
+  EXPECT_EQ(0u, p.mismatches()) << "the secondary read words its primary had not written yet";
+  EXPECT_GE(p.late_ns(), p.primary.end_ns()) << "the secondary's read came before the primary's latch opened";
+}
+
+// ORDX-03 · PG "Programmatic Dependent Launch" (observed: once every primary block triggered, the secondary
+// "can" launch, and its code before the wait may run beside the primary): the secondary's early mark, while
+// the triggered primary is held.
+TEST_F(ProgrammaticLaunch, TriggeredPrimaryLetsTheSecondaryStartWhileHeld) {
+  const sc::claim ordx03("ORDX-03");
+  const bool untriggered = ordx03.mutated(sc::mutation_kind::arrangement);
+  const sc::observation seen = sc::measure_within(sc::kObservedAttempts, [&] {
+    pdl_pair p(make(stream_flags::non_blocking, "s"));
+    start(p, pdl_options{true, !untriggered, true});
+    sc::held_window w(p.primary);
+    const sc::held_result early = w.present(p.early());
+    w.release();
+    finish(p);
+    return early;
+  });
+  sc::observe("attempts", seen.attempts);
+  EXPECT_TRUE(ordx03.observed_row("secondary_starts_while_primary_held", seen.last));
+}
+
+// ORDX-04 · PG "Programmatic Dependent Launch" (a primary that never calls the trigger triggers implicitly
+// when it completes): with the attribute, a secondary behind an untriggered held primary runs nothing.
+TEST_F(ProgrammaticLaunch, UntriggeredPrimaryTriggersAtItsEnd) {
+  const sc::claim ordx04("ORDX-04");
+  const bool triggered = ordx04.mutated(sc::mutation_kind::arrangement);
+  pdl_pair p(make(stream_flags::non_blocking, "s"));
+  start(p, pdl_options{true, triggered, true});
+  sc::held_window w(p.primary);
+  EXPECT_TRUE(w.absent(p.early())) << "the secondary started before its untriggered primary completed";
+  w.release();
+  finish(p);
+  EXPECT_EQ(0u, p.mismatches());
+}
+
+}  // namespace
