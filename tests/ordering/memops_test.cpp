@@ -66,35 +66,72 @@ TEST_F(OrderingExceptions, WaitNorHoldsUntilABitIsFreeInBoth) {
   expect_wait_holds(*this, ordx06, CU_STREAM_WAIT_VALUE_NOR, 0xFFFF0000u, 0x0000FFFFu, 0x0001FFFFu, 0x00007FFFu);
 }
 
-// ORDX-07 · DRV cuStreamWriteValue32 (a stream memory operation, in its stream's order) and cuStreamWaitValue32:
-// s waits for the word to reach 1 before mark 1; t writes 1 behind a latch. While the latch holds t the mark stays
-// absent (s had reached its wait), and once it opens the write releases s.
-TEST_F(OrderingExceptions, WriteFromAnotherStreamReleasesTheWaitAfterItsEarlierWork) {
+// s waits on `w` for `value` (GEQ) before mark 1; returns once s reached its wait (an event recorded just before
+// it completed), false if it did not within the presence deadline.
+bool wait_then_mark(OrderingExceptions& t, wait_word& w, const sc::stream& s, sc::marks& m, std::uint32_t value) {
+  const sc::event reached = sc::event::create(sc::event_flags::disable_timing);
+  SC_CHECK_CUDA(cudaEventRecord(reached.get(), s.get()));
+  SC_CHECK_CU(w.wait_in(s, value, CU_STREAM_WAIT_VALUE_GEQ));
+  t.drop(m, s, 1);
+  return sc::wait_until(sc::probe("s reached its wait", [&] { return cudaEventQuery(reached.get()) == cudaSuccess; }),
+                        sc::kPresenceDeadline);
+}
+
+// ORDX-07 · DRV cuStreamWriteValue32 (a stream memory operation: it runs in its stream's order): behind a latch
+// in t, the write leaves the word alone while the latch is closed and writes it once the latch opens.
+TEST_F(OrderingExceptions, WriteWaitsForEarlierWorkOfItsStream) {
   const sc::claim ordx07("ORDX-07");
-  SC_REQUIRE(sc::requirement::own_connection_count);  // one queue: s's wait would hold the latch too
-  const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream t = make(stream_flags::non_blocking, "t");
   const sc::stream free = make(stream_flags::non_blocking, "free");
-  // Mutation (arrangement): the write goes into a stream nothing holds.
   const bool unheld = ordx07.mutated(sc::mutation_kind::arrangement);
   wait_word w(0u, 1u);
-  const sc::event reached = sc::event::create(sc::event_flags::disable_timing);
-  sc::marks m;
-  SC_CHECK_CUDA(cudaEventRecord(reached.get(), s.get()));
-  SC_CHECK_CU(w.wait_in(s, 1u, CU_STREAM_WAIT_VALUE_GEQ));
-  drop(m, s, 1);
   sc::latch g;
   hold(g, t);
   SC_CHECK_CU(w.write_in(unheld ? free : t, 1u));
   sc::held_window window(g);
-  ASSERT_TRUE(
-      sc::wait_until(sc::probe("s reached its wait", [&] { return cudaEventQuery(reached.get()) == cudaSuccess; }),
-                     sc::kPresenceDeadline));
-  EXPECT_TRUE(window.absent(sc::probe::mark(m, 1))) << "s ran past its wait while the write was held";
+  EXPECT_TRUE(window.absent(w.reaches(1u))) << "the write ran before the work ahead of it in its stream";
   window.release();
-  EXPECT_TRUE(sc::wait_until(sc::probe::mark(m, 1), sc::kPresenceDeadline)) << "the write did not release s";
+  EXPECT_TRUE(sc::wait_until(w.reaches(1u), sc::kPresenceDeadline)) << "the write never ran";
+  SC_CHECK_CUDA(sc::synchronize_within(t, sc::kWorkDeadline));
+}
+
+// ORDX-07 · DRV cuStreamWaitValue32 and cuStreamWriteValue32: a stream waiting on a word is released by a write
+// another stream makes. s reached its wait and its mark stays absent for the absence window; then the write is
+// enqueued in t, and the mark lands.
+TEST_F(OrderingExceptions, WriteFromAnotherStreamReleasesAWaitingStream) {
+  const sc::claim ordx07("ORDX-07");
+  SC_REQUIRE(sc::requirement::own_connection_count);  // one queue: t's write would queue behind s's wait
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream t = make(stream_flags::non_blocking, "t");
+  const std::uint32_t written = ordx07.mutate(sc::mutation_kind::arrangement, 1u, 0u);
+  wait_word w(0u, 1u);
+  sc::marks m;
+  ASSERT_TRUE(wait_then_mark(*this, w, s, m, 1u)) << "s did not reach its wait";
+  EXPECT_TRUE(sc::families::stays_absent(sc::probe::mark(m, 1), sc::kAbsenceWindow)) << "s ran past its wait";
+  SC_CHECK_CU(w.write_in(t, written));
+  EXPECT_TRUE(sc::wait_until(sc::probe::mark(m, 1), sc::kPresenceDeadline)) << "t's write did not release s";
   w.store(1u);
   sc::families::finish_waiting(s);
+}
+
+// ORDX-08 · DRV cuStreamWaitValue32 (observed: "improper use of this API may deadlock"; the scheduler may
+// serialize streams the driver cannot see ordered): while s waits on a word, does a kernel launched afterwards
+// in another stream run? Measured with a mark in t; the host store releases s whatever the answer.
+TEST_F(OrderingExceptions, KernelOfAnotherStreamBesideAPendingWait) {
+  const sc::claim ordx08("ORDX-08");
+  SC_REQUIRE(sc::requirement::own_connection_count);  // one queue: t's mark would surely queue behind the wait
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const sc::stream t = make(stream_flags::non_blocking, "t");
+  const bool same = ordx08.mutated(sc::mutation_kind::arrangement);
+  wait_word w(0u, 1u);
+  sc::marks m;
+  ASSERT_TRUE(wait_then_mark(*this, w, s, m, 1u)) << "s did not reach its wait";
+  drop(m, same ? s : t, 2);
+  const bool ran = sc::wait_until(sc::probe::mark(m, 2), sc::kPresenceDeadline);
+  w.store(1u);
+  sc::families::finish_waiting(s);
+  SC_CHECK_CUDA(sc::synchronize_within(t, sc::kWorkDeadline));
+  EXPECT_TRUE(ordx08.matches_baseline("kernel_in_another_stream_runs", ran));
 }
 
 }  // namespace

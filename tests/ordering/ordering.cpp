@@ -29,6 +29,11 @@ CUresult wait_word::write_in(const stream& s, std::uint32_t value) const {
 
 void wait_word::store(std::uint32_t value) { store_release(*word_.host(), value); }
 
+probe wait_word::reaches(std::uint32_t value) const {
+  return probe("the word holds " + std::to_string(value),
+               [this, value] { return load_acquire(*word_.host()) == value; });
+}
+
 std::string cu_name(CUresult code) {
   const char* name = nullptr;
   driver().cuGetErrorName(code, &name);
@@ -52,9 +57,6 @@ void finish_waiting(const stream& s) {
   }
 }
 
-namespace {
-
-// `p` stays false for `window`, polling: holds; seen within it: does not hold.
 held_result stays_absent(const probe& p, std::chrono::milliseconds window) {
   const auto start = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - start < window) {
@@ -66,8 +68,6 @@ held_result stays_absent(const probe& p, std::chrono::milliseconds window) {
   }
   return {held_outcome::holds, p.what() + ": not for " + std::to_string(window.count()) + " ms"};
 }
-
-}  // namespace
 
 wait_outcome OrderingExceptions::wait_then_store(wait_word& w, unsigned flags, std::uint32_t value,
                                                  std::uint32_t holding, std::uint32_t releasing) {

@@ -34,6 +34,8 @@ class wait_word {
   CUresult write_in(const stream& s, std::uint32_t value) const;
   // A store by the host, seen by the device's next read of the word.
   void store(std::uint32_t value);
+  // "the word holds <value>", read by the host.
+  probe reaches(std::uint32_t value) const;
 
  private:
   mapped<std::uint32_t> word_{1};
@@ -94,6 +96,9 @@ class ProgrammaticLaunch : public OrderingExceptions {
   // Waits, with a deadline, for the pair once the primary was opened.
   static void finish(pdl_pair& p);
 };
+
+// `p` stays unseen for `window` (polled): holds; seen within it: does not hold.
+held_result stays_absent(const probe& p, std::chrono::milliseconds window);
 
 // Waits, with a deadline, until `s` (which waited on a word now released) is idle. A stream still waiting then
 // would hang every later synchronize of the device: the test fails and ends its process (end_test_process).
