@@ -249,6 +249,28 @@ cudaError_t launch_latch(cudaStream_t stream, latch_word* latch, std::uint64_t w
   return cudaGetLastError();
 }
 
+cudaError_t launch_latch_with_event(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner,
+                                    cudaEvent_t event, bool programmatic) {
+  cudaLaunchAttribute attribute{};
+  if (programmatic) {
+    attribute.id = cudaLaunchAttributeProgrammaticEvent;
+    attribute.val.programmaticEvent.event = event;
+    attribute.val.programmaticEvent.flags = 0;
+    attribute.val.programmaticEvent.triggerAtBlockStart = 1;
+  } else {
+    attribute.id = cudaLaunchAttributeLaunchCompletionEvent;
+    attribute.val.launchCompletionEvent.event = event;
+    attribute.val.launchCompletionEvent.flags = 0;
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(1);
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, latch_kernel, latch, watchdog_ns, banner);
+}
+
 cudaError_t launch_mark(cudaStream_t stream, std::uint32_t* counter, mark_board* board, unsigned id) {
   if (id >= kMarkSlots) return cudaErrorInvalidValue;
   mark_kernel<<<1, 1, 0, stream>>>(counter, board, id);

@@ -3,7 +3,11 @@
 // what may not, is read from the board while the latch is closed.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "ordering.hpp"
+#include "sc/fixtures/event.hpp"
+#include "sc/kernels/launch.hpp"
 
 namespace {
 
@@ -75,6 +79,55 @@ TEST_F(ProgrammaticLaunch, UntriggeredPrimaryTriggersAtItsEnd) {
   w.release();
   finish(p);
   EXPECT_EQ(0u, p.mismatches());
+}
+
+// ORDX-05: a latch launched with an event attached (launch completion or programmatic); stream b waits on it
+// and then drops mark 1. The control: stream c waits on a plain event recorded after the latch, then mark 2.
+// Returns whether mark 1 landed while the latch was closed, after asserting that mark 2 did not.
+sc::held_result waiter_beside_held_kernel(ProgrammaticLaunch& t, bool programmatic, bool plain) {
+  const sc::stream a = t.make(stream_flags::non_blocking, "a");
+  const sc::stream b = t.make(stream_flags::non_blocking, "b");
+  const sc::stream c = t.make(stream_flags::non_blocking, "c");
+  const sc::event attached = sc::event::create(sc::event_flags::disable_timing);
+  const sc::event after = sc::event::create(sc::event_flags::disable_timing);
+  sc::marks m;
+  sc::latch g;
+  g.hold_by([&](sc::kernels::latch_word* word, std::uint64_t ns, bool banner) {
+    return sc::kernels::launch_latch_with_event(a.get(), word, ns, banner, attached.get(), programmatic);
+  });
+  if (plain) SC_CHECK_CUDA(cudaEventRecord(attached.get(), a.get()));
+  SC_CHECK_CUDA(cudaEventRecord(after.get(), a.get()));
+  SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), attached.get(), 0));
+  t.drop(m, b, 1);
+  SC_CHECK_CUDA(cudaStreamWaitEvent(c.get(), after.get(), 0));
+  t.drop(m, c, 2);
+  sc::held_window w(g);
+  EXPECT_TRUE(w.absent(sc::probe::mark(m, 2))) << "a plain event recorded after the held kernel completed";
+  return w.present(sc::probe::mark(m, 1));
+}
+
+// ORDX-05 · RT cudaLaunchAttributeLaunchCompletionEvent (observed: "Nominally, the event is triggered once all
+// blocks of the kernel have begun execution. Currently this is a best effort"): a stream waiting on it runs
+// while the kernel is still held.
+TEST_F(ProgrammaticLaunch, LaunchCompletionEventLetsAWaiterRunBesideItsKernel) {
+  const sc::claim ordx05("ORDX-05");
+  const bool plain = ordx05.mutated(sc::mutation_kind::arrangement);
+  const sc::observation seen =
+      sc::measure_within(sc::kObservedAttempts, [&] { return waiter_beside_held_kernel(*this, false, plain); });
+  sc::observe("attempts", seen.attempts);
+  EXPECT_TRUE(ordx05.observed_row("launch_completion_waiter_runs_while_held", seen.last));
+}
+
+// ORDX-05 · RT cudaLaunchAttributeProgrammaticEvent with triggerAtBlockStart (observed: the event triggers once
+// every block began; "this type of dependency allows, but does not guarantee, concurrent execution"): a stream
+// waiting on it runs while the kernel is still held.
+TEST_F(ProgrammaticLaunch, ProgrammaticEventLetsAWaiterRunBesideItsKernel) {
+  const sc::claim ordx05("ORDX-05");
+  const bool plain = ordx05.mutated(sc::mutation_kind::arrangement);
+  const sc::observation seen =
+      sc::measure_within(sc::kObservedAttempts, [&] { return waiter_beside_held_kernel(*this, true, plain); });
+  sc::observe("attempts", seen.attempts);
+  EXPECT_TRUE(ordx05.observed_row("programmatic_waiter_runs_while_held", seen.last));
 }
 
 }  // namespace

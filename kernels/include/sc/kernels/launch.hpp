@@ -18,6 +18,11 @@ namespace sc::kernels {
 // sets timed_out and, when `banner` is true, prints the watchdog banner (STREAMCHECK-WATCHDOG), which
 // CTest turns into a failure. Only a test of the watchdog itself passes banner = false.
 cudaError_t launch_latch(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner = true);
+// launch_latch through cudaLaunchKernelEx with `event` attached to the launch: the launch-completion event
+// (cudaLaunchAttributeLaunchCompletionEvent, "nominally" once every block began) or, when `programmatic`, the
+// programmatic event with triggerAtBlockStart (once every block began or triggered). `event` must disable timing.
+cudaError_t launch_latch_with_event(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner,
+                                    cudaEvent_t event, bool programmatic);
 
 // One thread takes the next ticket from *counter (device memory) and stores it in board->ticket[id].
 cudaError_t launch_mark(cudaStream_t stream, std::uint32_t* counter, mark_board* board, unsigned id);
