@@ -81,10 +81,14 @@ TEST_F(ProgrammaticLaunch, UntriggeredPrimaryTriggersAtItsEnd) {
   EXPECT_EQ(0u, p.mismatches());
 }
 
-// ORDX-05: a latch launched with an event attached (launch completion or programmatic); stream b waits on it
-// and then drops mark 1. The control: stream c waits on a plain event recorded after the latch, then mark 2.
-// Returns whether mark 1 landed while the latch was closed, after asserting that mark 2 did not.
-sc::held_result waiter_beside_held_kernel(ProgrammaticLaunch& t, bool programmatic, bool plain) {
+// How ORDX-05's waiter reaches its event: the event attached to the latch's launch, or (the mutations) the same
+// event recorded plainly after the latch, or plainly before a latch launched without it.
+enum class attach { launch_completion, programmatic, plain_after, plain_before };
+
+// A latch launched in a with an event attached; stream b waits on the event, then drops mark 1. The control:
+// c waits on a plain event recorded after the latch, then drops mark 2, which must stay absent (EVT-01's rule).
+// Returns whether mark 1 landed while the latch was closed.
+sc::held_result waiter_beside_held_kernel(ProgrammaticLaunch& t, attach how) {
   const sc::stream a = t.make(stream_flags::non_blocking, "a");
   const sc::stream b = t.make(stream_flags::non_blocking, "b");
   const sc::stream c = t.make(stream_flags::non_blocking, "c");
@@ -92,10 +96,16 @@ sc::held_result waiter_beside_held_kernel(ProgrammaticLaunch& t, bool programmat
   const sc::event after = sc::event::create(sc::event_flags::disable_timing);
   sc::marks m;
   sc::latch g;
-  g.hold_by([&](sc::kernels::latch_word* word, std::uint64_t ns, bool banner) {
-    return sc::kernels::launch_latch_with_event(a.get(), word, ns, banner, attached.get(), programmatic);
-  });
-  if (plain) SC_CHECK_CUDA(cudaEventRecord(attached.get(), a.get()));
+  if (how == attach::plain_before) {
+    SC_CHECK_CUDA(cudaEventRecord(attached.get(), a.get()));
+    t.hold(g, a);
+  } else {
+    g.hold_by([&](sc::kernels::latch_word* word, std::uint64_t ns, bool banner) {
+      return sc::kernels::launch_latch_with_event(a.get(), word, ns, banner, attached.get(),
+                                                  how == attach::programmatic);
+    });
+  }
+  if (how == attach::plain_after) SC_CHECK_CUDA(cudaEventRecord(attached.get(), a.get()));
   SC_CHECK_CUDA(cudaEventRecord(after.get(), a.get()));
   SC_CHECK_CUDA(cudaStreamWaitEvent(b.get(), attached.get(), 0));
   t.drop(m, b, 1);
@@ -111,21 +121,22 @@ sc::held_result waiter_beside_held_kernel(ProgrammaticLaunch& t, bool programmat
 // while the kernel is still held.
 TEST_F(ProgrammaticLaunch, LaunchCompletionEventLetsAWaiterRunBesideItsKernel) {
   const sc::claim ordx05("ORDX-05");
-  const bool plain = ordx05.mutated(sc::mutation_kind::arrangement);
+  const attach how = ordx05.mutate(sc::mutation_kind::arrangement, attach::launch_completion, attach::plain_after);
   const sc::observation seen =
-      sc::measure_within(sc::kObservedAttempts, [&] { return waiter_beside_held_kernel(*this, false, plain); });
+      sc::measure_within(sc::kObservedAttempts, [&] { return waiter_beside_held_kernel(*this, how); });
   sc::observe("attempts", seen.attempts);
   EXPECT_TRUE(ordx05.observed_row("launch_completion_waiter_runs_while_held", seen.last));
 }
 
 // ORDX-05 · RT cudaLaunchAttributeProgrammaticEvent with triggerAtBlockStart (observed: the event triggers once
-// every block began; "this type of dependency allows, but does not guarantee, concurrent execution"): a stream
-// waiting on it runs while the kernel is still held.
-TEST_F(ProgrammaticLaunch, ProgrammaticEventLetsAWaiterRunBesideItsKernel) {
+// every block began, but it is "primarily meant for establishing programmatic dependency between device tasks"
+// and "allows, but does not guarantee, concurrent execution"): does a stream waiting on it run while the kernel
+// is still held?
+TEST_F(ProgrammaticLaunch, ProgrammaticEventAndAWaiterBesideItsKernel) {
   const sc::claim ordx05("ORDX-05");
-  const bool plain = ordx05.mutated(sc::mutation_kind::arrangement);
+  const attach how = ordx05.mutate(sc::mutation_kind::arrangement, attach::programmatic, attach::plain_before);
   const sc::observation seen =
-      sc::measure_within(sc::kObservedAttempts, [&] { return waiter_beside_held_kernel(*this, true, plain); });
+      sc::measure_within(sc::kObservedAttempts, [&] { return waiter_beside_held_kernel(*this, how); });
   sc::observe("attempts", seen.attempts);
   EXPECT_TRUE(ordx05.observed_row("programmatic_waiter_runs_while_held", seen.last));
 }
