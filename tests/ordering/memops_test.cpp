@@ -114,6 +114,27 @@ TEST_F(OrderingExceptions, WriteFromAnotherStreamReleasesAWaitingStream) {
   sc::families::finish_waiting(s);
 }
 
+// ORDX-09 · DRV cuStreamWaitValue32 ("This function cannot be used with managed memory (cuMemAllocManaged)",
+// and its flags name four conditions): a wait on a managed word and a wait with a condition no flag names are
+// refused. Each would be satisfied at once, so a wait the driver took could not hang its stream.
+TEST_F(OrderingExceptions, WaitsOnManagedMemoryOrForAnUnnamedConditionAreRefused) {
+  const sc::claim ordx09("ORDX-09");
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  const bool proper = ordx09.mutated(sc::mutation_kind::arrangement);
+  const sc::families::managed_word managed;
+  wait_word mapped(0u, 0u);
+  constexpr unsigned kUnnamedCondition = 0x7u;  // GEQ, EQ, AND and NOR are 0 to 3
+  const CUresult on_managed =
+      proper ? mapped.wait_in(s, 0u, CU_STREAM_WAIT_VALUE_GEQ)
+             : sc::driver().cuStreamWaitValue32(s.get(), managed.address(), 0u, CU_STREAM_WAIT_VALUE_GEQ);
+  const CUresult unnamed = mapped.wait_in(s, 0u, proper ? CU_STREAM_WAIT_VALUE_GEQ : kUnnamedCondition);
+  sc::observe("managed_memory", sc::error_name(on_managed));
+  sc::observe("unnamed_condition", sc::error_name(unnamed));
+  EXPECT_NE(CUDA_SUCCESS, on_managed) << "a wait on managed memory was taken";
+  EXPECT_NE(CUDA_SUCCESS, unnamed) << "a wait with condition 0x7 was taken";
+  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+}
+
 // ORDX-08 · DRV cuStreamWaitValue32 (observed: "improper use of this API may deadlock"; the scheduler may
 // serialize streams the driver cannot see ordered): while s waits on a word, does a kernel launched afterwards
 // in another stream run? Measured with a mark in t; the host store releases s whatever the answer.

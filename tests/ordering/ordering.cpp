@@ -34,6 +34,17 @@ probe wait_word::reaches(std::uint32_t value) const {
                [this, value] { return load_acquire(*word_.host()) == value; });
 }
 
+managed_word::managed_word() {
+  void* p = nullptr;
+  SC_CHECK_CUDA(cudaMallocManaged(&p, sizeof(std::uint32_t)));
+  word_ = static_cast<std::uint32_t*>(p);
+  *word_ = 0;
+}
+
+managed_word::~managed_word() {
+  if (const cudaError_t code = cudaFree(word_); code != cudaSuccess) note_teardown(code, "cudaFree(managed word)");
+}
+
 std::string cu_name(CUresult code) {
   const char* name = nullptr;
   driver().cuGetErrorName(code, &name);

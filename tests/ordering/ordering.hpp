@@ -42,6 +42,19 @@ class wait_word {
   std::uint32_t release_;
 };
 
+// One 32-bit word of managed memory (cudaMallocManaged), for the waits the driver refuses (ORDX-09).
+class managed_word {
+ public:
+  managed_word();
+  ~managed_word();
+  managed_word(const managed_word&) = delete;
+  managed_word& operator=(const managed_word&) = delete;
+  CUdeviceptr address() const noexcept { return reinterpret_cast<CUdeviceptr>(word_); }
+
+ private:
+  std::uint32_t* word_ = nullptr;
+};
+
 // What a wait on a word showed: that its stream reached it (an event recorded just before it completed), that
 // a mark behind it stayed absent while the word held it, and that the mark landed once the word released it.
 struct wait_outcome {
