@@ -360,6 +360,13 @@ cudaError_t launch_latch_grid(cudaStream_t stream, latch_word* latch, std::uint6
   return cudaGetLastError();
 }
 
+cudaError_t launch_latch_grid_cooperative(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns,
+                                          bool banner, unsigned blocks, unsigned threads, std::uint32_t* resident) {
+  void* args[] = {&latch, &watchdog_ns, &banner, &resident};
+  return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(latch_grid_kernel), dim3(blocks), dim3(threads),
+                                     args, 0, stream);
+}
+
 cudaError_t latch_grid_occupancy(unsigned threads, int* blocks_per_sm) {
   return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, latch_grid_kernel, static_cast<int>(threads), 0);
 }

@@ -65,6 +65,7 @@ struct wait_outcome {
 class OrderingExceptions : public GpuTest {
  protected:
   void SetUp() override;
+  unsigned sm_count() const { return static_cast<unsigned>(properties().multiProcessorCount); }
 
  public:
   // In a fresh stream: [event "reached"] [wait on `w` for `value` under `flags`] [mark 1]; the host stores

@@ -82,6 +82,10 @@ cudaError_t launch_pdl_primary(cudaStream_t stream, latch_word* latch, std::uint
 cudaError_t launch_pdl_secondary(cudaStream_t stream, pdl_board* board, const std::uint32_t* out, std::uint32_t n,
                                  std::uint32_t value, bool programmatic, bool synchronize);
 
+// The same grid latch launched with cudaLaunchCooperativeKernel: all of its blocks must be resident together.
+cudaError_t launch_latch_grid_cooperative(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns,
+                                          bool banner, unsigned blocks, unsigned threads, std::uint32_t* resident);
+
 // How many blocks of `threads` threads of the grid latch fit on one SM at once (the occupancy API).
 cudaError_t latch_grid_occupancy(unsigned threads, int* blocks_per_sm);
 
