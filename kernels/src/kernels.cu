@@ -154,6 +154,44 @@ __global__ void latch_grid_kernel(latch_word* latch, std::uint64_t watchdog_ns, 
   __syncthreads();
 }
 
+// Programmatic dependent launch: the two PTX instructions exist from sm_90 on.
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_for_primary() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__global__ void pdl_primary_kernel(latch_word* latch, std::uint64_t watchdog_ns, bool banner, bool trigger,
+                                   std::uint32_t* out, std::uint32_t value) {
+  if (threadIdx.x != 0) return;
+  if (trigger) launch_dependents();
+  if (blockIdx.x == 0) {
+    device::latch_wait(latch, watchdog_ns, banner);
+  } else {
+    const std::uint64_t since = now_ns();
+    while (sys_u32(latch->open).load(cuda::memory_order_acquire) == 0u && now_ns() - since <= watchdog_ns)
+      __nanosleep(1000);
+  }
+  out[blockIdx.x] = value;
+}
+
+__global__ void pdl_secondary_kernel(pdl_board* board, const std::uint32_t* out, std::uint32_t n, std::uint32_t value,
+                                     bool synchronize) {
+  sys_u64(board->early_ns).store(now_ns(), cuda::memory_order_relaxed);
+  sys_u32(board->early).store(1u, cuda::memory_order_release);
+  if (synchronize) wait_for_primary();
+  std::uint32_t wrong = 0;
+  for (std::uint32_t i = n; i-- > 0;) wrong += out[i] != value ? 1u : 0u;  // the last written first
+  sys_u32(board->mismatches).store(wrong, cuda::memory_order_relaxed);
+  sys_u64(board->late_ns).store(now_ns(), cuda::memory_order_relaxed);
+  sys_u32(board->late).store(1u, cuda::memory_order_release);
+}
+
 // Ends in a device fault (PTX trap): the context is unusable afterwards.
 __global__ void trap_kernel() { __trap(); }
 
@@ -209,6 +247,28 @@ cudaError_t set_empty_kernel_carveout(int percent) {
 cudaError_t launch_latch(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner) {
   latch_kernel<<<1, 1, 0, stream>>>(latch, watchdog_ns, banner);
   return cudaGetLastError();
+}
+
+cudaError_t launch_latch_with_event(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner,
+                                    cudaEvent_t event, bool programmatic) {
+  cudaLaunchAttribute attribute{};
+  if (programmatic) {
+    attribute.id = cudaLaunchAttributeProgrammaticEvent;
+    attribute.val.programmaticEvent.event = event;
+    attribute.val.programmaticEvent.flags = 0;
+    attribute.val.programmaticEvent.triggerAtBlockStart = 1;
+  } else {
+    attribute.id = cudaLaunchAttributeLaunchCompletionEvent;
+    attribute.val.launchCompletionEvent.event = event;
+    attribute.val.launchCompletionEvent.flags = 0;
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(1);
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, latch_kernel, latch, watchdog_ns, banner);
 }
 
 cudaError_t launch_mark(cudaStream_t stream, std::uint32_t* counter, mark_board* board, unsigned id) {
@@ -300,8 +360,35 @@ cudaError_t launch_latch_grid(cudaStream_t stream, latch_word* latch, std::uint6
   return cudaGetLastError();
 }
 
+cudaError_t launch_latch_grid_cooperative(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns,
+                                          bool banner, unsigned blocks, unsigned threads, std::uint32_t* resident) {
+  void* args[] = {&latch, &watchdog_ns, &banner, &resident};
+  return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(latch_grid_kernel), dim3(blocks), dim3(threads),
+                                     args, 0, stream);
+}
+
 cudaError_t latch_grid_occupancy(unsigned threads, int* blocks_per_sm) {
   return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, latch_grid_kernel, static_cast<int>(threads), 0);
+}
+
+cudaError_t launch_pdl_primary(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner,
+                               unsigned blocks, bool trigger, std::uint32_t* out, std::uint32_t value) {
+  pdl_primary_kernel<<<blocks, 1, 0, stream>>>(latch, watchdog_ns, banner, trigger, out, value);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_pdl_secondary(cudaStream_t stream, pdl_board* board, const std::uint32_t* out, std::uint32_t n,
+                                 std::uint32_t value, bool programmatic, bool synchronize) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = programmatic ? 1 : 0;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(1);
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, pdl_secondary_kernel, board, out, n, value, synchronize);
 }
 
 cudaError_t launch_trap(cudaStream_t stream) {
@@ -337,7 +424,9 @@ const void* const kAllKernels[] = {reinterpret_cast<const void*>(latch_kernel),
                                    reinterpret_cast<const void*>(count_mismatches_kernel),
                                    reinterpret_cast<const void*>(sched_spin_kernel),
                                    reinterpret_cast<const void*>(gap_log_kernel),
-                                   reinterpret_cast<const void*>(advance_kernel)};
+                                   reinterpret_cast<const void*>(advance_kernel),
+                                   reinterpret_cast<const void*>(pdl_primary_kernel),
+                                   reinterpret_cast<const void*>(pdl_secondary_kernel)};
 }  // namespace
 
 cudaError_t preload() {

@@ -18,6 +18,11 @@ namespace sc::kernels {
 // sets timed_out and, when `banner` is true, prints the watchdog banner (STREAMCHECK-WATCHDOG), which
 // CTest turns into a failure. Only a test of the watchdog itself passes banner = false.
 cudaError_t launch_latch(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner = true);
+// launch_latch through cudaLaunchKernelEx with `event` attached to the launch: the launch-completion event
+// (cudaLaunchAttributeLaunchCompletionEvent, "nominally" once every block began) or, when `programmatic`, the
+// programmatic event with triggerAtBlockStart (once every block began or triggered). `event` must disable timing.
+cudaError_t launch_latch_with_event(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner,
+                                    cudaEvent_t event, bool programmatic);
 
 // One thread takes the next ticket from *counter (device memory) and stores it in board->ticket[id].
 cudaError_t launch_mark(cudaStream_t stream, std::uint32_t* counter, mark_board* board, unsigned id);
@@ -64,6 +69,22 @@ cudaError_t empty_and_unused_kernels(cudaKernel_t* empty, cudaKernel_t* unused);
 // resident (sc::count_set). Block 0 publishes started/start_ns/end_ns like launch_latch.
 cudaError_t launch_latch_grid(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner,
                               unsigned blocks, unsigned threads, std::uint32_t* resident);
+
+// Programmatic dependent launch (compute capability 9.0; below it both kernels do nothing). The primary is a
+// latch as wide as its `blocks` blocks: each block first lets its dependents launch when `trigger`
+// (griddepcontrol.launch_dependents), then waits for the latch (block 0 publishes it like launch_latch), then
+// writes out[block] = value, a write made after its trigger.
+cudaError_t launch_pdl_primary(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns, bool banner,
+                               unsigned blocks, bool trigger, std::uint32_t* out, std::uint32_t value);
+// Its secondary, one block, launched with cudaLaunchAttributeProgrammaticStreamSerialization set to
+// `programmatic`: it sets board->early, waits for its primary (griddepcontrol.wait) when `synchronize`, then
+// counts the words of out[0, n) that are not `value` into board->mismatches and sets board->late.
+cudaError_t launch_pdl_secondary(cudaStream_t stream, pdl_board* board, const std::uint32_t* out, std::uint32_t n,
+                                 std::uint32_t value, bool programmatic, bool synchronize);
+
+// The same grid latch launched with cudaLaunchCooperativeKernel: all of its blocks must be resident together.
+cudaError_t launch_latch_grid_cooperative(cudaStream_t stream, latch_word* latch, std::uint64_t watchdog_ns,
+                                          bool banner, unsigned blocks, unsigned threads, std::uint32_t* resident);
 
 // How many blocks of `threads` threads of the grid latch fit on one SM at once (the occupancy API).
 cudaError_t latch_grid_occupancy(unsigned threads, int* blocks_per_sm);

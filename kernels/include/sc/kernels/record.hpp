@@ -27,6 +27,18 @@ struct mark_board {
   std::uint64_t stamp_ns[kMarkSlots];  // %globaltimer when the mark landed
 };
 
+// What the secondary of a programmatic dependent launch saw (ORDX), in mapped host memory, zeroed: `early` is
+// set by its block before it waits for the primary, `late` after; `mismatches` counts the primary's words it
+// read after the wait that did not hold the primary's value.
+struct pdl_board {
+  std::uint32_t early;
+  std::uint32_t late;
+  std::uint32_t mismatches;
+  std::uint32_t pad;
+  std::uint64_t early_ns;  // %globaltimer when `early` was set
+  std::uint64_t late_ns;   // %globaltimer when `late` was set
+};
+
 // One per block of a timed spin, written by thread 0.
 struct block_record {
   std::uint64_t t0_ns;       // %globaltimer after all warps of the block reached the start barrier

@@ -1,0 +1,75 @@
+// ORDX-13: a stream's synchronization policy (cudaStreamAttributeSynchronizationPolicy), measured as the
+// calling thread's CPU time over the wall time of a cudaStreamSynchronize that waits for a 20 ms spin (the
+// method of EVT-13 and EVT-19). One instance per policy; Auto is the context's own flag.
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "ordering.hpp"
+#include "sc/kernels/launch.hpp"
+
+namespace {
+
+using sc::stream_flags;
+using sc::families::OrderingExceptions;
+
+// Reason for 20 ms: hundreds of scheduler ticks of a sleeping thread, and long against launch cost.
+constexpr std::uint64_t kSpinNs = 20'000'000;
+// Reason for 0.9: the spin is timed by %globaltimer on the GPU; the host's clock sees at least the spin less
+// the launch's head start (tens of microseconds), far inside 10 % of 20 ms.
+constexpr double kWaitedAtLeast = 0.9 * kSpinNs / 1e6;
+
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+class SyncPolicy : public OrderingExceptions, public ::testing::WithParamInterface<cudaSynchronizationPolicy> {};
+
+// ORDX-13 · RT cudaLaunchAttributeSynchronizationPolicy (recorded: the policies, auto, spin, yield and blocking
+// sync, apply "for work queued up in this stream"; the page does not say how a synchronize waits): the
+// synchronize waits for the whole spin (asserted), and its CPU time over wall time is recorded.
+TEST_P(SyncPolicy, SynchronizeWaitsAndItsThreadTimeIsRecorded) {
+  const sc::claim ordx13("ORDX-13");
+  SC_REQUIRE(sc::requirement::async_launches);
+  const bool idle = ordx13.mutated(sc::mutation_kind::arrangement);
+  const sc::stream s = make(stream_flags::non_blocking, "s");
+  cudaLaunchAttributeValue policy{};
+  policy.syncPolicy = GetParam();
+  SC_CHECK_CUDA(cudaStreamSetAttribute(s.get(), cudaStreamAttributeSynchronizationPolicy, &policy));
+  sc::mapped<sc::kernels::block_record> records(1);
+  if (!idle) SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), 1, 32, kSpinNs));
+  const auto w0 = std::chrono::steady_clock::now();
+  const double c0 = thread_cpu_ms();
+  EXPECT_CUDA_EQ(cudaSuccess, cudaStreamSynchronize(s.get()));
+  const double cpu_ms = thread_cpu_ms() - c0;
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
+  sc::observe("wall_ms", wall_ms);
+  sc::observe("cpu_ms", cpu_ms);
+  sc::observe("cpu_over_wall", wall_ms > 0.0 ? cpu_ms / wall_ms : 0.0);
+  EXPECT_GE(wall_ms, kWaitedAtLeast) << "the synchronize returned before the spin it waited for had ended";
+}
+
+std::string policy_name(const ::testing::TestParamInfo<cudaSynchronizationPolicy>& info) {
+  switch (info.param) {
+    case cudaSyncPolicyAuto:
+      return "Auto";
+    case cudaSyncPolicySpin:
+      return "Spin";
+    case cudaSyncPolicyYield:
+      return "Yield";
+    default:
+      return "BlockingSync";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(, SyncPolicy,
+                         ::testing::Values(cudaSyncPolicyAuto, cudaSyncPolicySpin, cudaSyncPolicyYield,
+                                           cudaSyncPolicyBlockingSync),
+                         policy_name);
+
+}  // namespace
