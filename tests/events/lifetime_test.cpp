@@ -38,17 +38,17 @@ cudaError_t destroy_stream(cudaStream_t s, bool sync_first) {
 }
 
 // What a destroy made while a latch was closed showed.
-struct destroy_while_held {
-  sc::return_observation destroyed;            // the destroy, on a helper thread
+struct destroy_seen {
+  sc::return_observation destroyed;           // the destroy, on a helper thread
   std::optional<sc::held_result> still_held;  // mark absent right after the destroy returned; empty: it did not
 };
 
 // `destroy` on a helper thread while `g`, which holds the work, is closed (call_while_held); once it has
 // returned, with the latch still closed, whether mark `id` is still absent. The latch is open on return; the
 // caller drains.
-destroy_while_held destroy_while_held(sc::latch& g, const std::function<cudaError_t()>& destroy, const sc::marks& m,
-                                       unsigned id) {
-  destroy_while_held seen;
+destroy_seen destroy_while_held(sc::latch& g, const std::function<cudaError_t()>& destroy, const sc::marks& m,
+                                unsigned id) {
+  destroy_seen seen;
   sc::held_window w(g);
   sc::while_held_steps steps;
   steps.after_return = [&] { seen.still_held = w.absent(sc::probe::mark(m, id)); };
@@ -76,7 +76,7 @@ TEST_F(EventsAndWaits, DestroyingABusyStreamReturnsAndItsWorkCompletes) {
     const auto label = recorder().label("memset@doomed");
     SC_CHECK_CUDA(cudaMemsetAsync(word.device(), kMemsetByte, sizeof(std::uint32_t), raw));
   }
-  const destroy_while_held seen = destroy_while_held(
+  const destroy_seen seen = destroy_while_held(
       g, [&] { return destroy_stream(raw, sync_first); }, m, 1);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.destroyed.code);
@@ -103,7 +103,7 @@ TEST_F(EventsAndWaits, DestroyingAPendingEventKeepsItsWaits) {
   record(raw, a, "e");
   if (!no_wait) wait(b, raw, "e");
   drop(m, b, 1);
-  const destroy_while_held seen = destroy_while_held(
+  const destroy_seen seen = destroy_while_held(
       g, [&] { return cudaEventDestroy(raw); }, m, 1);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.destroyed.code);
