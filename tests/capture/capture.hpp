@@ -9,9 +9,9 @@
 #include <string>
 
 #include "sc/fixtures/check.hpp"
-#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/graph.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/probe.hpp"
 #include "sc/fixtures/thread_team.hpp"

@@ -63,7 +63,7 @@ TEST_F(StreamCapture, QueriesOfCapturedWorkAreRefused) {
 // cudaEventRecordExternal after them, or ahead of them when `record_first`. Each step must be accepted (use under
 // ASSERT_NO_FATAL_FAILURE).
 void capture_latch_mark_and_external_record(StreamCapture& t, const sc::stream& s, sc::latch& g, sc::marks& m,
-                                           const sc::event& e, bool record_first, sc::graph& out) {
+                                            const sc::event& e, bool record_first, sc::graph& out) {
   const auto record = [&] { return cudaEventRecordWithFlags(e.get(), s.get(), cudaEventRecordExternal); };
   sc::capture c(s, cudaStreamCaptureModeThreadLocal);
   if (record_first) {

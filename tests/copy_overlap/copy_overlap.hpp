@@ -10,8 +10,8 @@
 #include <string>
 
 #include "sc/fixtures/check.hpp"
-#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/probe.hpp"
 #include "sc/fixtures/stream.hpp"

@@ -33,7 +33,7 @@ constexpr double kMutualOverlap = 0.5;
 // kCopyBytes labelled `label`, with its synchronize, in stream "b" (in "a" itself `into_held_stream`): did the
 // copy complete while the latch was closed?
 sc::held_result copy_beside_resident_kernel(CopyOverlap& t, const std::string& what, const std::string& label,
-                                             void* dst, const void* src, bool into_held_stream) {
+                                            void* dst, const void* src, bool into_held_stream) {
   const sc::stream a = t.make(stream_flags::non_blocking, "a");
   const sc::stream b = t.make(stream_flags::non_blocking, "b");
   return t.copy_completes_beside_latch(a, what, label, dst, src, cudaMemcpyHostToDevice, into_held_stream ? a : b);

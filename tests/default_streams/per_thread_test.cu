@@ -102,7 +102,8 @@ default_stream_ids ids_of_default_streams() {
 class threads_holding_latches {
  public:
   template <class Launch>
-  threads_holding_latches(sc::families::latch_set& latches, int device, Launch launch) : codes_(latches.size(), cudaSuccess) {
+  threads_holding_latches(sc::families::latch_set& latches, int device, Launch launch)
+      : codes_(latches.size(), cudaSuccess) {
     team_.start(latches.size(), [this, &latches, device, launch](unsigned i) {
       codes_[i] = cudaSetDevice(device);
       try {
@@ -208,8 +209,8 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
   // pending behind another; a pending latch is closed all the same.
   const auto all_started = [&] { return latches.all_started(); };
   const sc::held_result together = kPerThreadBuild
-                                        ? sc::present_while_held("all 8 latches running", all_started, latches[0])
-                                        : sc::absent_while_held("all 8 latches running", all_started, latches[0]);
+                                       ? sc::present_while_held("all 8 latches running", all_started, latches[0])
+                                       : sc::absent_while_held("all 8 latches running", all_started, latches[0]);
   const int running = static_cast<int>(latches.started());
   latches.open_all();
   SC_CHECK_CUDA(cudaDeviceSynchronize());

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "sc/fixtures/event.hpp"
-#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/stream.hpp"
 

@@ -9,9 +9,9 @@
 
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/event.hpp"
-#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/host_latch.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/stream.hpp"

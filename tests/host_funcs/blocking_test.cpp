@@ -25,7 +25,7 @@ constexpr std::chrono::milliseconds kChildReadyDeadline{20000};
 // test in and returns its probe, which is watched (until `deadline`) while the holder is still closed; then the
 // holder is released. The caller drains.
 sc::held_result lands_while_held(sc::holder& held, const std::function<sc::probe()>& enqueue,
-                                  std::chrono::milliseconds deadline = sc::kPresenceDeadline) {
+                                 std::chrono::milliseconds deadline = sc::kPresenceDeadline) {
   sc::held_window w(held);
   const sc::held_result seen = w.present(enqueue(), deadline);
   w.release();

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "sc/fixtures/check.hpp"
-#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/host_latch.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/probe.hpp"
 #include "sc/fixtures/stream.hpp"

@@ -78,7 +78,7 @@ free_behind_a_latch::free_behind_a_latch(GpuTest& t, const stream& s, void*& hel
 }
 
 free_behind_a_latch::free_behind_a_latch(GpuTest& t, const stream& s, void*& held, ones_reader& reader,
-                                       std::uint32_t words)
+                                         std::uint32_t words)
     : window_(held_in(t, s, latch_)) {
   reader.read(s, static_cast<const std::uint32_t*>(held), words);
   SC_CHECK_CUDA(free_in(held, s));

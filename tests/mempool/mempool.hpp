@@ -9,8 +9,8 @@
 #include <initializer_list>
 #include <vector>
 
-#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/pool.hpp"
 #include "sc/fixtures/predicates.hpp"

@@ -116,8 +116,8 @@ TEST_F(MemoryPools, CompletedFreeIsReusedWithoutAnEdge) {
 
 // What MPOOL-06's arrangement showed (reuse_behind_a_latch).
 struct reuse_seen {
-  cudaError_t allocated = cudaErrorUnknown;                               // b's allocation
-  bool same_block = false;                                                // it returned the freed block p
+  cudaError_t allocated = cudaErrorUnknown;                             // b's allocation
+  bool same_block = false;                                              // it returned the freed block p
   sc::held_result returned{sc::held_outcome::invalid, "not measured"};  // the allocation returned while a was held
   // b's mark, dropped after the allocation (and after its write when it succeeded), absent while a was held.
   sc::held_result later_work_held{sc::held_outcome::invalid, "not asked: the allocation did not return while held"};
@@ -215,8 +215,8 @@ reuse_seen reuse_across_per_thread_streams(MemoryPools& t, const sc::mem_pool& p
     team.step_to(1);
     const bool returned = team.reached(2, sc::kReturnWindow);
     seen.returned = sc::held_result(returned ? sc::held_outcome::holds : sc::held_outcome::does_not_hold,
-                                     returned ? "the other thread's allocation returned while a was held"
-                                              : "the other thread's allocation had not returned while a was held");
+                                    returned ? "the other thread's allocation returned while a was held"
+                                             : "the other thread's allocation had not returned while a was held");
     if (returned) seen.later_work_held = freed.window().absent(sc::probe::mark(x.m, 1));
   }
   const bool called = team.reached(2, sc::kWorkDeadline);

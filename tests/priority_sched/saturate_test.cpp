@@ -91,7 +91,7 @@ sc::held_result high_dispatched_ahead_of_pending_low(const saturation& s) {
 // when the latch opened (no preemption), and later only by the dispatch of a ready grid into a freed slot
 // (ready_slack); on CUPTI's clock, from the timeline `t` of the saturation `s`.
 sc::held_result dispatch_delay(const PrioritySched& test, const sc::timeline& t, const saturation& s,
-                                const sc::claim& sched03) {
+                               const sc::claim& sched03) {
   std::uint64_t opened_ns = 0;
   for (const auto& e : t.host_events)
     if (e.label == test.in_attempt("latch opened")) opened_ns = e.start_ns;

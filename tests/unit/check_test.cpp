@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/latch.hpp"
 #include "sc/fixtures/observe.hpp"
 #include "sc/runner/run_context.hpp"
 
