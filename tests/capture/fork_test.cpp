@@ -104,7 +104,9 @@ TEST_F(StreamCapture, CaptureWaitingOnAnEventFromOutsideIsIsolation) {
   ASSERT_CUDA_EQ(cudaSuccess, sc::synchronize_within(t, sc::kWorkDeadline));
   sc::graph isolated;
   sc::capture c(s, cudaStreamCaptureModeThreadLocal);
-  if (inside) ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(outside.get(), s.get()));
+  if (inside) {
+    ASSERT_CUDA_EQ(cudaSuccess, cudaEventRecord(outside.get(), s.get()));
+  }
   const cudaError_t waited = sc::taking_last_error(cudaStreamWaitEvent(s.get(), outside.get(), 0));
   sc::observe("status_after", capture_status(s));
   sc::observe("end_capture", sc::error_name(sc::taking_last_error(c.end(isolated))));

@@ -94,7 +94,9 @@ TEST_P(BatchSourceOrder, HostStoreAfterTheCallTellsWhenTheSourceWasRead) {
   sc::observe("returned_while_held", r.returned.outcome() == sc::held_outcome::holds);
   if (!stored) store_after();
   EXPECT_CUDA_EQ(cudaSuccess, r.code);
-  if (in_stream) EXPECT_TRUE(r.returned) << "the batch call did not return while its stream was held";
+  if (in_stream) {
+    EXPECT_TRUE(r.returned) << "the batch call did not return while its stream was held";
+  }
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   std::vector<std::uint32_t> seen(kWords);
   SC_CHECK_CUDA(cudaMemcpy(seen.data(), dst.data(), kBytes, cudaMemcpyDeviceToHost));

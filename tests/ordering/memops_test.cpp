@@ -127,7 +127,8 @@ TEST_F(OrderingExceptions, WaitsOnManagedMemoryOrForAnUnnamedConditionAreRefused
   const CUresult on_managed =
       proper ? mapped.wait_in(s, 0u, CU_STREAM_WAIT_VALUE_GEQ)
              : sc::driver().cuStreamWaitValue32(s.get(), managed.address(), 0u, CU_STREAM_WAIT_VALUE_GEQ);
-  const CUresult unnamed = mapped.wait_in(s, 0u, proper ? CU_STREAM_WAIT_VALUE_GEQ : kUnnamedCondition);
+  const unsigned condition = proper ? static_cast<unsigned>(CU_STREAM_WAIT_VALUE_GEQ) : kUnnamedCondition;
+  const CUresult unnamed = mapped.wait_in(s, 0u, condition);
   sc::observe("managed_memory", sc::error_name(on_managed));
   sc::observe("unnamed_condition", sc::error_name(unnamed));
   EXPECT_NE(CUDA_SUCCESS, on_managed) << "a wait on managed memory was taken";
