@@ -28,11 +28,11 @@ TEST_F(Fam, Gone) { const sc::claim x03("X-03"); }
 """
 
 
-def check(test_text):
+def check(test_text, plan=PLAN):
     with tempfile.TemporaryDirectory() as root:
         family = Path(root, "tests", "fam")
         family.mkdir(parents=True)
-        (family / "README.md").write_text(PLAN)
+        (family / "README.md").write_text(plan)
         (family / "fam_test.cpp").write_text(test_text)
         done = subprocess.run([sys.executable, str(SCRIPT), root], capture_output=True, text=True, timeout=60)
         return done.returncode, done.stdout
@@ -69,14 +69,8 @@ class PlanCheck(unittest.TestCase):
         # A TEST_P body is Suite.Test/*, the name its plan gives every instance; its claim opens it like any.
         plan = PLAN.replace("`Fam.Gone`", "`Modes.Gone/*`")
         param = AGREES.replace("TEST_F(Fam, Gone)", "TEST_P(Modes, Gone)")
-        with tempfile.TemporaryDirectory() as root:
-            family = Path(root, "tests", "fam")
-            family.mkdir(parents=True)
-            (family / "README.md").write_text(plan)
-            (family / "fam_test.cpp").write_text(param)
-            done = subprocess.run([sys.executable, str(SCRIPT), root], capture_output=True, text=True, timeout=60)
         self.assertEqual((0, "plan_check: 3 claim(s) in 3 test(s) read; 0 disagreement(s) with the plans\n"),
-                         (done.returncode, done.stdout))
+                         check(param, plan))
 
 
 if __name__ == "__main__":
