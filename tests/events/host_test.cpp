@@ -15,6 +15,7 @@
 #include "sc/fixtures/driver.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/thread_team.hpp"
+#include "sc/fixtures/thread_time.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -22,29 +23,12 @@ namespace {
 using sc::stream_flags;
 using sc::families::EventsAndWaits;
 
-double thread_cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
-}
-
-struct host_wait {
-  double wall_ms = 0.0;
-  double cpu_ms = 0.0;
-  double busy() const { return wall_ms > 0.0 ? cpu_ms / wall_ms : 0.0; }
-};
-
 // The calling thread's CPU time and wall time while `wait` blocks on a spin of `spin_ns` enqueued first.
 template <class Wait>
-host_wait measure_wait(const sc::stream& s, sc::kernels::block_record* records, std::uint64_t spin_ns, Wait&& wait) {
+sc::thread_time measure_wait(const sc::stream& s, sc::kernels::block_record* records, std::uint64_t spin_ns,
+                             Wait&& wait) {
   SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records, 1, 32, spin_ns));
-  const auto w0 = std::chrono::steady_clock::now();
-  const double c0 = thread_cpu_ms();
-  SC_CHECK_CUDA(wait());
-  host_wait h;
-  h.cpu_ms = thread_cpu_ms() - c0;
-  h.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
-  return h;
+  return sc::time_on_this_thread([&] { SC_CHECK_CUDA(wait()); });
 }
 
 // The spin a waiting thread is measured on. Reason for 20 ms: hundreds of scheduler ticks of a sleeping thread,
@@ -67,16 +51,16 @@ host_call record_and_synchronize(const sc::event& e, const sc::stream& s) {
 }
 
 // A wait's figures, as "<prefix>.wall_ms" and "<prefix>.cpu_ms".
-void observe_wait(const std::string& prefix, const host_wait& w) {
+void observe_wait(const std::string& prefix, const sc::thread_time& w) {
   sc::observe(prefix + ".wall_ms", w.wall_ms);
   sc::observe(prefix + ".cpu_ms", w.cpu_ms);
 }
 
 // A wait measured under a scheduling flag set on the running primary context, or why none was.
 struct flagged_wait {
-  std::string set;                // what the call that set the flag returned, by name
-  std::optional<host_wait> wait;  // empty where the flag was refused
-  std::string why_not;            // then: why no wait was measured
+  std::string set;                      // what the call that set the flag returned, by name
+  std::optional<sc::thread_time> wait;  // empty where the flag was refused
+  std::string why_not;                  // then: why no wait was measured
 };
 
 // cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) on the running primary context, then the wait of a stream
@@ -121,8 +105,8 @@ TEST_F(EventsAndWaits, BlockingSyncEventLetsTheWaitingThreadSleep) {
   // Mutation (arrangement): the "blocking-sync" event is a default one.
   const sc::event blocking = sc::event::create(
       evt13.mutate(sc::mutation_kind::arrangement, sc::event_flags::blocking_sync, sc::event_flags::timing));
-  const host_wait spin = measure_wait(s, records.device(), kSpinNs, record_and_synchronize(plain, s));
-  const host_wait sleep = measure_wait(s, records.device(), kSpinNs, record_and_synchronize(blocking, s));
+  const sc::thread_time spin = measure_wait(s, records.device(), kSpinNs, record_and_synchronize(plain, s));
+  const sc::thread_time sleep = measure_wait(s, records.device(), kSpinNs, record_and_synchronize(blocking, s));
   observe_wait("default_event", spin);
   observe_wait("blocking_sync_event", sleep);
   EXPECT_TRUE(evt13.matches_baseline("default_event_sync_spins", spin.busy() >= kSpinsAtLeast));
@@ -167,7 +151,7 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeSleepsUnderBlockingSync) {
   }
   const restore_flags restore{drv, dev, before};
   CUresult waited = CUDA_ERROR_UNKNOWN;
-  const host_wait flagged = measure_wait(s, records.device(), kSpinNs, [&] {
+  const sc::thread_time flagged = measure_wait(s, records.device(), kSpinNs, [&] {
     waited = drv.cuStreamSynchronize(s.get());
     return cudaSuccess;
   });

@@ -45,12 +45,6 @@ managed_word::~managed_word() {
   if (const cudaError_t code = cudaFree(word_); code != cudaSuccess) note_teardown(code, "cudaFree(managed word)");
 }
 
-std::string cu_name(CUresult code) {
-  const char* name = nullptr;
-  driver().cuGetErrorName(code, &name);
-  return name != nullptr ? name : "CUresult " + std::to_string(static_cast<int>(code));
-}
-
 void OrderingExceptions::SetUp() {
   GpuTest::SetUp();
   if (IsSkipped() || HasFailure()) return;

@@ -118,7 +118,4 @@ held_result stays_absent(const probe& p, std::chrono::milliseconds window);
 // would hang every later synchronize of the device: the test fails and ends its process (end_test_process).
 void finish_waiting(const stream& s);
 
-// The CUresult's name ("CUDA_SUCCESS", ...).
-std::string cu_name(CUresult code);
-
 }  // namespace sc::families

@@ -2,13 +2,12 @@
 // calling thread's CPU time over the wall time of a cudaStreamSynchronize that waits for a 20 ms spin (the
 // method of EVT-13 and EVT-19). One instance per policy; Auto is the context's own flag.
 #include <gtest/gtest.h>
-#include <time.h>
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 
 #include "ordering.hpp"
+#include "sc/fixtures/thread_time.hpp"
 #include "sc/kernels/launch.hpp"
 
 namespace {
@@ -21,12 +20,6 @@ constexpr std::uint64_t kSpinNs = 20'000'000;
 // Reason for 0.9: the host's clock starts before the launch, so the wait spans the whole spin, which
 // %globaltimer times on the GPU; 10 % leaves room for the spin's calibration, far beyond its error.
 constexpr double kWaitedAtLeast = 0.9 * kSpinNs / 1e6;
-
-double thread_cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
-}
 
 class SyncPolicy : public OrderingExceptions, public ::testing::WithParamInterface<cudaSynchronizationPolicy> {};
 
@@ -42,20 +35,18 @@ TEST_P(SyncPolicy, SynchronizeWaitsAndItsThreadTimeIsRecorded) {
   policy.syncPolicy = GetParam();
   SC_CHECK_CUDA(cudaStreamSetAttribute(s.get(), cudaStreamAttributeSynchronizationPolicy, &policy));
   sc::mapped<sc::kernels::block_record> records(1);
-  const auto w0 = std::chrono::steady_clock::now();
-  const double c0 = thread_cpu_ms();
-  if (!idle) SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), 1, 32, kSpinNs));
-  EXPECT_CUDA_EQ(cudaSuccess, cudaStreamSynchronize(s.get()));
-  const double cpu_ms = thread_cpu_ms() - c0;
-  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
-  sc::observe("wall_ms", wall_ms);
-  sc::observe("cpu_ms", cpu_ms);
-  sc::observe("cpu_over_wall", wall_ms > 0.0 ? cpu_ms / wall_ms : 0.0);
-  EXPECT_GE(wall_ms, kWaitedAtLeast) << "the synchronize returned before the spin it waited for had ended";
+  const sc::thread_time t = sc::time_on_this_thread([&] {
+    if (!idle) SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), 1, 32, kSpinNs));
+    EXPECT_CUDA_EQ(cudaSuccess, cudaStreamSynchronize(s.get()));
+  });
+  sc::observe("wall_ms", t.wall_ms);
+  sc::observe("cpu_ms", t.cpu_ms);
+  sc::observe("cpu_over_wall", t.busy());
+  EXPECT_GE(t.wall_ms, kWaitedAtLeast) << "the synchronize returned before the spin it waited for had ended";
 }
 
-std::string policy_name(const ::testing::TestParamInfo<cudaSynchronizationPolicy>& info) {
-  switch (info.param) {
+std::string policy_name(const ::testing::TestParamInfo<cudaSynchronizationPolicy>& instance) {
+  switch (instance.param) {
     case cudaSyncPolicyAuto:
       return "Auto";
     case cudaSyncPolicySpin:
