@@ -1,5 +1,7 @@
 #include "green_contexts.hpp"
 
+#include <stdexcept>
+
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/environment.hpp"
 
@@ -28,6 +30,32 @@ sm_split GreenContexts::split(const CUdevResource& input, unsigned min_count, un
                                                dry ? nullptr : &out.remaining, flags, min_count);
   out.group.resize(out.code == CUDA_SUCCESS && !dry ? out.groups : 0);
   return out;
+}
+
+CUdevResource GreenContexts::smallest_group() const {
+  const sm_split s = split(device_sms(), 0, 0, false);
+  SC_CHECK_CU(s.code);
+  if (s.group.empty()) throw std::runtime_error("cuDevSmResourceSplitByCount made no group");
+  return s.group.front();
+}
+
+green_context::green_context(const green_context_api& g, CUdevice dev, const CUdevResource& group) : g_(g) {
+  CUdevResourceDesc desc{};
+  CUdevResource copy = group;
+  SC_CHECK_CU(g_.cuDevResourceGenerateDesc(&desc, &copy, 1));
+  SC_CHECK_CU(g_.cuGreenCtxCreate(&green_, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+}
+
+green_context::~green_context() {
+  for (CUstream s : streams_) note_teardown(driver().cuStreamDestroy(s), "cuStreamDestroy (green)");
+  note_teardown(g_.cuGreenCtxDestroy(green_), "cuGreenCtxDestroy");
+}
+
+CUresult green_context::make_stream(unsigned flags, int priority, CUstream* made) {
+  *made = nullptr;
+  const CUresult code = g_.cuGreenCtxStreamCreate(made, green_, flags, priority);
+  if (code == CUDA_SUCCESS) streams_.push_back(*made);
+  return code;
 }
 
 }  // namespace sc::families
