@@ -10,6 +10,11 @@ namespace sc::families {
 void GreenContexts::SetUp() {
   GpuTest::SetUp();
   if (IsSkipped() || HasFailure()) return;
+  // Under MPS a partition may get more SMs than it was given (the driver's overview); a MIG instance's SMs are
+  // the instance's, to be judged against a baseline of its own.
+  SC_REQUIRE(requirement::separate_contexts);
+  const device_sharing sharing = probe_device_sharing(device(), properties().name);
+  if (sharing.mig) GTEST_SKIP() << "a MIG instance (" << sharing.mig_evidence << "): its SMs are not the device's";
   std::string missing;
   api_ = green_contexts(missing);
   if (api_ == nullptr) GTEST_SKIP() << "the driver has no green contexts (" << missing << " not found)";
