@@ -38,7 +38,7 @@ for setting in CUDA_LAUNCH_BLOCKING=1 CUDA_DEVICE_MAX_CONNECTIONS=1; do
 import collections, sys, xml.etree.ElementTree as ET
 from pathlib import Path
 reasons = collections.Counter()
-for xml in sorted(Path(sys.argv[1], "gtest").glob("*.xml")):
+for xml in sorted(Path(sys.argv[1], "gtest").rglob("*.xml")):
     try:
         root = ET.parse(xml).getroot()
     except ET.ParseError:

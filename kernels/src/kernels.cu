@@ -281,6 +281,10 @@ cudaError_t mark_function(cudaFunction_t* function) {
   return cudaGetFuncBySymbol(function, reinterpret_cast<const void*>(&mark_kernel));
 }
 
+cudaError_t spin_kernel_handle(cudaKernel_t* kernel) {
+  return cudaGetKernel(kernel, reinterpret_cast<const void*>(&spin_kernel));
+}
+
 cudaError_t launch_spin(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
                         std::uint64_t spin_ns) {
   spin_kernel<<<blocks, threads, 0, stream>>>(records, spin_ns);

@@ -1,10 +1,11 @@
 // GCTX-02: a green context's stream runs its blocks only on its partition's SMs. A grid much larger than the
-// partition, launched with the runtime into a stream cuGreenCtxStreamCreate made; each block records the
-// %smid it began and ended on.
+// partition, launched three ways into a stream of the green context; each block records the %smid it began and
+// ended on.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "green_contexts.hpp"
 #include "sc/fixtures/check.hpp"
@@ -24,6 +25,11 @@ constexpr unsigned kBlocksPerDeviceSm = 8;
 constexpr unsigned kThreads = 128;
 constexpr std::uint64_t kSpinNs = 20'000;
 
+// How the grid reaches the green context: the runtime into a cuGreenCtxStreamCreate stream; the driver
+// (cuLaunchKernel with the context-less kernel) into such a stream; the runtime into a stream it made while the
+// converted green context was current.
+enum class route { runtime, driver, current };
+
 // The distinct SMs the grid's blocks began or ended on.
 std::set<unsigned> sms_of(const sc::mapped<sc::kernels::block_record>& records, unsigned blocks) {
   std::set<unsigned> sms;
@@ -34,7 +40,22 @@ std::set<unsigned> sms_of(const sc::mapped<sc::kernels::block_record>& records, 
   return sms;
 }
 
-class Confinement : public GreenContexts, public ::testing::WithParamInterface<unsigned> {};
+// The spin grid into `s`, by the runtime or by the driver.
+void launch_grid(CUstream s, bool by_driver, sc::mapped<sc::kernels::block_record>& records, unsigned blocks) {
+  if (!by_driver) {
+    SC_CHECK_CUDA(sc::kernels::launch_spin(s, records.device(), blocks, kThreads, kSpinNs));
+    return;
+  }
+  cudaKernel_t kernel = nullptr;
+  SC_CHECK_CUDA(sc::kernels::spin_kernel_handle(&kernel));
+  sc::kernels::block_record* out = records.device();
+  std::uint64_t spin_ns = kSpinNs;
+  void* parameters[] = {&out, &spin_ns};
+  SC_CHECK_CU(sc::driver().cuLaunchKernel(reinterpret_cast<CUfunction>(kernel), blocks, 1, 1, kThreads, 1, 1, 0, s,
+                                          parameters, nullptr));
+}
+
+class Confinement : public GreenContexts, public ::testing::WithParamInterface<std::tuple<unsigned, route>> {};
 
 // GCTX-02 · PG "Green Contexts" (work launched on a green context's streams "can only use its provisioned
 // SMs"; the driver's overview names the two cases in which it may use more: MPS, and compute capability 9.x
@@ -42,31 +63,38 @@ class Confinement : public GreenContexts, public ::testing::WithParamInterface<u
 // on no more distinct SMs than the partition holds.
 TEST_P(Confinement, GridInAGreenStreamStaysOnItsPartition) {
   const sc::claim gctx02("GCTX-02");
+  const auto [min_count, how] = GetParam();
   const CUdevResource all = device_sms();
-  if (GetParam() > all.sm.smCount) GTEST_SKIP() << "the device has " << all.sm.smCount << " SMs";
-  const sm_split parts = split(all, GetParam(), 0, false);
+  if (min_count > all.sm.smCount) GTEST_SKIP() << "the device has " << all.sm.smCount << " SMs";
+  const sm_split parts = split(all, min_count, 0, false);
   ASSERT_CU_EQ(CUDA_SUCCESS, parts.code);
-  const unsigned provisioned = parts.group.front().sm.smCount;
   green_context green(api(), dev(), parts.group.front());
-  CUstream raw = nullptr;
-  ASSERT_CU_EQ(CUDA_SUCCESS, green.make_stream(CU_STREAM_NON_BLOCKING, 0, &raw));
-  const bool primary = gctx02.mutated(sc::mutation_kind::arrangement);
+  CUstream s = nullptr;
+  if (how == route::current)
+    SC_CHECK_CUDA(green.make_stream_while_current(&s));
+  else
+    SC_CHECK_CU(green.make_stream(CU_STREAM_NON_BLOCKING, 0, &s));
   const sc::stream ordinary = make(sc::stream_flags::non_blocking, "primary");
-  const sc::stream s = primary ? sc::stream::view(ordinary.get(), "primary") : sc::stream::view(raw, "green");
+  if (gctx02.mutated(sc::mutation_kind::arrangement)) s = ordinary.get();
   const unsigned blocks = kBlocksPerDeviceSm * all.sm.smCount;
   sc::mapped<sc::kernels::block_record> records(blocks);
-  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), blocks, kThreads, kSpinNs));
-  SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
+  launch_grid(s, how == route::driver, records, blocks);
+  SC_CHECK_CUDA(sc::synchronize_within(sc::stream::view(s, "green"), sc::kWorkDeadline));
   const std::set<unsigned> used = sms_of(records, blocks);
-  sc::observe("provisioned_sms", static_cast<int>(provisioned));
+  sc::observe("provisioned_sms", static_cast<int>(parts.group.front().sm.smCount));
   sc::observe("distinct_sms_used", static_cast<int>(used.size()));
-  EXPECT_LE(used.size(), provisioned) << "the grid ran on more SMs than its green context holds";
+  EXPECT_LE(used.size(), parts.group.front().sm.smCount) << "the grid ran on more SMs than its green context holds";
 }
 
-std::string group_name(const ::testing::TestParamInfo<unsigned>& instance) {
-  return "AtLeast" + std::to_string(instance.param);
+std::string instance_name(const ::testing::TestParamInfo<std::tuple<unsigned, route>>& instance) {
+  const char* how[] = {"Runtime", "Driver", "Current"};
+  return std::string(how[static_cast<int>(std::get<1>(instance.param))]) + "AtLeast" +
+         std::to_string(std::get<0>(instance.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(, Confinement, ::testing::Values(8u, 16u, 64u), group_name);
+INSTANTIATE_TEST_SUITE_P(, Confinement,
+                         ::testing::Combine(::testing::Values(8u, 16u, 64u),
+                                            ::testing::Values(route::runtime, route::driver, route::current)),
+                         instance_name);
 
 }  // namespace

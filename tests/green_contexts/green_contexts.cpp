@@ -38,7 +38,8 @@ sm_split GreenContexts::split(const CUdevResource& input, unsigned min_count, un
 }
 
 CUdevResource GreenContexts::smallest_group() const {
-  const sm_split s = split(device_sms(), 0, 0, false);
+  const CUdevResource all = device_sms();
+  const sm_split s = split(all, all.sm.minSmPartitionSize, 0, false);
   SC_CHECK_CU(s.code);
   if (s.group.empty()) throw std::runtime_error("cuDevSmResourceSplitByCount made no group");
   return s.group.front();
@@ -61,6 +62,34 @@ CUresult green_context::make_stream(unsigned flags, int priority, CUstream* made
   const CUresult code = g_.cuGreenCtxStreamCreate(made, green_, flags, priority);
   if (code == CUDA_SUCCESS) streams_.push_back(*made);
   return code;
+}
+
+CUstream green_context::new_stream() {
+  CUstream made = nullptr;
+  SC_CHECK_CU(make_stream(CU_STREAM_NON_BLOCKING, 0, &made));
+  return made;
+}
+
+cudaError_t green_context::make_stream_while_current(CUstream* made) {
+  *made = nullptr;
+  cudaError_t code = cudaSuccess;
+  {
+    const current_green_context in(*this);
+    code = cudaStreamCreateWithFlags(made, cudaStreamNonBlocking);
+  }
+  if (code == cudaSuccess) streams_.push_back(*made);
+  return code;
+}
+
+current_green_context::current_green_context(const green_context& g) : api_(g.api()) {
+  CUcontext converted = nullptr;
+  SC_CHECK_CU(api_.cuCtxFromGreenCtx(&converted, g.get()));
+  SC_CHECK_CU(api_.cuCtxPushCurrent(converted));
+}
+
+current_green_context::~current_green_context() {
+  CUcontext popped = nullptr;
+  note_teardown(api_.cuCtxPopCurrent(&popped), "cuCtxPopCurrent (green)");
 }
 
 }  // namespace sc::families

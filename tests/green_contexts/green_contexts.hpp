@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <cuda_runtime_api.h>
 
 #include <string>
 #include <vector>
@@ -30,14 +31,33 @@ class green_context {
   green_context(const green_context&) = delete;
   green_context& operator=(const green_context&) = delete;
   CUgreenCtx get() const noexcept { return green_; }
+  const green_context_api& api() const noexcept { return g_; }
   // cuGreenCtxStreamCreate with `flags` and `priority`: its code; a stream it made is kept, and destroyed with
   // the context.
   CUresult make_stream(unsigned flags, int priority, CUstream* made);
+  // cudaStreamCreateWithFlags(non-blocking) while the green context, converted by cuCtxFromGreenCtx, is current
+  // to this thread (the runtime then makes the stream in it); kept and destroyed like the others.
+  cudaError_t make_stream_while_current(CUstream* made);
+  // A non-blocking stream of priority 0 (make_stream), or an exception naming the code.
+  CUstream new_stream();
 
  private:
   const green_context_api& g_;
   CUgreenCtx green_ = nullptr;
   std::vector<CUstream> streams_;
+};
+
+// While it lives, the green context (converted by cuCtxFromGreenCtx) is current to this thread: the runtime
+// then makes streams and events in it. cuCtxPushCurrent on construction, cuCtxPopCurrent on destruction.
+class current_green_context {
+ public:
+  explicit current_green_context(const green_context& g);
+  ~current_green_context();
+  current_green_context(const current_green_context&) = delete;
+  current_green_context& operator=(const current_green_context&) = delete;
+
+ private:
+  const green_context_api& api_;
 };
 
 class GreenContexts : public GpuTest {
@@ -51,7 +71,7 @@ class GreenContexts : public GpuTest {
   // Splits `input` into groups of at least `min_count` SMs, as many as fit (nbGroups asked: the SM count),
   // under `flags`; a dry run (result NULL) when `dry`.
   sm_split split(const CUdevResource& input, unsigned min_count, unsigned flags, bool dry) const;
-  // The first group of the device's smallest split (the minimum partition).
+  // The first group of a split into groups of the minimum partition size.
   CUdevResource smallest_group() const;
   CUdevice dev() const noexcept { return dev_; }
 

@@ -35,6 +35,9 @@ cudaError_t mark_function(cudaFunction_t* function);
 // block writes records[blockIdx.x].
 cudaError_t launch_spin(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
                         std::uint64_t spin_ns);
+// The spin kernel as a context-less handle: cuLaunchKernel takes it cast to CUfunction and launches it in the
+// context of the stream it is given. Its parameters, in order: block_record* records, std::uint64_t spin_ns.
+cudaError_t spin_kernel_handle(cudaKernel_t* kernel);
 
 // The scheduling grid (priority_sched): `blocks` blocks of `threads` threads spin as `plan` says and
 // write records[blockIdx.x] (block_record). With cluster > 1 the grid is launched in thread-block
