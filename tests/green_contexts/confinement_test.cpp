@@ -30,16 +30,6 @@ constexpr std::uint64_t kSpinNs = 20'000;
 // converted green context was current.
 enum class route { runtime, driver, current };
 
-// The distinct SMs the grid's blocks began or ended on.
-std::set<unsigned> sms_of(const sc::mapped<sc::kernels::block_record>& records, unsigned blocks) {
-  std::set<unsigned> sms;
-  for (unsigned b = 0; b < blocks; ++b) {
-    sms.insert(records.host()[b].sm_begin);
-    sms.insert(records.host()[b].sm_end);
-  }
-  return sms;
-}
-
 // The spin grid into `s`, by the runtime or by the driver.
 void launch_grid(CUstream s, bool by_driver, sc::mapped<sc::kernels::block_record>& records, unsigned blocks) {
   if (!by_driver) {
@@ -80,7 +70,7 @@ TEST_P(Confinement, GridInAGreenStreamStaysOnItsPartition) {
   sc::mapped<sc::kernels::block_record> records(blocks);
   launch_grid(s, how == route::driver, records, blocks);
   SC_CHECK_CUDA(sc::synchronize_within(sc::stream::view(s, "green"), sc::kWorkDeadline));
-  const std::set<unsigned> used = sms_of(records, blocks);
+  const std::set<unsigned> used = sc::families::distinct_sms(records, blocks);
   sc::observe("provisioned_sms", static_cast<int>(parts.group.front().sm.smCount));
   sc::observe("distinct_sms_used", static_cast<int>(used.size()));
   EXPECT_LE(used.size(), parts.group.front().sm.smCount) << "the grid ran on more SMs than its green context holds";

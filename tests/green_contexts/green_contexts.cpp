@@ -45,6 +45,21 @@ CUdevResource GreenContexts::smallest_group() const {
   return s.group.front();
 }
 
+std::set<unsigned> distinct_sms(const mapped<kernels::block_record>& records, unsigned blocks) {
+  std::set<unsigned> sms;
+  for (unsigned b = 0; b < blocks; ++b) {
+    sms.insert(records.host()[b].sm_begin);
+    sms.insert(records.host()[b].sm_end);
+  }
+  return sms;
+}
+
+stream GreenContexts::stream_of(green_context& g, bool in_primary) {
+  if (!in_primary) return stream::view(g.new_stream(), "green");
+  primary_.emplace(make(stream_flags::non_blocking, "primary"));
+  return stream::view(primary_->get(), "primary");
+}
+
 green_context::green_context(const green_context_api& g, CUdevice dev, const CUdevResource& group) : g_(g) {
   CUdevResourceDesc desc{};
   CUdevResource copy = group;
@@ -70,12 +85,12 @@ CUstream green_context::new_stream() {
   return made;
 }
 
-cudaError_t green_context::make_stream_while_current(CUstream* made) {
+cudaError_t green_context::make_stream_while_current(CUstream* made, unsigned flags) {
   *made = nullptr;
   cudaError_t code = cudaSuccess;
   {
     const current_green_context in(*this);
-    code = cudaStreamCreateWithFlags(made, cudaStreamNonBlocking);
+    code = cudaStreamCreateWithFlags(made, flags);
   }
   if (code == cudaSuccess) streams_.push_back(*made);
   return code;

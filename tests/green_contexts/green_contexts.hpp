@@ -6,11 +6,16 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "sc/fixtures/driver.hpp"
 #include "sc/fixtures/gpu_test.hpp"
+#include "sc/fixtures/memory.hpp"
+#include "sc/fixtures/stream.hpp"
+#include "sc/kernels/record.hpp"
 
 namespace sc::families {
 
@@ -21,6 +26,9 @@ struct sm_split {
   std::vector<CUdevResource> group;
   CUdevResource remaining{};
 };
+
+// The distinct SMs the first `blocks` records began or ended on.
+std::set<unsigned> distinct_sms(const mapped<kernels::block_record>& records, unsigned blocks);
 
 // A green context made from one group of a split (with CU_GREEN_CTX_DEFAULT_STREAM, which the 13.0 driver
 // requires), and the streams made in it, destroyed before it.
@@ -35,9 +43,9 @@ class green_context {
   // cuGreenCtxStreamCreate with `flags` and `priority`: its code; a stream it made is kept, and destroyed with
   // the context.
   CUresult make_stream(unsigned flags, int priority, CUstream* made);
-  // cudaStreamCreateWithFlags(non-blocking) while the green context, converted by cuCtxFromGreenCtx, is current
-  // to this thread (the runtime then makes the stream in it); kept and destroyed like the others.
-  cudaError_t make_stream_while_current(CUstream* made);
+  // cudaStreamCreateWithFlags(`flags`) while the green context, converted by cuCtxFromGreenCtx, is current to
+  // this thread (the runtime then makes the stream in it); kept and destroyed like the others.
+  cudaError_t make_stream_while_current(CUstream* made, unsigned flags = cudaStreamNonBlocking);
   // A non-blocking stream of priority 0 (make_stream), or an exception naming the code.
   CUstream new_stream();
 
@@ -74,8 +82,12 @@ class GreenContexts : public GpuTest {
   // The first group of a split into groups of the minimum partition size.
   CUdevResource smallest_group() const;
   CUdevice dev() const noexcept { return dev_; }
+  // A new stream of `g`, or, when `in_primary` (an arrangement mutation), a stream of the primary context made
+  // for the test; a view either way, its owner living as long as the test.
+  stream stream_of(green_context& g, bool in_primary);
 
  private:
+  std::optional<stream> primary_;
   const green_context_api* api_ = nullptr;
   CUdevice dev_ = 0;
 };
