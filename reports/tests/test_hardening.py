@@ -107,6 +107,13 @@ class Hostile(unittest.TestCase):
         self.assertNotIn("<b>Bold</b>", page.split('<script type="application/json" id="data">')[0])
 
 
+# How much the page of make_big_run's runs may differ in size between 300 and 10,000 tests (a run of 300 already
+# reaches every catalog ID of its plans): the tests the page names up to its bounds (sections.LISTED_TESTS, each
+# with a line of why, about 0.4 KB), the coverage table naming an ID's tests up to sections.COVERAGE_NAMED or
+# counting them, and the counts' digits. Whatever else grows with the run is in the files beside the page.
+PAGE_GROWTH_BOUND = 48 * 1024
+
+
 def page_budget(tests):
     return PAGE_BUDGET_FIXED + PAGE_BUDGET_PER_TEST * tests
 
@@ -138,6 +145,18 @@ class SizeBudget(unittest.TestCase):
                 sizes[tests] = len(page.encode("utf-8"))
             self.assertLessEqual(sizes[2000], page_budget(2000), sizes)
             self.assertLessEqual(sizes[2000] - sizes[200], PAGE_BUDGET_PER_TEST * 1800, sizes)
+
+    def test_the_page_keeps_its_size_whatever_the_number_of_tests(self):
+        # Runs of 300, 2,000 and 10,000 tests of the same seven plans: the page holds their summary, a line per
+        # family and what it names up to its bounds; each family's rows are a file beside it.
+        with tempfile.TemporaryDirectory(prefix="streamcheck-size-test-") as tmp:
+            sizes = {}
+            for tests in (300, 2000, 10000):
+                run, source = make_big_run(Path(tmp) / str(tests), tests)
+                page, _ = render_report(build_model(run, source), source)
+                sizes[tests] = len(page.encode("utf-8"))
+            self.assertLessEqual(max(sizes.values()), PAGE_BUDGET_FULL_RUN, sizes)
+            self.assertLessEqual(max(sizes.values()) - min(sizes.values()), PAGE_GROWTH_BOUND, sizes)
 
     def test_a_recorded_h100_run_makes_a_page_under_a_megabyte(self):
         # A whole fast run on one H100 (146 tests, 137 timelines, 10 block charts; its observation files take
