@@ -9,7 +9,7 @@ import fnmatch
 import re
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .common import COVERAGE_ORDER, DASHES, SHARED_GPU_LABEL, TEST_LABEL, TEST_ORDER, InputError, dig, fmt_value
 from .results import (BASELINE_SCHEMA, SHARED_GPU, check_member, check_schema, count_outcomes, new_test, outcome,
@@ -188,14 +188,38 @@ def same_value(a: Any, b: Any) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
-def test_matches(name: str, test: Dict[str, Any]) -> bool:
+def plan_names(test: Dict[str, Any]) -> Set[str]:
+    """The names a plan may give a test: its gtest name, its ctest name, its ctest name less the family."""
     family = test["family"]
-    candidates = {test["gtest_name"], test["ctest_name"]}
+    names = {test["gtest_name"], test["ctest_name"]}
     if test["ctest_name"].startswith(family + "."):
-        candidates.add(test["ctest_name"][len(family) + 1:])
-    if any(ch in name for ch in "*?["):
-        return any(fnmatch.fnmatchcase(c, name) for c in candidates)
-    return name in candidates
+        names.add(test["ctest_name"][len(family) + 1:])
+    return names
+
+
+def is_pattern(name: str) -> bool:
+    return any(ch in name for ch in "*?[")
+
+
+def test_matches(name: str, test: Dict[str, Any]) -> bool:
+    if is_pattern(name):
+        return any(fnmatch.fnmatchcase(c, name) for c in plan_names(test))
+    return name in plan_names(test)
+
+
+def matching_tests(name: str, tests: Sequence[Dict[str, Any]],
+                   index: Dict[str, List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    """The tests a plan's name matches, in their order; index: the tests by plan_names (a run of thousands of tests
+    is not searched once per name)."""
+    return [t for t in tests if test_matches(name, t)] if is_pattern(name) else index.get(name, [])
+
+
+def names_index(tests: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
+    index: Dict[str, List[Dict[str, Any]]] = {}
+    for t in tests:
+        for name in plan_names(t):
+            index.setdefault(name, []).append(t)
+    return index
 
 
 def aggregate(results: Sequence[Dict[str, Any]], missing: Sequence[str], differs: Sequence[str]) -> str:
@@ -357,6 +381,7 @@ def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, 
         if plan["rows"] is None:
             continue
         family_tests = sorted(by_family.get(family, []), key=lambda t: t["ctest_name"])
+        index = names_index(family_tests)
         for row in plan["rows"]:
             planned_ids.add(row["id"])
             entry = {"family": family, "id": row["id"], "kind": row["kind"], "source": row["source"],
@@ -375,7 +400,7 @@ def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, 
                 continue
             results: List[Dict[str, Any]] = []
             for name in row["tests"]:
-                found = [t for t in family_tests if test_matches(name, t)]
+                found = matching_tests(name, family_tests, index)
                 entry["results"][name] = [t["ctest_name"] for t in found]
                 for t in found:
                     if row["id"] not in t["plan_ids"]:
