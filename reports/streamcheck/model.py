@@ -272,21 +272,26 @@ UNJUDGED_REASON = "not judged (observed values without a baseline, or not measur
 RECORDED_REASON = "recorded values, not a verdict (a recorded claim is shown, never judged)"
 
 
+def skip_group(t: Dict[str, Any], not_run: bool = False) -> Optional[str]:
+    """The reason a skipped test (and with not_run, a test not run) is counted under; None for any other. The
+    baseline rule's skips list their rows, so they differ from test to test: one reason for all."""
+    if outcome(t) == SHARED_GPU:
+        return None  # counted apart, never an ordinary skip
+    if t["status"] == "skipped":
+        return UNJUDGED_REASON if is_unjudged(t) else RECORDED_REASON if t["skip_kind"] == "recorded" else \
+            t["skip_reason"] or "(no reason given)"
+    if t["status"] == "notrun" and not_run:
+        return "not run: " + ("; ".join(t["notes"]) or "(no reason recorded)")
+    return None
+
+
 def skip_groups(tests: Iterable[Dict[str, Any]], not_run: bool = False) -> List[Tuple[str, int]]:
-    """(reason, count) of the skipped tests (and with not_run, the tests not run), the most frequent first.
-    The baseline rule's skips list their rows, so they differ from test to test: one reason for all."""
+    """(reason, count) of the skipped tests (and with not_run, the tests not run), the most frequent first."""
     groups: Dict[str, int] = {}
     for t in tests:
-        if outcome(t) == SHARED_GPU:
-            continue  # counted apart, never an ordinary skip
-        if t["status"] == "skipped":
-            key = UNJUDGED_REASON if is_unjudged(t) else RECORDED_REASON if t["skip_kind"] == "recorded" else \
-                t["skip_reason"] or "(no reason given)"
-        elif t["status"] == "notrun" and not_run:
-            key = "not run: " + ("; ".join(t["notes"]) or "(no reason recorded)")
-        else:
-            continue
-        groups[key] = groups.get(key, 0) + 1
+        key = skip_group(t, not_run)
+        if key is not None:
+            groups[key] = groups.get(key, 0) + 1
     return sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
