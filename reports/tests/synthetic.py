@@ -275,7 +275,7 @@ def make_big_run(root, tests=2000, run_id="20260103T000000Z-7"):
     """(run folder, source tree) of a run of many tests, with names as long as the suite's, and plans of its
     seven families that list them all, 40 catalog IDs a family. Each test claims an ID and has eight observed
     values and four baseline rows; one in 20 is skipped, one in 50 failed with a GoogleTest message. For the
-    page's size and load time, which grow by a row per test."""
+    page's size and load time, which must not grow with the number of tests."""
     run = Path(root) / run_id
     write(run / "env.json", json.dumps(env_doc(run_id)))
     families = ("capture", "copy_overlap", "default_streams", "events", "host_funcs", "mempool", "priority_sched")

@@ -111,8 +111,7 @@ class Hostile(unittest.TestCase):
 # seven plans (280 catalog IDs, every one reached from 300 tests on): what the page names up to its bounds
 # (sections.py). The failed tests it lists (LISTED_TESTS, a line of why each, about 0.4 KB), and for each ID the
 # tests named (COVERAGE_NAMED; beyond, counted by outcome) and its lines of detail (a line per failed test up to
-# COVERAGE_DETAIL_LINES), and the counts' digits. 21 KB measured (2026-11-28); a page that grew by a row per test
-# would grow by 8 MB.
+# COVERAGE_DETAIL_LINES), and the counts' digits. 21 KB measured; a page that held a row per test grew by 8 MB.
 PAGE_GROWTH_BOUND = 32 * 1024
 
 
