@@ -14,8 +14,9 @@ bash "$src/ci/run_suite.sh" "$build" 2>&1 | tee "$out/suite.log"
 suite_rc=${PIPESTATUS[0]}
 suite_run=$(sed -n 's/^run_suite: results folder //p' "$out/suite.log" | tail -n 1)
 tar -C "$(dirname "$suite_run")" -czf "$out/results.tgz" "$(basename "$suite_run")"
-# The page and the folders beside it that it reads when a test's row is opened (details/, its drawings, traces).
-for part in report.html details timelines blocks traces; do cp -R "$suite_run/$part" "$out/" 2>/dev/null; done
+# The page and the folders beside it that it reads when a family or a test's row is opened (families/, details/,
+# its drawings, traces).
+for part in report.html families details timelines blocks traces; do cp -R "$suite_run/$part" "$out/" 2>/dev/null; done
 # The gate's judgement of the whole run (0 as expected, 1 regressed, 2 not trustworthy), as summary.md and
 # junit.xml (claim IDs, skip reasons).
 python3 "$src/reports/streamcheck_gate.py" "$suite_run" --markdown "$out/summary.md" --junit "$out/junit.xml" | tee "$out/gate.log"

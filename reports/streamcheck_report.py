@@ -16,9 +16,10 @@ With --machine the folders are one machine's runs, one per GPU and one per pair 
 --every-gpu): the page shows what differs between the GPUs first, then GPU x family and the pairs' runs.
 
 The page needs no network: CSS is inline, the data is embedded as <script type="application/json" id="data">,
-and a small script adds filtering. A test is a row of the page; its details are a file beside it,
-details/<ctest name>.js, which the script shows under the row when it is opened, with the drawings of
-timelines/ and blocks/ in frames: keep those folders with the page.
+and a small script adds filtering. The page holds the run's summary and a line per family, so its size does not
+grow with the number of tests: a family's rows are a file beside it, families/<family>.js, which the script
+shows when the family is opened, and a test's details another, details/<ctest name>.js, shown under its row
+when the row is opened, with the drawings of timelines/ and blocks/ in frames: keep those folders with the page.
 
 Exit status: 0 when the page was written (failed tests do not change it); 2 on bad input: either nothing was
 written (the one-line error says why), or the page was written and lists the result files it could not read
@@ -73,7 +74,8 @@ def report(run_dir: Path, source: Path, output: Path) -> int:
     model = build_model(run_dir, source)
     page, files = render_report(model, source)
     write_output(output, page)
-    # Each test's details and the drawings they show, beside the page, which loads them when a row is opened.
+    # Each family's rows, each test's details and the drawings they show, beside the page, which reads them when a
+    # family or a row is opened.
     for name, text in files.items():
         write_output(output.parent / name, text)
     # Each drawn timeline whole, as a Chrome trace beside the page (the page links it).

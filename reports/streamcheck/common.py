@@ -8,7 +8,7 @@ import html
 import json
 import math
 import re
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 GENERATOR = "streamcheck_report"
 GENERATOR_VERSION = "2.0.0"
@@ -189,6 +189,17 @@ def slug(text: str) -> str:
 
 def plural(n: int, word: str, many: Optional[str] = None) -> str:
     return "%d %s" % (n, word if n == 1 else (many or word + "s"))
+
+
+def bounded(lines: Sequence[str], limit: int = MAX_EVIDENCE_LINES) -> List[str]:
+    """The first `limit` lines, and a last one counting the rest, if any."""
+    return list(lines[:limit]) + (["%d more" % (len(lines) - limit)] if len(lines) > limit else [])
+
+
+def shortened(text: str, chars: int) -> str:
+    """The text in one line of at most `chars` characters (its whitespace runs as one space)."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= chars else line[:chars - 1] + "\u2026"
 
 
 def flatten(doc: Any, prefix: str = "") -> List[Tuple[str, Any]]:

@@ -9,7 +9,7 @@ import fnmatch
 import re
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .common import COVERAGE_ORDER, DASHES, SHARED_GPU_LABEL, TEST_LABEL, TEST_ORDER, InputError, dig, fmt_value
 from .results import (BASELINE_SCHEMA, SHARED_GPU, check_member, check_schema, count_outcomes, new_test, outcome,
@@ -188,14 +188,38 @@ def same_value(a: Any, b: Any) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
-def test_matches(name: str, test: Dict[str, Any]) -> bool:
+def plan_names(test: Dict[str, Any]) -> Set[str]:
+    """The names a plan may give a test: its gtest name, its ctest name, its ctest name less the family."""
     family = test["family"]
-    candidates = {test["gtest_name"], test["ctest_name"]}
+    names = {test["gtest_name"], test["ctest_name"]}
     if test["ctest_name"].startswith(family + "."):
-        candidates.add(test["ctest_name"][len(family) + 1:])
-    if any(ch in name for ch in "*?["):
-        return any(fnmatch.fnmatchcase(c, name) for c in candidates)
-    return name in candidates
+        names.add(test["ctest_name"][len(family) + 1:])
+    return names
+
+
+def is_pattern(name: str) -> bool:
+    return any(ch in name for ch in "*?[")
+
+
+def test_matches(name: str, test: Dict[str, Any]) -> bool:
+    if is_pattern(name):
+        return any(fnmatch.fnmatchcase(c, name) for c in plan_names(test))
+    return name in plan_names(test)
+
+
+def matching_tests(name: str, tests: Sequence[Dict[str, Any]],
+                   index: Dict[str, List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    """The tests a plan's name matches, in their order; index: the tests by plan_names (a run of thousands of tests
+    is not searched once per name)."""
+    return [t for t in tests if test_matches(name, t)] if is_pattern(name) else index.get(name, [])
+
+
+def names_index(tests: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
+    index: Dict[str, List[Dict[str, Any]]] = {}
+    for t in tests:
+        for name in plan_names(t):
+            index.setdefault(name, []).append(t)
+    return index
 
 
 def aggregate(results: Sequence[Dict[str, Any]], missing: Sequence[str], differs: Sequence[str]) -> str:
@@ -248,21 +272,26 @@ UNJUDGED_REASON = "not judged (observed values without a baseline, or not measur
 RECORDED_REASON = "recorded values, not a verdict (a recorded claim is shown, never judged)"
 
 
+def skip_group(t: Dict[str, Any], not_run: bool = False) -> Optional[str]:
+    """The reason a skipped test (and with not_run, a test not run) is counted under; None for any other. The
+    baseline rule's skips list their rows, so they differ from test to test: one reason for all."""
+    if outcome(t) == SHARED_GPU:
+        return None  # counted apart, never an ordinary skip
+    if t["status"] == "skipped":
+        return UNJUDGED_REASON if is_unjudged(t) else RECORDED_REASON if t["skip_kind"] == "recorded" else \
+            t["skip_reason"] or "(no reason given)"
+    if t["status"] == "notrun" and not_run:
+        return "not run: " + ("; ".join(t["notes"]) or "(no reason recorded)")
+    return None
+
+
 def skip_groups(tests: Iterable[Dict[str, Any]], not_run: bool = False) -> List[Tuple[str, int]]:
-    """(reason, count) of the skipped tests (and with not_run, the tests not run), the most frequent first.
-    The baseline rule's skips list their rows, so they differ from test to test: one reason for all."""
+    """(reason, count) of the skipped tests (and with not_run, the tests not run), the most frequent first."""
     groups: Dict[str, int] = {}
     for t in tests:
-        if outcome(t) == SHARED_GPU:
-            continue  # counted apart, never an ordinary skip
-        if t["status"] == "skipped":
-            key = UNJUDGED_REASON if is_unjudged(t) else RECORDED_REASON if t["skip_kind"] == "recorded" else \
-                t["skip_reason"] or "(no reason given)"
-        elif t["status"] == "notrun" and not_run:
-            key = "not run: " + ("; ".join(t["notes"]) or "(no reason recorded)")
-        else:
-            continue
-        groups[key] = groups.get(key, 0) + 1
+        key = skip_group(t, not_run)
+        if key is not None:
+            groups[key] = groups.get(key, 0) + 1
     return sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -357,6 +386,7 @@ def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, 
         if plan["rows"] is None:
             continue
         family_tests = sorted(by_family.get(family, []), key=lambda t: t["ctest_name"])
+        index = names_index(family_tests)
         for row in plan["rows"]:
             planned_ids.add(row["id"])
             entry = {"family": family, "id": row["id"], "kind": row["kind"], "source": row["source"],
@@ -375,7 +405,7 @@ def build_coverage(plans: Dict[str, Dict[str, Any]], tests: Dict[str, Dict[str, 
                 continue
             results: List[Dict[str, Any]] = []
             for name in row["tests"]:
-                found = [t for t in family_tests if test_matches(name, t)]
+                found = matching_tests(name, family_tests, index)
                 entry["results"][name] = [t["ctest_name"] for t in found]
                 for t in found:
                     if row["id"] not in t["plan_ids"]:

@@ -1,14 +1,16 @@
 """Page rendering: one self-contained HTML page from the model of a run (model.build_model()). The page's
 skeleton is reports/templates/page.html, with the style sheet and script it inlines (report.css, report.js);
-this module fills it with the header (the run's facts and banners), the sections (sections.py, each row of a
-family table from test_row.py) and the data block, and makes each test's details file (test_row.py). Markup
-lives in the templates; the code chooses which fragment to fill and computes its values, which the templates
-escape (templates.py).
+this module fills it with the header (the run's facts and banners), the sections (sections.py) and the data
+block, and makes the files beside it: each family's rows (sections.py, each row from test_row.py) and each
+test's details (test_row.py). Markup lives in the templates; the code chooses which fragment to fill and
+computes its values, which the templates escape (templates.py).
 The page loads nothing from outside itself and the folders beside it (a Content-Security-Policy says so to
-the browser), and its data is embedded as <script type="application/json" id="data">. A test is one row of the
-page; its details (the whole result, observed values, baseline comparisons, timeline, block chart, and its data)
-are a file per test beside the page, details/<ctest name>.js, which report.js loads when the row is opened: the
-page's size grows by a row per test, however heavy the tests. Python 3.9+ standard library only.
+the browser), and its data is embedded as <script type="application/json" id="data">. The page holds the run's
+summary and a line per family; a family's rows are a file beside it, families/<family>.js, which report.js
+loads when the family is opened, and a test's details (the whole result, observed values, baseline
+comparisons, timeline, block chart, and its data) a file per test, details/<ctest name>.js, loaded when its row
+is opened: the page's size does not grow with the number of tests, however many or heavy.
+Python 3.9+ standard library only.
 """
 
 from __future__ import annotations
@@ -16,32 +18,32 @@ from __future__ import annotations
 import datetime
 import json
 from pathlib import Path
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
-from .common import GENERATOR, GENERATOR_VERSION, MAX_EVIDENCE_LINES, Markup, fmt_shown, fmt_value, plural, slug
+from .common import GENERATOR, GENERATOR_VERSION, Markup, bounded, fmt_shown, fmt_value, plural, slug
 from .page_parts import environment_facts, facts_markup, run_fact, test_anchor
-from .sections import (api_section, coverage_section, environment_section, families_section, instruments_section,
-                       timelines_section, totals_section)
+from .sections import (api_section, coverage_section, detail_lines, environment_section, families_section,
+                       family_rows, instruments_section, tests_by_family, timelines_section, totals_section)
 from .templates import EMPTY, fill, fill_page, join, template_text
 from .block_chart import chart_digest
 from .test_row import test_details
 from .timeline import drawings_into, legend_css
 from .timeline_model import timeline_without_blocks
 
-# The page's size budget (docs/running.md): PAGE_BUDGET_FIXED for the page itself (the coverage table and the API
-# table grow with the source tree's plans and the CUDA headers, not with the run) and PAGE_BUDGET_PER_TEST for each
-# test: its row, its results in the coverage table and its name in the data block. Everything else about a test
-# is its details file beside the page (details_file), loaded when its row is opened, so a heavy test (a timeline,
-# a block chart, many observed values) weighs on the page no more than a light one. A run heavier than the suite's
-# full run on one GPU makes a page under PAGE_BUDGET_FULL_RUN. The host test SizeBudget checks all three, on such
-# a run and on a run of 2,000 tests.
-PAGE_BUDGET_PER_TEST = 1024
-PAGE_BUDGET_FIXED = 320 * 1024
-PAGE_BUDGET_FULL_RUN = 1_000_000
-# What the data block says of the tests' details.
-DETAILS_NOTE = ("each test's details are in the file details/<ctest name>.js beside the page (characters other "
-                "than A-Z a-z 0-9 _ . - of the name as _): a script calling streamcheckDetails() with one JSON object, "
-                "{row: the anchor of the test's row, html: its details' markup, test: its data}")
+# The page's size budget (docs/running.md), whatever the number of tests: the page names tests up to the bounds
+# of sections.py (LISTED_TESTS, COVERAGE_NAMED), and holds a line per family and per catalog ID of the plans (the
+# coverage table and the API table grow with the source tree's plans and the CUDA headers, not with the run).
+# Each family's rows are a file beside the page (family_file), and each test's details (details_file), so a big
+# run or a heavy test (a timeline, a block chart, many observed values) weighs on the page no more than a small
+# one. The host test SizeBudget checks it on runs of up to 10,000 tests and on runs like the suite's.
+PAGE_BUDGET = 1_000_000
+# What the data block says of the files beside the page.
+FILES_NOTE = ("the page names no test but those it lists: each family's tests are in the file families/<family>.js "
+              "beside the page, a script calling streamcheckFamily() with one JSON object {family: the anchor of "
+              "the family, html: its rows' markup, tests: each test's ctest_name and status, in the rows' order}; "
+              "each test's details in details/<ctest name>.js, a script calling streamcheckDetails() with {row: the "
+              "anchor of the test's row, html: its details' markup, test: its data, with its claims and plan_ids} "
+              "(characters other than A-Z a-z 0-9 _ . - of a name as _)")
 
 
 def baseline_fact(baseline: Dict[str, Any]) -> Markup:
@@ -71,11 +73,8 @@ def banners(model: Dict[str, Any]) -> Markup:
     out = []
     problems = model["problems"]
     if problems:
-        shown = problems[:MAX_EVIDENCE_LINES]
-        items = [fill("li", text=p) for p in shown]
-        if len(problems) > len(shown):
-            items.append(fill("li", text="%d more" % (len(problems) - len(shown))))
-        out.append(fill("problems", count=plural(len(problems), "file"), items=join(items)))
+        out.append(fill("problems", count=plural(len(problems), "file"),
+                        items=join(fill("li", text=p) for p in bounded(problems))))
     if model.get("unjudged_rows"):
         out.append(fill("banner", kind="warn", text="%s: this run proves its documented behaviors only."
                         % model["unjudged_rows"]))
@@ -169,6 +168,20 @@ def test_record(test: Dict[str, Any], run: Dict[str, Any], shared: Dict[str, Any
                 observation_file=in_run(test.get("observation_file")))
 
 
+def family_path(family: str) -> str:
+    """Where a family's rows are, from the page: its anchor without "f-" (report.js finds it so)."""
+    return "families/%s.js" % slug(family)
+
+
+def family_file(family: str, tests: List[Dict[str, Any]]) -> str:
+    """A family's file: a script that hands the page the markup of the family's rows (sections.family_rows) and
+    each test's name and status, as one JSON object: streamcheckFamily({"family": ..., "html": ..., "tests": ...});"""
+    return ("// The tests of one family of a streamcheck report: its page runs this when the family is opened.\n"
+            "streamcheckFamily(%s);\n" % embed_json({
+                "family": "f-" + slug(family), "html": str(family_rows(tests)),
+                "tests": [{"ctest_name": t["ctest_name"], "status": t["status"]} for t in tests]}))
+
+
 def details_path(test: Dict[str, Any]) -> str:
     """Where a test's details are, from the page: its row's anchor without "t-" (report.js finds it so)."""
     return "details/%s.js" % slug(test["ctest_name"])
@@ -181,35 +194,52 @@ def details_file(test: Dict[str, Any], html: Markup, record: Dict[str, Any]) -> 
             "streamcheckDetails(%s);\n" % embed_json({"row": test_anchor(test), "html": str(html), "test": record}))
 
 
+def coverage_data(coverage: Dict[str, Any]) -> Dict[str, Any]:
+    """The coverage of catalog IDs for machines, without its lists of tests, which grow with the run (the tests
+    a plan row names and their results, those of an ID no plan lists, those a plan of the suite's own tests
+    misses): each test's record (its details file) has the IDs it claims and those its plan gives it (plan_ids).
+    An ID's detail is as the page shows it (detail_lines)."""
+    names = ("planned", "results", "missing", "tests", "unlisted")
+
+    def entry(row: Dict[str, Any]) -> Dict[str, Any]:
+        # The raw Tests cell of a plan row is its parsed "planned" names again.
+        out = {k: v for k, v in row.items() if k != "tests_cell" and not (k in names and isinstance(v, (list, dict)))}
+        if "detail" in row:
+            out["detail"] = detail_lines(row["detail"])
+        return out
+    return dict(coverage, **{part: [entry(r) for r in coverage.get(part) or []]
+                             for part in ("rows", "unplanned", "self_tested")})
+
+
 def page_data(model: Dict[str, Any], source: Path) -> Dict[str, Any]:
-    """The data block: what the page shows, for machines. Each test is its name and status here; the rest of
-    its data is in its details file."""
+    """The data block: what the page shows, for machines. The tests of each family are in its file, each
+    test's data in its details file (FILES_NOTE)."""
     run = model["run"]
     return {
         "generator": {"name": GENERATOR, "version": GENERATOR_VERSION},
         "runs": [{"dir": run["dir"], "id": run["id"], "env": run["env"], "notes": run["notes"],
                   "device": shared_device(model["tests"])}],
-        "problems": model["problems"],
+        "problems": bounded(model["problems"]),
         "source": str(source),
         "totals": model["totals"],
-        # The raw Tests cell of each plan row is its parsed "planned" names again.
-        "coverage": dict(model["coverage"], rows=[{k: v for k, v in row.items() if k != "tests_cell"}
-                                                  for row in model["coverage"]["rows"]]),
+        "coverage": coverage_data(model["coverage"]),
         # The plans' rows are in the coverage rows and in the plans themselves: their IDs are enough here.
         "plans": {family: dict({k: v for k, v in plan.items() if k != "rows"},
                                ids=[row.get("id") for row in plan.get("rows") or []])
                   if isinstance(plan, dict) else plan for family, plan in model["plans"].items()},
-        "details": DETAILS_NOTE,
-        "tests": [{"ctest_name": name, "status": model["tests"][name]["status"]} for name in sorted(model["tests"])],
+        "files": FILES_NOTE,
+        "families": [{"family": family, "file": family_path(family), "tests": len(tests)}
+                     for family, tests in tests_by_family(model).items()],
         "instruments": model["instruments"],
         "baseline": {k: v for k, v in model["baseline"].items() if k != "entries"},
     }
 
 
 def render_report(model: Dict[str, Any], source: Path) -> Tuple[str, Dict[str, str]]:
-    """The page of one run, and the files to write beside it (path from the page -> text): each test's details
-    (details_file) and the drawings of its timeline and block chart, which its details show in frames."""
-    files: Dict[str, str] = {}
+    """The page of one run, and the files to write beside it (path from the page -> text): each family's rows
+    (family_file), each test's details (details_file) and the drawings of its timeline and block chart, which
+    its details show in frames."""
+    files = {family_path(family): family_file(family, tests) for family, tests in tests_by_family(model).items()}
     drawings_into(files)
     try:
         shared = shared_device(model["tests"])

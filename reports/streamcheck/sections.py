@@ -1,7 +1,7 @@
 """The sections of the report page, each a function of the model of a run (model.build_model()) that fills the
 fragments of reports/templates/sections.html: totals, coverage by catalog ID, results by family, timelines,
-instruments, environment. A section returns its markup, so each can be rendered and tested on its own.
-Python 3.9+ standard library only."""
+instruments, environment. A section returns its markup, so each can be rendered and tested on its own; a
+family's rows (family_rows) are a file beside the page. Python 3.9+ standard library only."""
 
 from __future__ import annotations
 
@@ -9,16 +9,50 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from .api import coverage as api_coverage, cuda_include_dir
-from .common import COUNT_LABEL, COVERAGE_ORDER, TEST_LABEL, TEST_ORDER, Markup, dig, inline_md, plural, slug
-from .model import is_unjudged, skip_groups
+from .common import (COUNT_LABEL, COVERAGE_ORDER, MAX_EVIDENCE_LINES, TEST_LABEL, TEST_ORDER, Markup, bounded, dig,
+                     inline_md, plural, shortened, slug)
+from .model import is_unjudged, skip_group, skip_groups
 from .page_parts import badge, dash, environment_tables, kv_list, test_anchor, test_link
 from .results import SHARED_GPU, outcome
 from .templates import EMPTY, attrs, fill, join
-from .test_row import test_row
+from .test_row import SHORT_REASON_CHARS, short_reason, status_cell, test_row
 from .timeline import timeline_legend
 from .timeline_model import timeline_model, timeline_state
 
 Model = Dict[str, Any]
+Test = Dict[str, Any]
+
+# What the page names of a run, at most, so that its size does not grow with the number of tests (each family's
+# rows are a file beside it, families/<family>.js, read when the family is opened): LISTED_TESTS failed tests,
+# and as many not run or not judged, each with its line of why; COVERAGE_NAMED tests of a catalog ID (beyond,
+# they are counted by outcome) and COVERAGE_DETAIL_LINES lines of its detail. Those beyond are counted by family.
+LISTED_TESTS = 10
+COVERAGE_NAMED = 3
+COVERAGE_DETAIL_LINES = 6
+
+
+def family_links(counts: Dict[str, int]) -> Markup:
+    """Each family linked (opening it reads its rows), with a count of its tests."""
+    return join((fill("family_link", anchor=slug(family), family=family, count=n)
+                 for family, n in sorted(counts.items())), ", ")
+
+
+def first_tests(tests: List[Test], limit: int, item: Any) -> List[Markup]:
+    """item(test) of the first `limit` tests, and a line counting the rest by family."""
+    rest: Dict[str, int] = {}
+    for t in tests[limit:]:
+        rest[t["family"]] = rest.get(t["family"], 0) + 1
+    more = [fill("more_tests", count=len(tests) - limit, families=family_links(rest))] if rest else []
+    return [item(t) for t in tests[:limit]] + more
+
+
+def listed_tests(tests: List[Test], with_status: bool = False) -> Markup:
+    """The first LISTED_TESTS tests, each linked to its row with its line of why (and its status, with_status),
+    as list items; the rest counted by family."""
+    def item(t: Test) -> Markup:
+        status = join([status_cell(t), " "]) if with_status else EMPTY
+        return fill("listed_test", status=status, anchor=test_anchor(t), name=t["ctest_name"], reason=short_reason(t))
+    return join(fill("li", text=line) for line in first_tests(tests, LISTED_TESTS, item))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -36,8 +70,7 @@ def outcome_banner(model: Model) -> Markup:
     t = model["totals"]
     failed = sorted((x for x in model["tests"].values() if x["status"] == "failed"), key=lambda x: x["ctest_name"])
     if failed:
-        return fill("failed_banner", count=plural(len(failed), "test"), items=join(
-            fill("link_item", anchor=test_anchor(x), text=x["ctest_name"]) for x in failed))
+        return fill("failed_banner", count=plural(len(failed), "test"), items=listed_tests(failed))
     if t["tests"] == t["notrun"]:
         missing = [plural(t["notrun"], "test") + " not run"] if t["notrun"] else []
         missing += ["%s not in this run" % plural(t["planned"], "planned test")] if t["planned"] else []
@@ -48,12 +81,35 @@ def outcome_banner(model: Model) -> Markup:
     return fill("none_failed_banner", kind="warn" if t["passed"] == 0 or t[SHARED_GPU] else "ok", extra=extra)
 
 
-def skip_reasons(tests: Dict[str, Dict[str, Any]]) -> Markup:
-    """How many tests were skipped for each reason, the most frequent first."""
+def to_look_at(model: Model) -> Markup:
+    """The tests not run, or not judged (for want of a baseline, or beside another context on the GPU): what
+    needs a look besides the failures."""
+    tests = sorted((t for t in model["tests"].values() if outcome(t) in ("notrun", SHARED_GPU) or is_unjudged(t)),
+                   key=lambda t: (TEST_ORDER[outcome(t)], t["ctest_name"]))
+    if not tests:
+        return EMPTY
+    return fill("to_look_at", count=plural(len(tests), "test"), items=listed_tests(tests, with_status=True))
+
+
+def skip_reasons(tests: Dict[str, Test]) -> Markup:
+    """How many tests were skipped for each reason, the most frequent first, and in which families; the first
+    MAX_EVIDENCE_LINES reasons, the rest counted."""
     reasons = skip_groups(tests.values())
     if not reasons:
         return EMPTY
-    return fill("skip_reasons", rows=join(fill("skip_reason_row", reason=reason, count=n) for reason, n in reasons))
+    families: Dict[str, Dict[str, int]] = {}
+    for t in tests.values():
+        key = skip_group(t)
+        if key is not None:
+            counts = families.setdefault(key, {})
+            counts[t["family"]] = counts.get(t["family"], 0) + 1
+    rows = [fill("skip_reason_row", reason=shortened(reason, SHORT_REASON_CHARS), count=n,
+                 families=family_links(families[reason])) for reason, n in reasons[:MAX_EVIDENCE_LINES]]
+    rest = reasons[MAX_EVIDENCE_LINES:]
+    if rest:
+        rows.append(fill("skip_reason_row", reason=plural(len(rest), "more reason"), count=sum(n for _, n in rest),
+                         families=EMPTY))
+    return fill("skip_reasons", rows=join(rows))
 
 
 def totals_section(model: Model) -> Markup:
@@ -66,17 +122,43 @@ def totals_section(model: Model) -> Markup:
                          unjudged=fill("unjudged_count", count=unjudged) if key == "skipped" and unjudged else EMPTY)
                     for key, label in COUNT_LABEL.items())
     planned = fill("planned_count", count=plural(t["planned"], "test")) if t["planned"] else EMPTY
-    return fill("totals", banner=totals_banner(model), tests=t["tests"], counters=counters, planned=planned,
-                reasons=skip_reasons(model["tests"]))
+    return fill("totals", banner=totals_banner(model), tests=t["tests"], counters=counters, look=to_look_at(model),
+                planned=planned, reasons=skip_reasons(model["tests"]))
 
 
 # ------------------------------------------------------------------------------------------------
 # Coverage by catalog ID
 # ------------------------------------------------------------------------------------------------
-def planned_tests_cell(row: Dict[str, Any], tests: Dict[str, Dict[str, Any]]) -> Markup:
-    """The tests the plan names for an ID, each with a chip per result (one per variant) linked to its row."""
+def outcome_badges(tests: List[Test]) -> Markup:
+    """A badge for each outcome of the tests, with its count."""
+    counts = {s: sum(1 for t in tests if outcome(t) == s) for s in TEST_ORDER}
+    return join((badge(s, "%d %s" % (counts[s], TEST_LABEL[s])) for s in TEST_ORDER if counts[s]), " ")
+
+
+def planned_counts(row: Dict[str, Any], tests: Dict[str, Test]) -> Markup:
+    """The results of the tests the plan names for an ID, counted by outcome, and its family linked."""
+    found = sorted({c for name in row["planned"] for c in row["results"].get(name, []) if c in tests})
+    unmatched = sum(1 for name in row["planned"] if not any(c in tests for c in row["results"].get(name, [])))
+    badges = [outcome_badges([tests[c] for c in found])]
+    if unmatched:
+        badges.append(badge("no-result", "%d no result" % unmatched))
+    return fill("planned_counts", count=plural(len(row["planned"]), "test"), anchor=slug(row["family"]),
+                family=row["family"], badges=join(badges, " "))
+
+
+def detail_lines(lines: List[str]) -> List[str]:
+    """A catalog ID's lines of detail as the page holds them: the first COVERAGE_DETAIL_LINES, each of at most
+    SHORT_REASON_CHARS, the rest counted (its tests' rows and details have all of it)."""
+    return bounded([shortened(line, SHORT_REASON_CHARS) for line in lines], COVERAGE_DETAIL_LINES)
+
+
+def planned_tests_cell(row: Dict[str, Any], tests: Dict[str, Test]) -> Markup:
+    """The tests the plan names for an ID, each with a chip per result (one per variant) linked to its row; more
+    than COVERAGE_NAMED are counted (planned_counts)."""
     if not row["planned"]:
         return dash()
+    if len(row["planned"]) > COVERAGE_NAMED:
+        return planned_counts(row, tests)
     lines = []
     for name in row["planned"]:
         found = [tests[c] for c in row["results"].get(name, []) if c in tests]
@@ -109,7 +191,7 @@ def coverage_rows(model: Model, with_claim: bool) -> Markup:
                          kind=row["kind"] or "\u2014",
                          claim=fill("claim_cell", claim=inline_md(row["claim"])) if with_claim else EMPTY,
                          source=inline_md(row["source"]), tests=planned_tests_cell(row, model["tests"]),
-                         badge=badge(row["status"]), detail=join(row["detail"], fill("br"))))
+                         badge=badge(row["status"]), detail=join(detail_lines(row["detail"]), fill("br"))))
     return join(rows)
 
 
@@ -143,9 +225,9 @@ def self_tested_table(cov: Dict[str, Any]) -> Markup:
     for entry in cov["self_tested"]:
         detail = []
         if entry["missing"]:
-            detail.append("listed but no result: " + ", ".join(entry["missing"]))
+            detail.append("listed but no result: " + ", ".join(bounded(entry["missing"], LISTED_TESTS)))
         if entry["unlisted"]:
-            detail.append("ran but not listed: " + ", ".join(entry["unlisted"]))
+            detail.append("ran but not listed: " + ", ".join(bounded(entry["unlisted"], LISTED_TESTS)))
         rows.append(fill("self_tested_row", anchor=slug(entry["family"]), family=entry["family"],
                          planned=entry["planned"], tests=entry["tests"], failed=entry["failed"],
                          detail="; ".join(detail) or "\u2014"))
@@ -158,8 +240,9 @@ def unplanned_table(model: Model) -> Markup:
         return EMPTY
     return fill("unplanned", rows=join(
         fill("unplanned_row", status=row["status"], id=row["id"], family=row["family"], kind=row["kind"] or "\u2014",
-             tests=join((test_link(model["tests"][name]) for name in row["tests"]), fill("br")),
-             badge=badge(row["status"]), detail=join(row["detail"], fill("br")))
+             tests=join(first_tests([model["tests"][name] for name in row["tests"]], COVERAGE_NAMED, test_link),
+                        fill("br")),
+             badge=badge(row["status"]), detail=join(detail_lines(row["detail"]), fill("br")))
         for row in model["coverage"]["unplanned"]))
 
 
@@ -180,27 +263,37 @@ def plan_note(plan: Any) -> str:
     return "no plan"
 
 
-def family_table(model: Model, family: str, tests: List[Dict[str, Any]]) -> Markup:
-    """A family's tests, failed first, in a table that can be collapsed; its summary counts each outcome."""
-    # Failures, tests not run and skips not judged first: what needs a look before what skipped with a reason.
-    tests = sorted(tests, key=lambda t: (TEST_ORDER[outcome(t)], not is_unjudged(t), t["gtest_name"], t["variant"]))
-    counts = {s: sum(1 for t in tests if outcome(t) == s) for s in TEST_ORDER}
-    summary = join((badge(s, "%d %s" % (counts[s], TEST_LABEL[s])) for s in TEST_ORDER if counts[s]), " ")
+def tests_by_family(model: Model) -> Dict[str, List[Test]]:
+    """The run's tests by family, the families in order; in a family, failures, tests not run and skips not
+    judged first: what needs a look before what skipped with a reason."""
+    by_family: Dict[str, List[Test]] = {}
+    for t in model["tests"].values():
+        by_family.setdefault(t["family"], []).append(t)
+    return {family: sorted(by_family[family], key=lambda t: (TEST_ORDER[outcome(t)], not is_unjudged(t),
+                                                             t["gtest_name"], t["variant"]))
+            for family in sorted(by_family)}
+
+
+def family_line(model: Model, family: str, tests: List[Test]) -> Markup:
+    """A family, collapsed, its summary counting each outcome; its rows (family_rows) are read from the file
+    beside the page when it is opened."""
     variants = sorted({t["variant"] for t in tests if t["variant"]})
     variant_note = (" \u00b7 variants: %s" % ", ".join(variants)) if variants else ""
-    return fill("family", anchor=slug(family), family=family, summary=summary,
-                note="%s \u00b7 %s%s" % (plural(len(tests), "test"), plan_note(model["plans"].get(family)), variant_note),
-                rows=join(test_row(t) for t in tests))
+    return fill("family", anchor=slug(family), family=family, summary=outcome_badges(tests),
+                note="%s \u00b7 %s%s" % (plural(len(tests), "test"), plan_note(model["plans"].get(family)), variant_note))
+
+
+def family_rows(tests: List[Test]) -> Markup:
+    """A family's rows, in the order of tests_by_family."""
+    return join(test_row(t) for t in tests)
 
 
 def families_section(model: Model) -> Markup:
-    by_family: Dict[str, List[Dict[str, Any]]] = {}
-    for t in model["tests"].values():
-        by_family.setdefault(t["family"], []).append(t)
+    families = tests_by_family(model)
     drawn = any(timeline_state(t) == "drawn" for t in model["tests"].values())
-    return fill("families", filters=fill("filters"), empty=EMPTY if by_family else fill("no_results"),
+    return fill("families", filters=fill("filters"), empty=EMPTY if families else fill("no_results"),
                 key=fill("timeline_key", legend=timeline_legend()) if drawn else EMPTY,
-                families=join(family_table(model, family, by_family[family]) for family in sorted(by_family)))
+                families=join(family_line(model, family, tests) for family, tests in families.items()))
 
 
 # ------------------------------------------------------------------------------------------------

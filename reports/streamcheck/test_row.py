@@ -11,7 +11,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .common import (BASELINE_LABEL, MAX_EVIDENCE_LINES, MUTATION_KIND_TITLE, SHARED_GPU_LABEL, Markup, as_ns,
-                     dig, fmt_duration, fmt_ns, fmt_value, inline_md, slug)
+                     dig, fmt_duration, fmt_ns, fmt_value, inline_md, shortened, slug)
 from .model import is_unjudged, same_value
 from .page_parts import badge, dash, kv_list, test_anchor
 from .results import SHARED_GPU, outcome, sharing_text
@@ -195,8 +195,7 @@ def short_reason(t: Test) -> str:
     lines = str(text).strip().splitlines()
     if len(lines) > 1 and re.fullmatch(r"\S+:\d+", lines[0]):
         lines[0] = os.path.basename(lines[0]) + ":"  # GoogleTest's "path:line" above its message
-    line = " ".join(" ".join(lines).split())
-    return line if len(line) <= SHORT_REASON_CHARS else line[:SHORT_REASON_CHARS - 1] + "\u2026"
+    return shortened(" ".join(lines), SHORT_REASON_CHARS)
 
 
 def test_row(t: Test) -> Markup:

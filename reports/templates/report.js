@@ -30,36 +30,82 @@
     img.src = src;
   }
 
-  // A test's details: details/<its row's id less "t-">.js, a script that hands them to streamcheckDetails().
+  // A file beside the page is a script that hands what it holds to a function of the page (Chromium runs a
+  // script beside a page opened as a file, but fetches nothing): read() calls got(it) when the file's script
+  // handed it under key, or lacking(a note) when the file is not there (what it holds: "what are in ...") or is
+  // not of this page's report.
   var waiting = {};
-  window.streamcheckDetails = function (details) {
-    var wait = waiting[details.row];
-    if (!wait) return;
-    delete waiting[details.row];
-    wait.cell.innerHTML = details.html;
-    frames(wait.cell);
-    if (wait.then) wait.then();
-  };
-  function load(row, cell, then) {
-    var file = 'details/' + row.id.slice(2) + '.js';
+  function handed(key, content) {
+    var got = waiting[key];
+    delete waiting[key];
+    if (got) got(content);
+  }
+  function read(file, key, what, got, lacking) {
     var script = document.createElement('script');
-    waiting[row.id] = {cell: cell, then: then};
-    cell.textContent = 'reading ' + file + '\u2026';
+    waiting[key] = got;
     script.onload = function () {
       script.parentNode.removeChild(script);
-      if (!waiting[row.id]) return;
-      delete waiting[row.id];
-      cell.textContent = file + ' holds no details of this test: it is not of this page\'s report.';
+      if (!waiting[key]) return;
+      delete waiting[key];
+      lacking(document.createTextNode(file + ' holds nothing for this page: it is not of its report.'));
     };
     script.onerror = function () {
       script.parentNode.removeChild(script);
-      delete waiting[row.id];
-      cell.textContent = '';
-      cell.appendChild(missing(file, 'This test\'s details are'));
+      delete waiting[key];
+      lacking(missing(file, what + ' are'));
     };
     script.src = file;
     document.head.appendChild(script);
   }
+  function show(cell, node) {
+    cell.textContent = '';
+    cell.appendChild(node);
+  }
+
+  // A test's details: details/<its row's id less "t-">.js, a script that hands them to streamcheckDetails().
+  window.streamcheckDetails = function (details) { handed(details.row, details); };
+  function load(row, cell, then) {
+    var file = 'details/' + row.id.slice(2) + '.js';
+    cell.textContent = 'reading ' + file + '\u2026';
+    read(file, row.id, 'This test\'s details', function (details) {
+      cell.innerHTML = details.html;
+      frames(cell);
+      if (then) then();
+    }, function (note) { show(cell, note); });
+  }
+
+  // A family's rows: families/<its id less "f-">.js, a script that hands them to streamcheckFamily(), read
+  // when the family is first opened; then() runs once they are in the page.
+  var familyThen = {};
+  window.streamcheckFamily = function (family) { handed(family.family, family); };
+  function readFamily(family, then) {
+    var state = family.getAttribute('data-rows');
+    if (state === 'read' && then) then();
+    if (state === 'reading' && then) familyThen[family.id].push(then);
+    if (state) return;
+    var body = family.querySelector('tbody');
+    var file = 'families/' + family.id.slice(2) + '.js';
+    var note = body.insertRow(0).insertCell(0);
+    note.colSpan = 4;
+    note.textContent = 'reading ' + file + '\u2026';
+    family.setAttribute('data-rows', 'reading');
+    familyThen[family.id] = then ? [then] : [];
+    read(file, family.id, 'This family\'s tests', function (content) {
+      body.innerHTML = content.html;
+      var rows = body.querySelectorAll('tr[data-status]');
+      for (var r = 0; r < rows.length; r++) rows[r].tabIndex = 0;
+      family.setAttribute('data-rows', 'read');
+      var thens = familyThen[family.id];
+      delete familyThen[family.id];
+      for (var t = 0; t < thens.length; t++) thens[t]();
+    }, function (lack) {
+      family.setAttribute('data-rows', 'lacking');
+      show(note, lack);
+    });
+  }
+  document.addEventListener('toggle', function (e) {
+    if (e.target.open && e.target.matches('details.family')) readFamily(e.target);
+  }, true);
   function open(row, then) {
     var next = row.nextElementSibling;
     row.classList.add('open');
@@ -86,8 +132,6 @@
   function testRow(node) {
     return node && node.closest ? node.closest('table.tests tr[data-status]') : null;
   }
-  var rows = document.querySelectorAll('table.tests tr[data-status]');
-  for (var r = 0; r < rows.length; r++) rows[r].tabIndex = 0;
   document.addEventListener('click', function (e) {
     var row = testRow(e.target);
     if (row && !e.target.closest('a')) toggle(row);
@@ -99,20 +143,31 @@
     }
   });
 
-  // A link to a test, to its timeline or into a collapsed family opens it; a test's timeline is in its details.
+  // A link to a test, to its timeline or into a collapsed family opens it; a test's row is in its family's
+  // file (its family is the first dotted part of its name), its timeline in its details.
   function reveal(target) {
     for (var node = target; node; node = node.parentElement) {
       if (node.tagName === 'DETAILS') node.open = true;
+      if (node.matches && node.matches('details.family')) readFamily(node);
     }
     if (target && target.scrollIntoView) target.scrollIntoView();
   }
   function openTarget() {
     var id = location.hash ? decodeURIComponent(location.hash.slice(1)) : '';
-    var target = id && document.getElementById(id);
-    var row = testRow(target) === target ? target : null;
-    if (!target && id.indexOf('tl-') === 0) row = document.getElementById('t-' + id.slice(3));
-    reveal(target || row);
-    if (row) open(row, function () { reveal(document.getElementById(id)); });
+    var test = /^tl?-/.test(id) ? 't-' + id.replace(/^tl?-/, '') : '';
+    var family = test && !document.getElementById(id) && document.getElementById('f-' + test.slice(2).split('.')[0]);
+    if (family) {
+      reveal(family);
+      readFamily(family, openTest);
+    } else {
+      openTest();
+    }
+    function openTest() {
+      var target = document.getElementById(id);
+      var row = test && document.getElementById(test);
+      reveal(target || row);
+      if (row && (row === target || !target)) open(row, function () { reveal(document.getElementById(id)); });
+    }
   }
   window.addEventListener('hashchange', openTarget);
   openTarget();
@@ -125,9 +180,14 @@
   // Hidden under "only problems": passes, skips with their reason (counted by reason under Totals) and recorded
   // values; failures, tests not run and skips not judged stay.
   var good = {passed: 1, pass: 1, retired: 1, recorded: 1, skipped: 1};
-  // While a filter is set, the families (collapsed when the page opens) that have a row to show are open.
+  // While a filter is set, every family's rows are read, and the families (collapsed when the page opens) that
+  // have a row to show are open.
   function apply() {
     var text = q.value.toLowerCase();
+    if (text || problems.checked) {
+      var unread = document.querySelectorAll('details.family:not([data-rows])');
+      for (var u = 0; u < unread.length; u++) readFamily(unread[u], apply);
+    }
     var rows = document.querySelectorAll('tr[data-status]');
     var shown = {};
     for (var i = 0; i < rows.length; i++) {
@@ -141,7 +201,7 @@
       if (family) shown[family.id] = true;
     }
     if (!text && !problems.checked) return;
-    var all = document.querySelectorAll('details.family');
+    var all = document.querySelectorAll('details.family[data-rows="read"]');
     for (var f = 0; f < all.length; f++) all[f].open = !!shown[all[f].id];
   }
   q.addEventListener('input', apply);

@@ -175,27 +175,43 @@ def details_of(text):
     return json.loads(match.group(1))
 
 
-def details_beside(page_path):
-    """The details files beside a page: path from the page -> text, as render_report returns them."""
+def family_of(text):
+    """What a family's file (families/<family>.js) hands the page: {family, html, tests}."""
+    match = re.fullmatch(r"// [^\n]*\nstreamcheckFamily\((.*)\);\n", text, re.S)
+    assert match, "not a family's file: %r" % text[:200]
+    return json.loads(match.group(1))
+
+
+def files_beside(page_path):
+    """The families' and the details' files beside a page: path from the page -> text, as render_report returns
+    them."""
     folder = Path(page_path).parent
     return {str(path.relative_to(folder)): path.read_text(encoding="utf-8")
-            for path in (folder / "details").glob("*.js")}
+            for part in ("families", "details") for path in (folder / part).glob("*.js")}
 
 
-def opened_page(page, details):
-    """The page as a reader sees it with every test's row opened: under each row, the markup of its details
-    (details: path from the page -> text of each details file), where report.js puts it."""
+def opened_page(page, files):
+    """The page as a reader sees it with every family and every test's row opened: in each family's table, its
+    rows, and under each row the markup of its details (files: path from the page -> text of each family's and
+    each details file), where report.js puts them."""
+    def with_rows(family):
+        return family.group(0) + family_of(files["families/%s.js" % family.group(1)])["html"]
+
     def with_details(row):
-        text = details["details/%s.js" % row.group(1)]
+        text = files["details/%s.js" % row.group(1)]
         return row.group(0) + '<tr class="details-row"><td colspan="4">%s</td></tr>' % details_of(text)["html"]
+    page = re.sub(r'<details class="family" id="f-([^"]+)">.*?<tbody>', with_rows, page, flags=re.S)
     return re.sub(r'<tr id="t-([^"]+)" data-status=.*?</tr>', with_details, page, flags=re.S)
 
 
-def full_data(page, details):
-    """The page's data block with each test's whole record, from its details file."""
+def full_data(page, files):
+    """The page's data block with "tests": each test's whole record (from its details file), in name order."""
     _, data = embedded_data(page)
-    records = {t["ctest_name"]: t for t in (details_of(text)["test"] for text in details.values())}
-    data["tests"] = [records[t["ctest_name"]] for t in data["tests"]]
+    names = sorted(t["ctest_name"] for name, text in files.items() if name.startswith("families/")
+                   for t in family_of(text)["tests"])
+    records = {t["ctest_name"]: t for t in (details_of(text)["test"] for name, text in files.items()
+                                            if name.startswith("details/"))}
+    data["tests"] = [records[name] for name in names]
     return data
 
 
@@ -259,7 +275,7 @@ def make_big_run(root, tests=2000, run_id="20260103T000000Z-7"):
     """(run folder, source tree) of a run of many tests, with names as long as the suite's, and plans of its
     seven families that list them all, 40 catalog IDs a family. Each test claims an ID and has eight observed
     values and four baseline rows; one in 20 is skipped, one in 50 failed with a GoogleTest message. For the
-    page's size and load time, which grow by a row per test."""
+    page's size and load time, which must not grow with the number of tests."""
     run = Path(root) / run_id
     write(run / "env.json", json.dumps(env_doc(run_id)))
     families = ("capture", "copy_overlap", "default_streams", "events", "host_funcs", "mempool", "priority_sched")

@@ -1,7 +1,7 @@
 """The report opened in headless Chromium (Debian package chromium) as a local file, the way its readers open it:
 it renders with no console message (no script error, no refused load), its sections are in the DOM and its script
-ran; a test's details (and the drawings they show) load from the folders beside the page, or say which folder is
-missing; the page of a big run loads within a second.
+ran; a family's rows, a test's details and the drawings they show load from the folders beside the page, or say
+which folder is missing; the page of a run of 10,000 tests loads within a second.
 
 Skips with its reason when chromium is not installed, unless STREAMCHECK_REQUIRE_CHROMIUM=1 (set by .ci/run,
 which installs it): then a missing browser is a failure."""
@@ -28,6 +28,11 @@ LOAD_BUDGET_MS = 1000
 # In-page probe: the time of the load event, after a layout, on the page's root element.
 LOAD_PROBE = ('<script>addEventListener("load", function () { document.body.getBoundingClientRect(); '
               'document.documentElement.setAttribute("data-load-ms", performance.now().toFixed(0)); });</script>')
+
+
+# In-page: "only problems" ticked as the page opens.
+ONLY_PROBLEMS = ('<script>var box = document.getElementById("filter-problems"); box.checked = true; '
+                 'box.dispatchEvent(new Event("change"));</script>')
 
 
 def open_in_browser(page, fragment=""):
@@ -103,8 +108,8 @@ class Browser(unittest.TestCase):
         self.assertEqual(console, [])
         for section in SECTIONS:
             self.assertIn('<section id="%s">' % section, dom)
-        self.assertIn('<tr id="t-harness.Timeline.Drawn" data-status="passed" tabindex="0">', dom)
-        self.assertIsNone(details_row(dom), "no test's details before its row is opened")
+        self.assertIn('<details class="family" id="f-harness">', dom)
+        self.assertNotIn('<tr id="t-', dom, "no test's row before its family is opened")
         self.assertNotIn("<iframe", dom)
         # Each drawing is a document of its own beside the page: valid SVG that renders.
         drawing = out.parent / "timelines" / "tl-harness.Timeline.Drawn.svg"
@@ -137,15 +142,23 @@ class Browser(unittest.TestCase):
         self.assertIn('src="timelines/tl-harness.Timeline.Drawn.svg"', details)
         self.assertIn('src="blocks/tl-harness.Timeline.Drawn.svg"', details)
         self.assertNotIn('class="missing"', details)
-        # The details' hostile text stays text, and their script element is gone once it ran.
+        # The details' hostile text stays text, and the scripts of the family and the details are gone once run.
         self.assertNotIn("<script>alert", details)
         self.assertNotIn('src="details/', dom)
+        self.assertNotIn('src="families/', dom)
 
     def test_an_opened_test_says_which_folder_the_page_needs_beside_it(self):
         out = self.timeline_report()
         alone = self.root / "copied" / "report.html"
         alone.parent.mkdir()
         shutil.copy(out, alone)
+        dom, console = open_in_browser(alone, "t-harness.Timeline.Drawn")
+        self.assertIn('<details class="family" id="f-harness" open="" data-rows="lacking">', dom)
+        self.assertIn("This family's tests are in the folder families/ beside report.html, which does not have "
+                      "families/harness.js: copy that folder with the page.", dom)
+        self.assertEqual([line for line in console if "families/harness.js" not in line], [])
+        # With its families' rows but not its details, the opened row names the details' folder.
+        shutil.copytree(out.parent / "families", alone.parent / "families")
         dom, _ = open_in_browser(alone, "t-harness.Timeline.Drawn")
         self.assertIn("This test's details are in the folder details/ beside report.html, which does not have "
                       "details/harness.Timeline.Drawn.js: copy that folder with the page.", details_row(dom))
@@ -159,8 +172,26 @@ class Browser(unittest.TestCase):
             self.assertIn("This drawing is in the folder %s/ beside report.html, which does not have %s/"
                           % (folder, folder), details)
 
-    def test_the_page_of_2000_tests_loads_within_a_second(self):
-        run, source = make_big_run(self.root / "big", 2000)
+    def test_a_filter_reads_every_familys_rows_and_opens_the_families_with_a_row_to_show(self):
+        source = make_source(self.root / "src")
+        run = make_run(self.root / "results")
+        out = self.root / "report" / "report.html"
+        result = run_cli(run, "--source", source, "-o", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out.write_text(out.read_text(encoding="utf-8").replace("</body>", ONLY_PROBLEMS + "</body>", 1),
+                       encoding="utf-8")
+        dom, console = open_in_browser(out)
+        self.assertEqual(console, [])
+        self.assertIn('<details class="family" id="f-priority_flags" data-rows="read" open="">', dom)
+        self.assertIn('<details class="family" id="f-unit" data-rows="read">', dom)
+        shown = re.findall(r'<tr id="t-([^"]+)" data-status="\w+"(?:(?! style=)[^>])*>', dom)
+        self.assertEqual(shown, ["priority_flags.PriorityFlags.DriverRangeMatches",
+                                 "priority_flags.PriorityFlags.NeverRan"])
+        self.assertIn('<tr id="t-unit.Handle.OwnedHandleIsReleasedOnce" data-status="passed" tabindex="0" '
+                      'style="display: none;">', dom)
+
+    def test_the_page_of_10000_tests_loads_within_a_second_and_a_family_opened_shows_its_rows(self):
+        run, source = make_big_run(self.root / "big", 10000)
         out = self.root / "big" / "report.html"
         result = run_cli(run, "--source", source, "-o", out)
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -170,6 +201,16 @@ class Browser(unittest.TestCase):
             times.append(load_ms(out))
         self.assertLessEqual(min(times), LOAD_BUDGET_MS, "%d kB page, loads in %s ms"
                              % (out.stat().st_size // 1000, times))
+        dom, console = open_in_browser(out)
+        self.assertEqual(console, [])
+        self.assertNotIn('<tr id="t-', dom, "a test's row before its family was opened")
+        # A link to a family opens it: its rows come from its file beside the page, failures first.
+        dom, console = open_in_browser(out, "f-capture")
+        self.assertEqual(console, [])
+        rows = re.findall(r'<tr id="t-(\w+)\.[^"]+" data-status="(\w+)"', dom)
+        self.assertEqual(len(rows), 1429)
+        self.assertEqual({family for family, _ in rows}, {"capture"})
+        self.assertEqual(rows[0][1], "failed")
 
     def test_comparison_renders_with_no_console_message(self):
         source = make_source(self.root / "src")

@@ -9,8 +9,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from synthetic import (PLAN, SCRIPT_TEXT, details_beside, details_of, embedded_data, env_doc, full_data, git_source,
-                       gtest_xml, make_run, make_source, observation, opened_page, run_cli, shared_gpu_fields, write)
+from synthetic import (PLAN, SCRIPT_TEXT, details_of, embedded_data, env_doc, family_of, files_beside, full_data,
+                       git_source, gtest_xml, make_run, make_source, observation, opened_page, run_cli,
+                       shared_gpu_fields, write)
 from streamcheck import common, model, timeline
 
 
@@ -30,11 +31,11 @@ class ReportTestCase(unittest.TestCase):
         result = run_cli(*(run_dirs or (self.run_dir,)), "--source", self.source, "-o", self.out)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertNotIn("Traceback", result.stderr)
-        return result, opened_page(self.out.read_text(encoding="utf-8"), details_beside(self.out))
+        return result, opened_page(self.out.read_text(encoding="utf-8"), files_beside(self.out))
 
     def data(self):
         """The page's data block, each test's record read from its details file (full_data)."""
-        return full_data(self.out.read_text(encoding="utf-8"), details_beside(self.out))
+        return full_data(self.out.read_text(encoding="utf-8"), files_beside(self.out))
 
     def details(self, ctest):
         """What the test's details file hands the page: {row, html, test}."""
@@ -130,8 +131,7 @@ class Coverage(ReportTestCase):
         self.assertEqual([e["family"] for e in data["coverage"]["no_plan"]], [])
         entry = data["coverage"]["self_tested"][0]
         self.assertEqual((entry["family"], entry["planned"], entry["tests"]), ("unit", 2, 2))
-        self.assertEqual(entry["missing"], ["Spans.Refused"])
-        self.assertEqual(entry["unlisted"], ["unit.Clock.Fits"])
+        self.assertIn("listed but no result: Spans.Refused; ran but not listed: unit.Clock.Fits", page)
         self.assertIn("Families without catalog IDs", page)
         self.assertIn("plan: 2 listed tests, no catalog IDs", page)
 
@@ -173,8 +173,15 @@ class TestDetails(ReportTestCase):
         _, page = self.generate()
         raw = self.out.read_text(encoding="utf-8")
         tests = model.build_model(self.run_dir, self.source)["tests"]
-        index = embedded_data(raw)[1]["tests"]
-        self.assertEqual([t["ctest_name"] for t in index], sorted(tests))
+        # Each family's file holds its rows and lists its tests; the page holds no row, and lists the families.
+        families = [family_of(text) for name, text in sorted(files_beside(self.out).items())
+                    if name.startswith("families/")]
+        self.assertEqual([f["family"] for f in families], ["f-priority_flags", "f-unit"])
+        self.assertEqual([(f["family"], f["file"], f["tests"]) for f in embedded_data(raw)[1]["families"]],
+                         [("priority_flags", "families/priority_flags.js", 6), ("unit", "families/unit.js", 1)])
+        index = [t for f in families for t in f["tests"]]
+        self.assertEqual(sorted(t["ctest_name"] for t in index), sorted(tests))
+        self.assertNotIn('<tr id="t-', raw)
         self.assertEqual(sorted(p.name for p in (self.out.parent / "details").iterdir()),
                          sorted(common.slug(name) + ".js" for name in tests))
         for entry in index:
@@ -182,10 +189,10 @@ class TestDetails(ReportTestCase):
             # Nothing the page's data block held of a test is lost: its record has every field of the model.
             self.assertEqual(set(details["test"]), set(tests[entry["ctest_name"]]))
             self.assertEqual(entry["status"], details["test"]["status"])
-            self.assertIn('<tr id="%s" data-status=' % details["row"], raw)
+            self.assertIn('<tr id="%s" data-status=' % details["row"], page)
         # A row says in a line why its test failed; the details have every failure whole.
         self.assertIn('<td class="small">priority_test.cpp:61: Expected equality of these values: least_ Which is: '
-                      '0 seen &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;</td></tr>', raw)
+                      '0 seen &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;</td></tr>', page)
         self.assertNotIn("<pre>", raw)
 
     def test_every_failure_text_is_shown_in_a_pre(self):
@@ -475,7 +482,11 @@ class Evidence(ReportTestCase):
         self.assertIn("<pre>x.cpp:40\nmark 3 was absent while held</pre>", row)
         totals = page[page.index('<section id="totals">'):page.index('<section id="coverage">')]
         self.assertIn('<div class="counter shared_gpu"><b>1</b>not judged (shared GPU)</div>', totals)
-        self.assertNotIn(ctest, totals)  # neither a failure nor a skip reason
+        # Listed among the tests not run or not judged, with its reason; neither a failure nor a skip reason.
+        listed = re.search(r'<div class="listed">.*?</div>', totals, re.S).group(0)
+        self.assertIn('<a href="#t-%s" class="mono">%s</a> <span class="small">another process had a context'
+                      % (ctest, ctest), listed)
+        self.assertNotIn(ctest, totals.replace(listed, ""))
         self.assertIn("1 not judged (shared GPU)", result.stdout)
 
     def test_rows_no_baseline_judged_are_said_and_a_documented_claims_rows_are_not_silent(self):

@@ -2,6 +2,7 @@
 sections (sections.py), a test's row (test_row.py) and the shared pieces (page_parts.py), from hand-made
 models rather than a run folder."""
 
+import re
 import tempfile
 import unittest
 from pathlib import Path
@@ -143,13 +144,63 @@ class Sections(unittest.TestCase):
                         a_test("fam.A.Skip2", "skipped", skip_reason=HOSTILE))
         out = sections.totals_section(model)
         self.assertTrue(out.startswith('<section id="totals"><h2>Totals</h2><div class="banner fail">'), out)
-        self.assertIn('\u2717 1 test FAILED<ul><li><a href="#t-fam.A.Broken">fam.A.Broken</a></li></ul>', out)
+        self.assertIn('\u2717 1 test FAILED<ul><li><a href="#t-fam.A.Broken" class="mono">fam.A.Broken</a> '
+                      '<span class="small"></span></li></ul>', out)
         self.assertIn('<div class="counter"><b>4</b>tests</div>', out)
         self.assertIn('<div class="counter skipped"><b>2</b>skipped</div>', out)
         # A total of none has no colour: "0 not run" is not a warning.
         self.assertIn('<div class="counter none"><b>0</b>not run</div>', out)
-        self.assertIn("<tr><td>%s</td><td>2</td></tr>" % h(HOSTILE), out)
+        self.assertIn('<tr><td>%s</td><td>2</td><td class="small"><a href="#f-fam">fam</a> (2)</td></tr>' % h(HOSTILE),
+                      out)
         self.assertNotIn("<img", out)
+
+    def test_totals_name_a_bounded_number_of_tests_and_count_the_rest_by_family(self):
+        broken = [a_test("%s.A.Broken%02d" % (family, n), "failed", failures=["x.cpp:1\nwhy %d" % n])
+                  for family in ("fam", "other") for n in range(sections.LISTED_TESTS)]
+        unjudged = [a_test("fam.A.Unjudged%02d" % n, "skipped", skip_kind="not_judged", skip_reason="no baseline")
+                    for n in range(sections.LISTED_TESTS + 2)]
+        out = sections.totals_section(a_model(*broken, *unjudged, a_test("fam.A.Gone", "notrun")))
+        failed = re.search(r'<div class="banner fail">(.*?)</div>', out).group(1)
+        self.assertEqual(failed.count('<li><a href="#t-fam.A.Broken'), sections.LISTED_TESTS)
+        self.assertIn('<a href="#t-fam.A.Broken00" class="mono">fam.A.Broken00</a> <span class="small">x.cpp:1: why 0'
+                      '</span>', failed)
+        self.assertIn('<li><span class="small">%d more, in <a href="#f-other">other</a> (%d)</span></li></ul>'
+                      % (sections.LISTED_TESTS, sections.LISTED_TESTS), failed)
+        # Apart: the tests not run or not judged, the one not run first, with their status.
+        listed = re.search(r'<div class="listed"><b>(.*?)</b><ul>(.*?)</ul></div>', out)
+        self.assertEqual(listed.group(1), "%d tests not run or not judged" % (sections.LISTED_TESTS + 3))
+        self.assertTrue(listed.group(2).startswith('<li><span class="st st-notrun">not run</span> '
+                                                   '<a href="#t-fam.A.Gone"'), listed.group(2))
+        self.assertIn('<li><span class="small">3 more, in <a href="#f-fam">fam</a> (3)</span></li>', listed.group(2))
+
+    def test_coverage_names_a_few_tests_of_an_id_and_counts_more(self):
+        tests = [a_test("fam.A.T%d" % n, "failed" if n == 0 else "passed") for n in range(5)]
+        row = {"family": "fam", "planned": ["A.T%d" % n for n in range(5)] + ["A.Gone"],
+               "results": {"A.T%d" % n: ["fam.A.T%d" % n] for n in range(5)}}
+        out = sections.planned_tests_cell(row, {t["ctest_name"]: t for t in tests})
+        self.assertEqual(out, '6 tests in <a href="#f-fam">fam</a>: <span class="st st-failed">1 FAIL</span> '
+                              '<span class="st st-passed">4 pass</span> '
+                              '<span class="st st-no-result">1 no result</span>')
+        few = dict(row, planned=row["planned"][:sections.COVERAGE_NAMED])
+        self.assertEqual(sections.planned_tests_cell(few, {t["ctest_name"]: t for t in tests}).count("<code>"),
+                         sections.COVERAGE_NAMED)
+        lines = sections.detail_lines(["x" * 500] + ["line"] * sections.COVERAGE_DETAIL_LINES)
+        self.assertEqual(len(lines), sections.COVERAGE_DETAIL_LINES + 1)
+        self.assertEqual(len(lines[0]), test_row.SHORT_REASON_CHARS)
+        self.assertEqual(lines[-1], "1 more")
+
+    def test_a_family_is_a_line_and_its_rows_are_apart(self):
+        tests = [a_test("fam.A.Fine"), a_test("fam.A.Broken", "failed")]
+        model = a_model(*tests, a_test("other.B.Fine"))
+        self.assertEqual(list(sections.tests_by_family(model)), ["fam", "other"])
+        ordered = sections.tests_by_family(model)["fam"]
+        self.assertEqual([t["ctest_name"] for t in ordered], ["fam.A.Broken", "fam.A.Fine"])
+        out = sections.families_section(model)
+        self.assertIn('<details class="family" id="f-fam"><summary><h3>fam</h3>', out)
+        self.assertIn("<tbody></tbody>", out)
+        self.assertNotIn("<tr id=", out)
+        rows = sections.family_rows(ordered)
+        self.assertTrue(rows.startswith('<tr id="t-fam.A.Broken" data-status="failed"'), rows)
 
     def test_totals_of_a_run_without_failures_or_results(self):
         self.assertIn('<div class="banner ok">\u2713 No test failed</div>',
