@@ -322,6 +322,21 @@ cudaError_t launch_sched_spin(cudaStream_t stream, block_record* records, unsign
   return cudaLaunchKernelEx(&config, sched_spin_kernel, records, plan);
 }
 
+cudaError_t launch_sched_spin_at_priority(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
+                                          const spin_plan& plan, int priority, unsigned cluster) {
+  if (cluster > 1 && blocks % cluster != 0) return cudaErrorInvalidValue;
+  // attributes[0]: the cluster dimension (used only with cluster > 1); the priority comes after it.
+  cudaLaunchAttribute attributes[2]{};
+  cudaLaunchConfig_t config = cluster_config(blocks, threads, cluster > 1 ? cluster : 1, stream, &attributes[0]);
+  cudaLaunchAttribute& wanted = cluster > 1 ? attributes[1] : attributes[0];
+  wanted = cudaLaunchAttribute{};
+  wanted.id = cudaLaunchAttributePriority;
+  wanted.val.priority = priority;
+  config.attrs = attributes;
+  config.numAttrs = cluster > 1 ? 2 : 1;
+  return cudaLaunchKernelEx(&config, sched_spin_kernel, records, plan);
+}
+
 cudaError_t sched_spin_occupancy(unsigned threads, int* blocks_per_sm) {
   return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, sched_spin_kernel, static_cast<int>(threads), 0);
 }

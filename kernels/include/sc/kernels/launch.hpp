@@ -44,6 +44,10 @@ cudaError_t spin_kernel_handle(cudaKernel_t* kernel);
 // clusters of that many blocks (cudaLaunchKernelEx; blocks must be a multiple of cluster).
 cudaError_t launch_sched_spin(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
                               const spin_plan& plan, unsigned cluster = 1);
+// The same grid launched through cudaLaunchKernelEx with cudaLaunchAttributePriority set to `priority`: the
+// grid's own execution priority, whatever its stream's (ORDX-12); with cluster > 1 also in clusters.
+cudaError_t launch_sched_spin_at_priority(cudaStream_t stream, block_record* records, unsigned blocks, unsigned threads,
+                                          const spin_plan& plan, int priority, unsigned cluster = 1);
 // How many blocks of `threads` threads of the scheduling grid fit on one SM at once (occupancy API).
 cudaError_t sched_spin_occupancy(unsigned threads, int* blocks_per_sm);
 // How many clusters of `cluster` blocks of `threads` threads can be resident at once on the device.
