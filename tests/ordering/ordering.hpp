@@ -14,6 +14,7 @@
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/predicates.hpp"
 #include "sc/fixtures/probe.hpp"
+#include "sc/fixtures/sched.hpp"
 #include "sc/fixtures/stream.hpp"
 #include "sc/kernels/record.hpp"
 
@@ -109,6 +110,17 @@ class ProgrammaticLaunch : public OrderingExceptions {
   void start(pdl_pair& p, const pdl_options& o);
   // Waits, with a deadline, for the pair once the primary was opened.
   static void finish(pdl_pair& p);
+};
+
+// The block-level scheduling harness (sc::SchedTest) for the priority a grid gets from its launch or from a
+// priority set on its stream after the stream was made (ORDX-12): grids pending behind one latch while a fill
+// wave holds every SM (arrange_behind_fill), judged by their block records.
+class PerLaunchPriority : public SchedTest {
+ public:
+  // Whether every block of built.pending[first] was dispatched before built.pending[then] started its first
+  // (dispatched_before); invalid where the pending grids were not ready when room appeared. Records both grids'
+  // first starts after the fill's first end.
+  held_result dispatched_ahead(const fill_arrangement& built, std::size_t first, std::size_t then) const;
 };
 
 // `p` stays unseen for `window` (polled): holds; seen within it: does not hold.
