@@ -9,7 +9,7 @@ import base64
 import math
 import struct
 import zlib
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .common import Markup, fmt_ns, fmt_value, plural
 from .templates import EMPTY, fill, join
@@ -20,6 +20,8 @@ BC_MAX_HEIGHT = 560     # the SM axis is squeezed to this height
 BC_VECTOR_MAX = 1500    # a chart with more blocks is drawn as an image (the page's size budget, README)
 BC_HIGH = (192, 57, 43)   # colour of the highest priority
 BC_LOW = (46, 134, 193)   # colour of the lowest priority
+# Colours of the SM partitions (green contexts), in the chart's order: apart from the priority scale's red and blue.
+BC_PARTITIONS = ("#27ae60", "#8e44ad", "#f39c12", "#16a085", "#7f8c8d", "#d35400")
 
 
 def png_data_uri(width: int, height: int, colours: Sequence[str],
@@ -101,6 +103,34 @@ def place_blocks(rows: Sequence[Tuple[int, float, float, int, Any]]) -> Tuple[li
     return placed, sorted(slots_of_sm), max(len(v) for v in slots_of_sm.values())
 
 
+def chart_partitions(chart: Dict[str, Any]) -> List[Tuple[str, Set[int], str]]:
+    """The chart's SM partitions ("partitions": [{"label", "sms"}], written where grids ran in green contexts) as
+    (label, SM ids, colour); an entry of the wrong shape is left out."""
+    found = chart.get("partitions") if isinstance(chart.get("partitions"), list) else []
+    out = []
+    for p in (p for p in found if isinstance(p, dict) and isinstance(p.get("sms"), list)):
+        sms = {sm for sm in p["sms"] if isinstance(sm, int) and not isinstance(sm, bool)}
+        out.append((fmt_value(p.get("label")), sms, BC_PARTITIONS[len(out) % len(BC_PARTITIONS)]))
+    return out
+
+
+def partition_strips(partitions: Sequence[Tuple[str, Set[int], str]], sm_ids: Sequence[int], per_sm: int,
+                     row_h: float, left: int, top: int) -> Markup:
+    """A strip left of the plot beside each run of consecutive SM rows of one partition, in its colour."""
+    runs: List[Tuple[int, int, int]] = []  # (partition, first row, rows)
+    for row, sm in enumerate(sm_ids):
+        k = next((k for k, (_, sms, _) in enumerate(partitions) if sm in sms), None)
+        if k is None:
+            continue
+        if runs and runs[-1][0] == k and runs[-1][1] + runs[-1][2] == row:
+            runs[-1] = (k, runs[-1][1], runs[-1][2] + 1)
+        else:
+            runs.append((k, row, 1))
+    return join(fill("bc_partition", x=left - 6, y="%.2f" % (top + first * per_sm * row_h),
+                     height="%.2f" % (rows * per_sm * row_h), fill=partitions[k][2], tooltip=partitions[k][0])
+                for k, first, rows in runs)
+
+
 def grid_tooltip(g: Dict[str, Any], n_blocks: int) -> str:
     return "%s, priority %s, %s" % (fmt_value(g.get("label")), fmt_value(g.get("priority")), plural(n_blocks, "block"))
 
@@ -121,21 +151,26 @@ def block_chart_plot(grids: Sequence[Dict[str, Any]], paths: Dict[int, List[Tupl
                 tooltip="; ".join(grid_tooltip(grids[gi], len(bars)) for gi, bars in paths.items()))
 
 
-def block_chart_legend(grids: Sequence[Dict[str, Any]], placed: Sequence[tuple], colours: Sequence[str]) -> Markup:
-    """A key per grid: its colour, label, priority, process (when the chart names one) and block count."""
+def block_chart_legend(grids: Sequence[Dict[str, Any]], placed: Sequence[tuple], colours: Sequence[str],
+                       partitions: Sequence[Tuple[str, Set[int], str]] = ()) -> Markup:
+    """A key per grid: its colour, label, priority, process (when the chart names one) and block count; then a key
+    per SM partition: its colour, label and SM count."""
     keys = []
     for gi, g in enumerate(grids):
         keys.append(legend_key("%s (priority %s%s, %s)" % (
             fmt_value(g.get("label")), fmt_value(g.get("priority")),
             ", " + fmt_value(g["process"]) if g.get("process") else "",
             plural(sum(1 for p in placed if p[0] == gi), "block")), colours[gi], colours[gi]))
+    for label, sms, colour in partitions:
+        keys.append(legend_key("partition %s (%s)" % (label, plural(len(sms), "SM")), colour, colour))
     return join(keys)
 
 
 def block_chart_svg(grids: Sequence[Dict[str, Any]], placed: Sequence[tuple], sm_ids: Sequence[int], per_sm: int,
-                    colours: Sequence[str]) -> Markup:
+                    colours: Sequence[str], partitions: Sequence[Tuple[str, Set[int], str]] = ()) -> Markup:
     """Every placed block as a bar: time across (from the first block), SM and slot down, the SM axis squeezed
-    to BC_MAX_HEIGHT; a time axis of five ticks under it and the first and last SM named on the left."""
+    to BC_MAX_HEIGHT; a time axis of five ticks under it, the first and last SM named on the left, and beside the
+    SM rows of each partition a strip in its colour."""
     sm_row = {sm: i for i, sm in enumerate(sm_ids)}
     n_rows = len(sm_ids) * per_sm
     row_h = max(min(4.0, BC_MAX_HEIGHT / float(n_rows)), 0.25)
@@ -150,8 +185,9 @@ def block_chart_svg(grids: Sequence[Dict[str, Any]], placed: Sequence[tuple], sm
         y = round(top + (sm_row[sm] * per_sm + slot) * row_h, 2)
         x0 = left + t0 * xs
         paths.setdefault(gi, []).append((y, x0, x0 + max((t1 - t0) * xs, 0.5)))
-    plot = block_chart_plot(grids, paths, colours, len(placed) > BC_VECTOR_MAX, left, top,
-                            max(int(math.ceil(n_rows * row_h)), 1), row_h * 0.9)
+    plot = join([partition_strips(partitions, sm_ids, per_sm, row_h, left, top),
+                 block_chart_plot(grids, paths, colours, len(placed) > BC_VECTOR_MAX, left, top,
+                                  max(int(math.ceil(n_rows * row_h)), 1), row_h * 0.9)])
     axis_y = top + n_rows * row_h + 2
     ticks = join(fill("bc_tick", x="%.1f" % (left + t * xs), y="%.1f" % (axis_y + 14), text=fmt_ns(t))
                  for t in (t_end * k / 4.0 for k in range(5)))
@@ -172,13 +208,14 @@ def block_chart_html(chart: Dict[str, Any], name: Optional[str] = None) -> Marku
     placed, sm_ids, per_sm = place_blocks(rows)
     least, greatest = chart.get("priority_least"), chart.get("priority_greatest")
     colours = [bc_colour(g.get("priority"), least, greatest) for g in grids]
+    partitions = chart_partitions(chart)
     summary = "%s of %s, %s SMs, at most %d blocks at once on one SM (limit %s)" % (
         plural(len(placed), "block"), plural(len(grids), "grid"), len(sm_ids), per_sm,
         fmt_value(chart.get("max_blocks_per_sm", "\u2014")))
     notes = fill("tl_note", text="%s left out" % plural(bad, "malformed row")) if bad else EMPTY
-    svg = block_chart_svg(grids, placed, sm_ids, per_sm, colours)
+    svg = block_chart_svg(grids, placed, sm_ids, per_sm, colours, partitions)
     size = drawing_file(svg, name) if name is not None else None
     if size is not None:
         svg = fill("drawing_frame", src=name, width=size["width"], height=size["height"], title="blocks")
-    return fill("block_chart", summary=summary, legend=block_chart_legend(grids, placed, colours), svg=svg,
+    return fill("block_chart", summary=summary, legend=block_chart_legend(grids, placed, colours, partitions), svg=svg,
                 notes=notes)

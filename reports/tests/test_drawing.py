@@ -71,6 +71,21 @@ class Drawing(unittest.TestCase):
         self.assertEqual(path.count("M"), 4)  # one bar per SM slot
         self.assertIn("1200 blocks of 1 grid, 4 SMs", html)
 
+    def test_block_chart_marks_each_partitions_sms_with_its_colour(self):
+        records = [[0, 1000, sm, sm, 40] for sm in range(16)]
+        chart = {"grids": [{"label": "g", "priority": 0, "records": records}], "priority_least": 0,
+                 "priority_greatest": -5, "partitions": [{"label": "green A", "sms": list(range(8))},
+                                                         {"label": "green B", "sms": [8, 9, 10, 11, 13]},
+                                                         {"label": "bad", "sms": "all"}, 7]}
+        html = block_chart.block_chart_html(chart)
+        strips = re.findall(r'<rect x="40" y="[\d.]+" width="4" height="[\d.]+" fill="(#[0-9a-f]+)"><title>([^<]*)<', html)
+        # SMs 0-7 in one run, 8-11 in another, 13 alone (12 is in no partition); wrong shapes are left out.
+        self.assertEqual([(block_chart.BC_PARTITIONS[0], "green A"), (block_chart.BC_PARTITIONS[1], "green B"),
+                          (block_chart.BC_PARTITIONS[1], "green B")], strips)
+        self.assertIn("partition green A (8 SMs)", html)
+        self.assertIn("partition green B (5 SMs)", html)
+        self.assertNotIn("partition bad", html)
+
     def test_block_chart_of_many_blocks_is_a_small_image(self):
         records = [[(b // 132) * 20000 + g * 1000, (b // 132) * 20000 + 19000, b % 132, b % 132, 64]
                    for g in range(2) for b in range(132 * 16)]

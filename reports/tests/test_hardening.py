@@ -47,7 +47,7 @@ class Hostile(unittest.TestCase):
         env_paths = [("run", "id"), ("run", "finished_utc"), ("streamcheck", "commit"), ("cuda", "driver_version"),
                      ("gpu", "name"), ("gpu", "arch"), ("gpu", "priority_range"), ("tracing", "reason"), ("gpu",)]
         obs_paths = [("claims",), ("observations",), ("baseline",), ("watchdog",), ("timeline",), ("timeline", "items"),
-                     ("block_chart",), ("block_chart", "grids"), ("device",), ("duration_ms",), ("mutation_kind",)]
+                     ("block_chart",), ("block_chart", "grids"), ("block_chart", "partitions"), ("device",), ("duration_ms",), ("mutation_kind",)]
         for n, (where, path, value) in enumerate(itertools.chain(
                 (("env", p, v) for p, v in itertools.product(env_paths, WRONG)),
                 (("obs", p, v) for p, v in itertools.product(obs_paths, WRONG)))):
