@@ -134,6 +134,19 @@ __global__ void empty_kernel() {}
 // context loads kernels lazily (DFLT-20 across devices).
 __global__ void unused_kernel() {}
 
+// One thread of a block of a grid-wide latch: block 0's is the latch proper (it publishes started/start/end
+// like latch_kernel); the others poll the open flag until it is set or the watchdog passes (no banner: block 0
+// reports).
+__device__ void wait_as_part_of_a_grid_latch(latch_word* latch, std::uint64_t watchdog_ns, bool banner) {
+  if (blockIdx.x == 0) {
+    device::latch_wait(latch, watchdog_ns, banner);
+    return;
+  }
+  const std::uint64_t since = now_ns();
+  while (sys_u32(latch->open).load(cuda::memory_order_acquire) == 0u && now_ns() - since <= watchdog_ns)
+    __nanosleep(1000);
+}
+
 // A latch that occupies thread slots: every thread of every block stays resident until the host opens
 // the latch. Block 0's thread 0 is the latch proper (it publishes started/start/end like latch_kernel);
 // thread 0 of every block marks its own slot of `resident` (a plain release store: no read-modify-write on
@@ -143,13 +156,7 @@ __global__ void unused_kernel() {}
 __global__ void latch_grid_kernel(latch_word* latch, std::uint64_t watchdog_ns, bool banner, std::uint32_t* resident) {
   if (threadIdx.x == 0) {
     sys_u32(resident[blockIdx.x]).store(1u, cuda::memory_order_release);
-    if (blockIdx.x == 0) {
-      device::latch_wait(latch, watchdog_ns, banner);
-    } else {
-      const std::uint64_t since = now_ns();
-      while (sys_u32(latch->open).load(cuda::memory_order_acquire) == 0u && now_ns() - since <= watchdog_ns)
-        __nanosleep(1000);
-    }
+    wait_as_part_of_a_grid_latch(latch, watchdog_ns, banner);
   }
   __syncthreads();
 }
@@ -170,13 +177,7 @@ __global__ void pdl_primary_kernel(latch_word* latch, std::uint64_t watchdog_ns,
                                    std::uint32_t* out, std::uint32_t value) {
   if (threadIdx.x != 0) return;
   if (trigger) launch_dependents();
-  if (blockIdx.x == 0) {
-    device::latch_wait(latch, watchdog_ns, banner);
-  } else {
-    const std::uint64_t since = now_ns();
-    while (sys_u32(latch->open).load(cuda::memory_order_acquire) == 0u && now_ns() - since <= watchdog_ns)
-      __nanosleep(1000);
-  }
+  wait_as_part_of_a_grid_latch(latch, watchdog_ns, banner);
   out[blockIdx.x] = value;
 }
 
