@@ -147,6 +147,15 @@ void ProgrammaticLaunch::start(pdl_pair& p, const pdl_options& o) {
 
 void ProgrammaticLaunch::finish(pdl_pair& p) { SC_CHECK_CUDA(synchronize_within(p.s, kWorkDeadline)); }
 
+held_result ProgrammaticLaunch::early_absent_while_held(pdl_pair& p, const pdl_options& o) {
+  start(p, o);
+  held_window w(p.primary);
+  const held_result absent = w.absent(p.early());
+  w.release();
+  finish(p);
+  return absent;
+}
+
 held_result PerLaunchPriority::dispatched_ahead(const fill_arrangement& built, std::size_t first,
                                                 std::size_t then) const {
   const sched_grid& a = *built.pending[first];

@@ -110,6 +110,9 @@ class ProgrammaticLaunch : public OrderingExceptions {
   void start(pdl_pair& p, const pdl_options& o);
   // Waits, with a deadline, for the pair once the primary was opened.
   static void finish(pdl_pair& p);
+  // start(p, o), then whether the secondary's early mark stayed absent while the primary was held; the primary is
+  // opened and the pair finished before it returns (mismatches() is then final).
+  held_result early_absent_while_held(pdl_pair& p, const pdl_options& o);
 };
 
 // The block-level scheduling harness (sc::SchedTest) for the priority a grid gets from its launch or from a

@@ -23,11 +23,8 @@ TEST_F(ProgrammaticLaunch, WithoutTheAttributeTheSecondaryWaitsForThePrimarysEnd
   const sc::claim ordx01("ORDX-01");
   const bool programmatic = ordx01.mutated(sc::mutation_kind::arrangement);
   pdl_pair p(make(stream_flags::non_blocking, "s"));
-  start(p, pdl_options{programmatic, true, true});
-  sc::held_window w(p.primary);
-  EXPECT_TRUE(w.absent(p.early())) << "the secondary started while its primary was held";
-  w.release();
-  finish(p);
+  EXPECT_TRUE(early_absent_while_held(p, pdl_options{programmatic, true, true}))
+      << "the secondary started while its primary was held";
   EXPECT_EQ(0u, p.mismatches()) << "the secondary did not see every write of its primary";
 }
 
@@ -73,11 +70,8 @@ TEST_F(ProgrammaticLaunch, UntriggeredPrimaryTriggersAtItsEnd) {
   const sc::claim ordx04("ORDX-04");
   const bool triggered = ordx04.mutated(sc::mutation_kind::arrangement);
   pdl_pair p(make(stream_flags::non_blocking, "s"));
-  start(p, pdl_options{true, triggered, true});
-  sc::held_window w(p.primary);
-  EXPECT_TRUE(w.absent(p.early())) << "the secondary started before its untriggered primary completed";
-  w.release();
-  finish(p);
+  EXPECT_TRUE(early_absent_while_held(p, pdl_options{true, triggered, true}))
+      << "the secondary started before its untriggered primary completed";
   EXPECT_EQ(0u, p.mismatches());
 }
 
