@@ -48,8 +48,7 @@ TEST_P(BesideHeldPartition, MarkLandsBesideTheHeldGrid) {
   SC_REQUIRE(sc::requirement::async_launches);
   SC_REQUIRE(sc::requirement::own_connection_count);  // one queue would put every neighbour behind the grid
   const auto [who, how_full] = GetParam();
-  const sc::families::sm_split parts = split(device_sms(), device_sms().sm.minSmPartitionSize, 0, false);
-  ASSERT_CU_EQ(CUDA_SUCCESS, parts.code);
+  const sc::families::sm_split parts = smallest_split();
   if (parts.groups < 2) GTEST_SKIP() << "the device splits into " << parts.groups << " partition(s), not two";
   green_context held(api(), dev(), parts.group[0]);
   green_context other(api(), dev(), parts.group[1]);

@@ -39,8 +39,7 @@ void record_then_wait(bool whole_context, const green_context& A, const sc::stre
 TEST_P(AcrossGreenContexts, WaiterIsAbsentWhileTheRecorderIsHeld) {
   const sc::claim gctx05("GCTX-05");
   SC_REQUIRE(sc::requirement::async_launches);
-  const sc::families::sm_split parts = split(device_sms(), device_sms().sm.minSmPartitionSize, 0, false);
-  ASSERT_CU_EQ(CUDA_SUCCESS, parts.code);
+  const sc::families::sm_split parts = smallest_split();
   if (parts.groups < 2) GTEST_SKIP() << "the device splits into " << parts.groups << " partition(s), not two";
   green_context A(api(), dev(), parts.group[0]);
   green_context B(api(), dev(), parts.group[1]);

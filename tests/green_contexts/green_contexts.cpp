@@ -37,13 +37,15 @@ sm_split GreenContexts::split(const CUdevResource& input, unsigned min_count, un
   return out;
 }
 
-CUdevResource GreenContexts::smallest_group() const {
+sm_split GreenContexts::smallest_split() const {
   const CUdevResource all = device_sms();
   const sm_split s = split(all, all.sm.minSmPartitionSize, 0, false);
   SC_CHECK_CU(s.code);
   if (s.group.empty()) throw std::runtime_error("cuDevSmResourceSplitByCount made no group");
-  return s.group.front();
+  return s;
 }
+
+CUdevResource GreenContexts::smallest_group() const { return smallest_split().group.front(); }
 
 std::set<unsigned> distinct_sms(const mapped<kernels::block_record>& records, unsigned blocks) {
   std::set<unsigned> sms;

@@ -79,7 +79,9 @@ class GreenContexts : public GpuTest {
   // Splits `input` into groups of at least `min_count` SMs, as many as fit (nbGroups asked: the SM count),
   // under `flags`; a dry run (result NULL) when `dry`.
   sm_split split(const CUdevResource& input, unsigned min_count, unsigned flags, bool dry) const;
-  // The first group of a split into groups of the minimum partition size.
+  // The device's SMs split into groups of the minimum partition size (the split must succeed).
+  sm_split smallest_split() const;
+  // Its first group.
   CUdevResource smallest_group() const;
   CUdevice dev() const noexcept { return dev_; }
   // A new stream of `g`, or, when `in_primary` (an arrangement mutation), a stream of the primary context made
