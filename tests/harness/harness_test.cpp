@@ -236,44 +236,51 @@ TEST_F(Harness, SpinRecordsEveryBlock) {
 
 namespace {
 
-class Timeline : public sc::GpuTest {};
+class Timeline : public sc::GpuTest {
+ protected:
+  // Two kernels of two blocks spinning 2 ms, labelled k1 (in s1) and k2 (in s2), and a pinned copy of 8 MiB
+  // labelled copy (in s2, after k2), enqueued inside the NVTX range "enqueue" and followed by the host event
+  // "enqueued"; once the device is synchronized, the kernels' block records attached and the timeline collected.
+  sc::timeline two_kernels_and_a_copy() {
+    constexpr std::uint64_t kSpinNs = 2'000'000;
+    constexpr std::size_t kBytes = 8 << 20;
+    sc::mapped<sc::kernels::block_record> r1(2);
+    sc::mapped<sc::kernels::block_record> r2(2);
+    sc::device_buffer<char> device(kBytes);
+    sc::pinned_buffer<char> host(kBytes);
+    sc::stream s1 = sc::stream::create(sc::stream_flags::non_blocking, 0, "s1");
+    sc::stream s2 = sc::stream::create(sc::stream_flags::non_blocking, 0, "s2");
+    recorder().track(s1);
+    recorder().track(s2);
+    {
+      const nvtx3::scoped_range_in<sc::nvtx_domain> phase{"enqueue"};
+      {
+        auto l = recorder().label("k1");
+        SC_CHECK_CUDA(sc::kernels::launch_spin(s1.get(), r1.device(), 2, 64, kSpinNs));
+      }
+      {
+        auto l = recorder().label("k2");
+        SC_CHECK_CUDA(sc::kernels::launch_spin(s2.get(), r2.device(), 2, 64, kSpinNs));
+      }
+      {
+        auto l = recorder().label("copy");
+        SC_CHECK_CUDA(cudaMemcpyAsync(device.data(), host.data(), kBytes, cudaMemcpyHostToDevice, s2.get()));
+      }
+    }
+    recorder().host_event("enqueued");
+    SC_CHECK_CUDA(cudaDeviceSynchronize());
+    recorder().blocks("k1", r1.host(), 2);
+    recorder().blocks("k2", r2.host(), 2);
+    return recorder().collect();
+  }
+};
 
 // The observation layer end to end: two kernels in two non-blocking streams and a pinned copy appear as
 // labelled items with their NVTX range, all on the CUPTI clock, and the kernels' block records (moved
 // from %globaltimer) lie inside their CUPTI intervals within the measured residual.
 TEST_F(Timeline, HoldsTwoKernelsACopyAndRangesOnOneClock) {
   SC_REQUIRE_TRACING();
-  constexpr std::uint64_t kSpinNs = 2'000'000;
-  constexpr std::size_t kBytes = 8 << 20;
-  sc::mapped<sc::kernels::block_record> r1(2);
-  sc::mapped<sc::kernels::block_record> r2(2);
-  sc::device_buffer<char> device(kBytes);
-  sc::pinned_buffer<char> host(kBytes);
-  sc::stream s1 = sc::stream::create(sc::stream_flags::non_blocking, 0, "s1");
-  sc::stream s2 = sc::stream::create(sc::stream_flags::non_blocking, 0, "s2");
-  recorder().track(s1);
-  recorder().track(s2);
-  {
-    const nvtx3::scoped_range_in<sc::nvtx_domain> phase{"enqueue"};
-    {
-      auto l = recorder().label("k1");
-      SC_CHECK_CUDA(sc::kernels::launch_spin(s1.get(), r1.device(), 2, 64, kSpinNs));
-    }
-    {
-      auto l = recorder().label("k2");
-      SC_CHECK_CUDA(sc::kernels::launch_spin(s2.get(), r2.device(), 2, 64, kSpinNs));
-    }
-    {
-      auto l = recorder().label("copy");
-      SC_CHECK_CUDA(cudaMemcpyAsync(device.data(), host.data(), kBytes, cudaMemcpyHostToDevice, s2.get()));
-    }
-  }
-  recorder().host_event("enqueued");
-  SC_CHECK_CUDA(cudaDeviceSynchronize());
-  recorder().blocks("k1", r1.host(), 2);
-  recorder().blocks("k2", r2.host(), 2);
-  const sc::timeline t = recorder().collect();
-
+  const sc::timeline t = two_kernels_and_a_copy();
   const sc::slack residual{sc::trace::clock_offset().residual_ns + 1, 1, "measured residual of the clock offset"};
   for (const char* label : {"k1", "k2", "copy"}) ASSERT_EQ(1u, t.labelled(label).size()) << label;
   const sc::timeline_item& k1 = *t.labelled("k1")[0];
