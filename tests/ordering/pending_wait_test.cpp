@@ -84,8 +84,8 @@ TEST_F(OrderingExceptions, WithOneConnectionAPendingWaitHoldsBackAnotherStream) 
   const sc::stream t = make(stream_flags::non_blocking, "t");
   const bool no_wait = ordx08.mutated(sc::mutation_kind::arrangement);  // the word already satisfies the wait
   wait_word w(no_wait ? 1u : 0u, 1u);
+  sc::marks m;  // before the wait: its zeroing would queue behind the wait in the one hardware queue
   ASSERT_TRUE(reach_a_pending_wait(w, s)) << "s did not reach its wait";
-  sc::marks m;
   drop(m, t, 1);
   const bool ran = sc::wait_until(sc::probe::mark(m, 1), kBesideWindow);
   w.store(1u);
