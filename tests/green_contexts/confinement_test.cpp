@@ -6,10 +6,12 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "green_contexts.hpp"
 #include "sc/fixtures/check.hpp"
 #include "sc/fixtures/memory.hpp"
+#include "sc/fixtures/sched.hpp"
 #include "sc/fixtures/stream.hpp"
 #include "sc/kernels/launch.hpp"
 
@@ -45,6 +47,16 @@ void launch_grid(CUstream s, bool by_driver, sc::mapped<sc::kernels::block_recor
                                           parameters, nullptr));
 }
 
+// The report's block chart of the grid, its partition drawn over the SMs its blocks ran on (the driver names a
+// partition's SM count, not its %smid values).
+void draw(const sc::mapped<sc::kernels::block_record>& records, unsigned blocks, const std::set<unsigned>& used,
+          unsigned provisioned, const cudaDeviceProp& properties) {
+  const sc::block_records rows(records.host(), records.host() + blocks);
+  const sc::chart_partition partition{"green context (" + std::to_string(provisioned) + " SMs provisioned)",
+                                      std::vector<std::uint32_t>(used.begin(), used.end())};
+  sc::write_block_chart({{"grid", "green", "", 0, kThreads, &rows}}, properties, 0, 0, {partition});
+}
+
 class Confinement : public GreenContexts, public ::testing::WithParamInterface<std::tuple<unsigned, route>> {};
 
 // GCTX-02 · PG "Green Contexts" (work launched on a green context's streams "can only use its provisioned
@@ -73,6 +85,7 @@ TEST_P(Confinement, GridInAGreenStreamStaysOnItsPartition) {
   const std::set<unsigned> used = sc::families::distinct_sms(records, blocks);
   sc::observe("provisioned_sms", static_cast<int>(parts.group.front().sm.smCount));
   sc::observe("distinct_sms_used", static_cast<int>(used.size()));
+  draw(records, blocks, used, parts.group.front().sm.smCount, properties());
   EXPECT_LE(used.size(), parts.group.front().sm.smCount) << "the grid ran on more SMs than its green context holds";
 }
 
