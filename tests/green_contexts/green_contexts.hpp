@@ -1,6 +1,7 @@
 // The GreenContexts fixture: the driver's green-context entry points (CUDA 12.4+ drivers), the device's SM
-// resource, and splits of it. A test of this family skips, with the reason, where the driver has no green
-// contexts or where the SMs a partition gets are not the driver's to give (MPS, MIG).
+// resource, and splits of it; and PartitionSched, the block-scheduling harness confined to one partition
+// (GCTX-06). A test of this family skips, with the reason, where the driver has no green contexts or where the
+// SMs a partition gets are not the driver's to give (MPS, MIG).
 #pragma once
 
 #include <cuda.h>
@@ -14,6 +15,7 @@
 #include "sc/fixtures/driver.hpp"
 #include "sc/fixtures/gpu_test.hpp"
 #include "sc/fixtures/memory.hpp"
+#include "sc/fixtures/sched.hpp"
 #include "sc/fixtures/stream.hpp"
 #include "sc/kernels/record.hpp"
 
@@ -29,6 +31,22 @@ struct sm_split {
 
 // The distinct SMs the first `blocks` records began or ended on.
 std::set<unsigned> distinct_sms(const mapped<kernels::block_record>& records, unsigned blocks);
+
+// What a test needs before its first green context: the driver's entry points and the device's handle, or
+// (api null) why green contexts cannot be judged here: under MPS a partition may get more SMs than it was given
+// (the driver's overview); a MIG instance's SMs are the instance's; the driver may lack the entry points.
+struct green_context_access {
+  const green_context_api* api = nullptr;
+  CUdevice dev = 0;
+  std::string unusable;
+};
+green_context_access open_green_contexts(int device, const std::string& device_name);
+// The device's SM resource (cuDeviceGetDevResource).
+CUdevResource device_sm_resource(const green_context_api& g, CUdevice dev);
+// Splits `input` into groups of at least `min_count` SMs, as many as fit (nbGroups asked: the SM count), under
+// `flags`; a dry run (result NULL) when `dry`.
+sm_split split_sms(const green_context_api& g, const CUdevResource& input, unsigned min_count, unsigned flags,
+                   bool dry);
 
 // A green context made from one group of a split (with CU_GREEN_CTX_DEFAULT_STREAM, which the 13.0 driver
 // requires), and the streams made in it, destroyed before it.
@@ -74,10 +92,8 @@ class GreenContexts : public GpuTest {
 
  public:
   const green_context_api& api() const { return *api_; }
-  // The device's SM resource (cuDeviceGetDevResource).
+  // device_sm_resource and split_sms for this test's device.
   CUdevResource device_sms() const;
-  // Splits `input` into groups of at least `min_count` SMs, as many as fit (nbGroups asked: the SM count),
-  // under `flags`; a dry run (result NULL) when `dry`.
   sm_split split(const CUdevResource& input, unsigned min_count, unsigned flags, bool dry) const;
   // The device's SMs split into groups of the minimum partition size (the split must succeed).
   sm_split smallest_split() const;
@@ -92,6 +108,28 @@ class GreenContexts : public GpuTest {
   std::optional<stream> primary_;
   const green_context_api* api_ = nullptr;
   CUdevice dev_ = 0;
+};
+
+// The block-scheduling harness (sc::SchedTest) confined to one partition (GCTX-06). SetUp makes a green
+// context on the first group of a split into groups of the minimum partition size; the arrangements' streams are
+// that green context's streams, their waves count its SMs (cover_sms), and the block chart marks the SMs its
+// grids ran on (the 13.0 driver does not name a partition's SMs; the records do).
+class PartitionSched : public SchedTest {
+ protected:
+  // Skips as GreenContexts does, and where the device's SMs make no partition.
+  void SetUp() override;
+  // Destroys the green context and its streams before the fixture's teardown counts release errors.
+  void TearDown() override;
+  stream arrangement_stream(const std::string& name, int priority) override;
+  std::vector<chart_partition> chart_partitions(const std::vector<residency_input>& grids) const override;
+
+ public:
+  // Whether the fill's and the pending grids' blocks, all together, began and ended on no more distinct SMs than
+  // the partition has: a grid that left the partition would make its order say nothing about the partition.
+  ::testing::AssertionResult on_the_partition(const fill_arrangement& built) const;
+
+ private:
+  std::optional<green_context> green_;
 };
 
 }  // namespace sc::families

@@ -156,19 +156,4 @@ held_result ProgrammaticLaunch::early_absent_while_held(pdl_pair& p, const pdl_o
   return absent;
 }
 
-held_result PerLaunchPriority::dispatched_ahead(const fill_arrangement& built, std::size_t first,
-                                                std::size_t then) const {
-  const sched_grid& a = *built.pending[first];
-  const sched_grid& b = *built.pending[then];
-  const std::uint64_t room = first_end_ns(built.fill->host);
-  for (const sched_grid* g : {&a, &b})
-    observe(g->label + ".first_start_after_fill_first_end_us",
-            (static_cast<double>(first_start_ns(g->host)) - static_cast<double>(room)) / 1000.0);
-  const std::size_t cut = started_before(b.host, dispatch_complete_ns(a.host));
-  observe(b.label + ".blocks_started_before_" + a.label + "_dispatched", static_cast<unsigned long long>(cut));
-  return decided(built.not_ready, dispatched_before(a, b),
-                 "every block of " + a.label + " dispatched before the first of " + b.label + " (" +
-                     std::to_string(cut) + " blocks of " + b.label + " started before " + a.label + "'s last)");
-}
-
 }  // namespace sc::families

@@ -117,14 +117,8 @@ class ProgrammaticLaunch : public OrderingExceptions {
 
 // The block-level scheduling harness (sc::SchedTest) for the priority a grid gets from its launch or from a
 // priority set on its stream after the stream was made (ORDX-12): grids pending behind one latch while a fill
-// wave holds every SM (arrange_behind_fill), judged by their block records.
-class PerLaunchPriority : public SchedTest {
- public:
-  // Whether every block of built.pending[first] was dispatched before built.pending[then] started its first
-  // (dispatched_before); invalid where the pending grids were not ready when room appeared. Records both grids'
-  // first starts after the fill's first end.
-  held_result dispatched_ahead(const fill_arrangement& built, std::size_t first, std::size_t then) const;
-};
+// wave holds every SM (arrange_behind_fill), judged by their block records (SchedTest::dispatched_ahead).
+class PerLaunchPriority : public SchedTest {};
 
 // `p` stays unseen for `window` (polled): holds; seen within it: does not hold.
 held_result stays_absent(const probe& p, std::chrono::milliseconds window);
