@@ -69,12 +69,9 @@ TEST_F(OrderingExceptions, WaitNorHoldsUntilABitIsFreeInBoth) {
 // s waits on `w` for `value` (GEQ) before mark 1; returns once s reached its wait (an event recorded just before
 // it completed), false if it did not within the presence deadline.
 bool wait_then_mark(OrderingExceptions& t, wait_word& w, const sc::stream& s, sc::marks& m, std::uint32_t value) {
-  const sc::event reached = sc::event::create(sc::event_flags::disable_timing);
-  SC_CHECK_CUDA(cudaEventRecord(reached.get(), s.get()));
-  SC_CHECK_CU(w.wait_in(s, value, CU_STREAM_WAIT_VALUE_GEQ));
+  const sc::event arrival = sc::families::enqueue_wait(w, s, value, CU_STREAM_WAIT_VALUE_GEQ);
   t.drop(m, s, 1);
-  return sc::wait_until(sc::probe("s reached its wait", [&] { return cudaEventQuery(reached.get()) == cudaSuccess; }),
-                        sc::kPresenceDeadline);
+  return sc::families::reached_wait(arrival);
 }
 
 // ORDX-07 · DRV cuStreamWriteValue32 (a stream memory operation: it runs in its stream's order): behind a latch

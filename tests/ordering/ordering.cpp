@@ -74,10 +74,21 @@ held_result stays_absent(const probe& p, std::chrono::milliseconds window) {
   return {held_outcome::holds, p.what() + ": not for " + std::to_string(window.count()) + " ms"};
 }
 
+event enqueue_wait(const wait_word& w, const stream& s, std::uint32_t value, unsigned flags) {
+  event arrival = event::create(event_flags::disable_timing);
+  SC_CHECK_CUDA(cudaEventRecord(arrival.get(), s.get()));
+  SC_CHECK_CU(w.wait_in(s, value, flags));
+  return arrival;
+}
+
+bool reached_wait(const event& arrival) {
+  return wait_until(probe("the stream reached its wait", [&] { return cudaEventQuery(arrival.get()) == cudaSuccess; }),
+                    kPresenceDeadline);
+}
+
 wait_outcome OrderingExceptions::wait_then_store(wait_word& w, unsigned flags, std::uint32_t value,
                                                  std::uint32_t holding, std::uint32_t releasing) {
   const stream s = make(stream_flags::non_blocking, "s");
-  const event reached = event::create(event_flags::disable_timing);
   marks m;
   // Whatever happens below, the word ends at the wait's own value, which satisfies every condition used here
   // (EQ, GEQ whether cyclic or not, AND and NOR of a value neither 0 nor all ones), before the marks are freed
@@ -87,12 +98,10 @@ wait_outcome OrderingExceptions::wait_then_store(wait_word& w, unsigned flags, s
     std::uint32_t value;
     ~release_on_exit() { w.store(value); }
   } release{w, value};
-  SC_CHECK_CUDA(cudaEventRecord(reached.get(), s.get()));
-  SC_CHECK_CU(w.wait_in(s, value, flags));
+  const event arrival = enqueue_wait(w, s, value, flags);
   drop(m, s, 1);
   wait_outcome out{invalid_check("the stream did not reach its wait"), invalid_check("not checked")};
-  if (!wait_until(probe("the stream reached its wait", [&] { return cudaEventQuery(reached.get()) == cudaSuccess; }),
-                  kPresenceDeadline)) {
+  if (!reached_wait(arrival)) {
     w.store(value);
     finish_waiting(s);
     return out;

@@ -123,6 +123,12 @@ class PerLaunchPriority : public SchedTest {};
 // `p` stays unseen for `window` (polled): holds; seen within it: does not hold.
 held_result stays_absent(const probe& p, std::chrono::milliseconds window);
 
+// Records an event in `s`, then enqueues there a wait on `w` for `value` under `flags`: the event completes once
+// `s` has reached the wait (reached_wait).
+event enqueue_wait(const wait_word& w, const stream& s, std::uint32_t value, unsigned flags);
+// Whether the stream of `arrival` (enqueue_wait's event) reached its wait within kPresenceDeadline.
+bool reached_wait(const event& arrival);
+
 // Waits, with a deadline, until `s` (which waited on a word now released) is idle. A stream still waiting then
 // would hang every later synchronize of the device: the test fails and ends its process (end_test_process).
 void finish_waiting(const stream& s);

@@ -12,7 +12,6 @@
 
 #include "ordering.hpp"
 #include "sc/fixtures/check.hpp"
-#include "sc/fixtures/event.hpp"
 #include "sc/fixtures/host_atomic.hpp"
 #include "sc/fixtures/memory.hpp"
 #include "sc/fixtures/probe.hpp"
@@ -21,7 +20,9 @@
 namespace {
 
 using sc::stream_flags;
+using sc::families::enqueue_wait;
 using sc::families::OrderingExceptions;
+using sc::families::reached_wait;
 using sc::families::wait_word;
 
 constexpr unsigned kThreads = 1024;  // a large block: the grid fills every SM with few blocks
@@ -33,15 +34,6 @@ constexpr std::uint64_t kSpinNs = 100'000;
 // it once.
 constexpr std::chrono::milliseconds kBesideWindow{100};
 
-// Enqueues a wait on `w` (not satisfied) in s and returns once s has reached it.
-bool reach_a_pending_wait(const wait_word& w, const sc::stream& s) {
-  const sc::event reached = sc::event::create(sc::event_flags::disable_timing);
-  SC_CHECK_CUDA(cudaEventRecord(reached.get(), s.get()));
-  SC_CHECK_CU(w.wait_in(s, 1u, CU_STREAM_WAIT_VALUE_GEQ));
-  return sc::wait_until(sc::probe("s reached its wait", [&] { return cudaEventQuery(reached.get()) == cudaSuccess; }),
-                        sc::kPresenceDeadline);
-}
-
 // ORDX-08 · DRV cuStreamWaitValue32 (observed: the wait is a stream memory operation, not a kernel): while s
 // waits on its word, a grid of two waves of 1024-thread blocks over every SM runs to its end in t.
 TEST_F(OrderingExceptions, GridOverEverySmEndsBesideAPendingWait) {
@@ -49,12 +41,12 @@ TEST_F(OrderingExceptions, GridOverEverySmEndsBesideAPendingWait) {
   SC_REQUIRE(sc::requirement::own_connection_count);  // one queue: t's grid would surely queue behind the wait
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream t = make(stream_flags::non_blocking, "t");
-  wait_word w(0u, 1u);
-  ASSERT_TRUE(reach_a_pending_wait(w, s)) << "s did not reach its wait";
   const unsigned blocks =
       kWaves * static_cast<unsigned>(properties().maxThreadsPerMultiProcessor) / kThreads * sm_count();
   sc::mapped<sc::kernels::block_record> records(blocks);
   std::fill_n(reinterpret_cast<unsigned char*>(records.host()), blocks * sizeof(sc::kernels::block_record), 0);
+  wait_word w(0u, 1u);  // the last made: on any exit it releases s before the records' free synchronizes
+  ASSERT_TRUE(reached_wait(enqueue_wait(w, s, 1u, CU_STREAM_WAIT_VALUE_GEQ))) << "s did not reach its wait";
   const bool behind = ordx08.mutated(sc::mutation_kind::arrangement);  // the grid goes behind the wait
   SC_CHECK_CUDA(sc::kernels::launch_spin((behind ? s : t).get(), records.device(), blocks, kThreads, kSpinNs));
   const bool ended = sc::wait_until(sc::probe("every block of the grid ended",
@@ -83,9 +75,11 @@ TEST_F(OrderingExceptions, WithOneConnectionAPendingWaitHoldsBackAnotherStream) 
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const sc::stream t = make(stream_flags::non_blocking, "t");
   const bool no_wait = ordx08.mutated(sc::mutation_kind::arrangement);  // the word already satisfies the wait
+  // The marks before the word: their zeroing would queue behind the wait in the one hardware queue, and the word,
+  // made last, releases s on any exit before the marks' free synchronizes the device.
+  sc::marks m;
   wait_word w(no_wait ? 1u : 0u, 1u);
-  sc::marks m;  // before the wait: its zeroing would queue behind the wait in the one hardware queue
-  ASSERT_TRUE(reach_a_pending_wait(w, s)) << "s did not reach its wait";
+  ASSERT_TRUE(reached_wait(enqueue_wait(w, s, 1u, CU_STREAM_WAIT_VALUE_GEQ))) << "s did not reach its wait";
   drop(m, t, 1);
   const bool ran = sc::wait_until(sc::probe::mark(m, 1), kBesideWindow);
   w.store(1u);
