@@ -21,10 +21,9 @@ using sc::families::GreenContexts;
 
 constexpr std::uint32_t kWords = 1u << 16;  // 256 KiB: a small allocation of the device's default pool
 constexpr std::uint32_t kValue = 0x6c0ffee;
-// Reasons, as GCTX-02's: eight blocks per device SM reach far beyond a partition; 20 us a block.
-constexpr unsigned kBlocksPerDeviceSm = 8;
-constexpr unsigned kThreads = 128;
-constexpr std::uint64_t kSpinNs = 20'000;
+using sc::families::kSpreadBlocksPerDeviceSm;
+using sc::families::kSpreadSpinNs;
+using sc::families::kSpreadThreads;
 
 // GCTX-08 (observed): cudaMallocAsync in a green context's stream, a fill kernel there, a copy to mapped host
 // memory and cudaFreeAsync, in stream order: the calls' codes and whether every word read back holds the value.
@@ -57,10 +56,11 @@ TEST_F(GreenContexts, GridCapturedInAGreenStreamKeepsItsPartition) {
   green_context green(api(), dev(), group);
   const sc::stream captured_in = stream_of(green, gctx08.mutated(sc::mutation_kind::arrangement));
   const sc::stream replay = make(sc::stream_flags::non_blocking, "replay");
-  const unsigned blocks = kBlocksPerDeviceSm * device_sms().sm.smCount;
+  const unsigned blocks = kSpreadBlocksPerDeviceSm * device_sms().sm.smCount;
   sc::mapped<sc::kernels::block_record> records(blocks);
   SC_CHECK_CUDA(cudaStreamBeginCapture(captured_in.get(), cudaStreamCaptureModeThreadLocal));
-  const cudaError_t launched = sc::kernels::launch_spin(captured_in.get(), records.device(), blocks, kThreads, kSpinNs);
+  const cudaError_t launched =
+      sc::kernels::launch_spin(captured_in.get(), records.device(), blocks, kSpreadThreads, kSpreadSpinNs);
   cudaGraph_t raw = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(captured_in.get(), &raw);
   const sc::graph g = sc::graph::adopt(raw);

@@ -23,10 +23,8 @@ namespace {
 using sc::families::green_context;
 using sc::families::GreenContexts;
 
-constexpr unsigned kThreads = 1024;  // a large block: two fill an sm_90 SM's thread slots
-// How long a mark beside the held grid has to land. Reason: a mark on a free SM lands within a millisecond of
-// its launch; 100 ms is a hundred times that, and a row that stays absent pays it once.
-constexpr std::chrono::milliseconds kBesideWindow{100};
+constexpr unsigned kWideThreads = 1024;  // a large block: two fill an sm_90 SM's thread slots
+using sc::families::kBesideWindow;
 
 enum class neighbour { other_green, same_green, primary };
 enum class fill { resident, queued };
@@ -60,14 +58,14 @@ TEST_P(BesideHeldPartition, MarkLandsBesideTheHeldGrid) {
   // row that stays absent, into the primary context's stream).
   if (gctx04.mutated(sc::mutation_kind::arrangement)) n = who == neighbour::same_green ? primary.get() : a.get();
   int per_sm = 0;
-  SC_CHECK_CUDA(sc::kernels::latch_grid_occupancy(kThreads, &per_sm));
+  SC_CHECK_CUDA(sc::kernels::latch_grid_occupancy(kWideThreads, &per_sm));
   const unsigned fit = static_cast<unsigned>(per_sm) * parts.group[0].sm.smCount;
   const unsigned blocks = how_full == fill::queued ? 2 * fit : fit;
   sc::mapped<std::uint32_t> resident(blocks);
   std::fill_n(resident.host(), blocks, 0u);
   sc::latch l;
   l.hold_by([&](sc::kernels::latch_word* word, std::uint64_t ns, bool banner) {
-    return sc::kernels::launch_latch_grid(a.get(), word, ns, banner, blocks, kThreads, resident.device());
+    return sc::kernels::launch_latch_grid(a.get(), word, ns, banner, blocks, kWideThreads, resident.device());
   });
   ASSERT_TRUE(
       sc::wait_until(sc::probe("the partition full", [&] { return sc::count_set(resident.host(), blocks) >= fit; }),
@@ -81,7 +79,7 @@ TEST_P(BesideHeldPartition, MarkLandsBesideTheHeldGrid) {
   SC_CHECK_CUDA(sc::synchronize_within(sc::stream::view(n, "beside"), sc::kWorkDeadline));
 }
 
-std::string instance_name(const ::testing::TestParamInfo<std::tuple<neighbour, fill>>& instance) {
+std::string beside_name(const ::testing::TestParamInfo<std::tuple<neighbour, fill>>& instance) {
   const char* who[] = {"OtherGreenContext", "SameGreenContext", "PrimaryContext"};
   const char* how[] = {"Resident", "Queued"};
   return std::string(who[static_cast<int>(std::get<0>(instance.param))]) +
@@ -92,6 +90,6 @@ INSTANTIATE_TEST_SUITE_P(, BesideHeldPartition,
                          ::testing::Combine(::testing::Values(neighbour::other_green, neighbour::same_green,
                                                               neighbour::primary),
                                             ::testing::Values(fill::resident, fill::queued)),
-                         instance_name);
+                         beside_name);
 
 }  // namespace

@@ -21,11 +21,9 @@ using sc::families::green_context;
 using sc::families::GreenContexts;
 using sc::families::sm_split;
 
-// Reasons: eight blocks per SM of the whole device, so that a grid the partition did not confine would reach
-// far beyond it; 20 us a block, long against dispatch, short for the whole grid (a few milliseconds).
-constexpr unsigned kBlocksPerDeviceSm = 8;
-constexpr unsigned kThreads = 128;
-constexpr std::uint64_t kSpinNs = 20'000;
+using sc::families::kSpreadBlocksPerDeviceSm;
+using sc::families::kSpreadSpinNs;
+using sc::families::kSpreadThreads;
 
 // How the grid reaches the green context: the runtime into a cuGreenCtxStreamCreate stream; the driver
 // (cuLaunchKernel with the context-less kernel) into such a stream; the runtime into a stream it made while the
@@ -35,16 +33,16 @@ enum class route { runtime, driver, current };
 // The spin grid into `s`, by the runtime or by the driver.
 void launch_grid(CUstream s, bool by_driver, sc::mapped<sc::kernels::block_record>& records, unsigned blocks) {
   if (!by_driver) {
-    SC_CHECK_CUDA(sc::kernels::launch_spin(s, records.device(), blocks, kThreads, kSpinNs));
+    SC_CHECK_CUDA(sc::kernels::launch_spin(s, records.device(), blocks, kSpreadThreads, kSpreadSpinNs));
     return;
   }
   cudaKernel_t kernel = nullptr;
   SC_CHECK_CUDA(sc::kernels::spin_kernel_handle(&kernel));
   sc::kernels::block_record* out = records.device();
-  std::uint64_t spin_ns = kSpinNs;
+  std::uint64_t spin_ns = kSpreadSpinNs;
   void* parameters[] = {&out, &spin_ns};
-  SC_CHECK_CU(sc::driver().cuLaunchKernel(reinterpret_cast<CUfunction>(kernel), blocks, 1, 1, kThreads, 1, 1, 0, s,
-                                          parameters, nullptr));
+  SC_CHECK_CU(sc::driver().cuLaunchKernel(reinterpret_cast<CUfunction>(kernel), blocks, 1, 1, kSpreadThreads, 1, 1, 0,
+                                          s, parameters, nullptr));
 }
 
 // The report's block chart of the grid, its partition drawn over the SMs its blocks ran on (the driver names a
@@ -54,7 +52,7 @@ void draw(const sc::mapped<sc::kernels::block_record>& records, unsigned blocks,
   const sc::block_records rows(records.host(), records.host() + blocks);
   const sc::chart_partition partition{"green context (" + std::to_string(provisioned) + " SMs provisioned)",
                                       std::vector<std::uint32_t>(used.begin(), used.end())};
-  sc::write_block_chart({{"grid", "green", "", 0, kThreads, &rows}}, properties, 0, 0, {partition});
+  sc::write_block_chart({{"grid", "green", "", 0, kSpreadThreads, &rows}}, properties, 0, 0, {partition});
 }
 
 class Confinement : public GreenContexts, public ::testing::WithParamInterface<std::tuple<unsigned, route>> {};
@@ -78,7 +76,7 @@ TEST_P(Confinement, GridInAGreenStreamStaysOnItsPartition) {
     SC_CHECK_CU(green.make_stream(CU_STREAM_NON_BLOCKING, 0, &s));
   const sc::stream ordinary = make(sc::stream_flags::non_blocking, "primary");
   if (gctx02.mutated(sc::mutation_kind::arrangement)) s = ordinary.get();
-  const unsigned blocks = kBlocksPerDeviceSm * all.sm.smCount;
+  const unsigned blocks = kSpreadBlocksPerDeviceSm * all.sm.smCount;
   sc::mapped<sc::kernels::block_record> records(blocks);
   launch_grid(s, how == route::driver, records, blocks);
   SC_CHECK_CUDA(sc::synchronize_within(sc::stream::view(s, "green"), sc::kWorkDeadline));
@@ -89,7 +87,7 @@ TEST_P(Confinement, GridInAGreenStreamStaysOnItsPartition) {
   EXPECT_LE(used.size(), parts.group.front().sm.smCount) << "the grid ran on more SMs than its green context holds";
 }
 
-std::string instance_name(const ::testing::TestParamInfo<std::tuple<unsigned, route>>& instance) {
+std::string partition_route_name(const ::testing::TestParamInfo<std::tuple<unsigned, route>>& instance) {
   const char* how[] = {"Runtime", "Driver", "Current"};
   return std::string(how[static_cast<int>(std::get<1>(instance.param))]) + "AtLeast" +
          std::to_string(std::get<0>(instance.param));
@@ -98,6 +96,6 @@ std::string instance_name(const ::testing::TestParamInfo<std::tuple<unsigned, ro
 INSTANTIATE_TEST_SUITE_P(, Confinement,
                          ::testing::Combine(::testing::Values(8u, 16u, 64u),
                                             ::testing::Values(route::runtime, route::driver, route::current)),
-                         instance_name);
+                         partition_route_name);
 
 }  // namespace

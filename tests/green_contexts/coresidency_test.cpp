@@ -19,11 +19,11 @@ namespace {
 using sc::families::green_context;
 using sc::families::GreenContexts;
 
-constexpr unsigned kThreads = 1024;  // a large block, so that few fit on an SM
+constexpr unsigned kCoopThreads = 1024;  // a large block, so that few fit on an SM
 // Reasons: four partitions' worth of blocks, so that a confined grid needs at least four waves; 200 us a block,
 // long against dispatch (microseconds), short for the grid (about a millisecond).
 constexpr unsigned kWaves = 4;
-constexpr std::uint64_t kSpinNs = 200'000;
+constexpr std::uint64_t kWaveSpinNs = 200'000;
 
 // The most records whose [t0, t1) overlap at one moment (an end sorts before a start at the same time).
 unsigned most_at_once(const sc::kernels::block_record* r, unsigned n) {
@@ -49,14 +49,14 @@ TEST_F(GreenContexts, CooperativeGridLargerThanThePartitionHolds) {
   green_context green(api(), dev(), group);
   const sc::stream s = stream_of(green, gctx10.mutated(sc::mutation_kind::arrangement));
   int per_sm = 0;
-  SC_CHECK_CUDA(sc::kernels::latch_grid_occupancy(kThreads, &per_sm));
+  SC_CHECK_CUDA(sc::kernels::latch_grid_occupancy(kCoopThreads, &per_sm));
   const unsigned blocks = static_cast<unsigned>(per_sm) * group.sm.smCount + 1;
   sc::mapped<std::uint32_t> resident(blocks);
   sc::mapped<sc::kernels::latch_word> opened(1);  // open before the launch: a grid that is taken runs through
   *opened.host() = sc::kernels::latch_word{};
   opened.host()->open = 1;
   const cudaError_t code = sc::kernels::launch_latch_grid_cooperative(s.get(), opened.device(), 1'000'000'000ull, false,
-                                                                      blocks, kThreads, resident.device());
+                                                                      blocks, kCoopThreads, resident.device());
   sc::clear_last_error();
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   EXPECT_TRUE(gctx10.matches_baseline("cooperative_one_block_beyond_the_partition", sc::error_name(code)));
@@ -70,11 +70,11 @@ TEST_F(GreenContexts, OrdinaryGridRunsInWavesOnThePartition) {
   const CUdevResource group = smallest_group();
   green_context green(api(), dev(), group);
   const unsigned capacity =
-      static_cast<unsigned>(properties().maxThreadsPerMultiProcessor) / kThreads * group.sm.smCount;
+      static_cast<unsigned>(properties().maxThreadsPerMultiProcessor) / kCoopThreads * group.sm.smCount;
   const sc::stream s = stream_of(green, gctx10.mutated(sc::mutation_kind::arrangement));
   const unsigned blocks = kWaves * capacity;
   sc::mapped<sc::kernels::block_record> records(blocks);
-  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), blocks, kThreads, kSpinNs));
+  SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), blocks, kCoopThreads, kWaveSpinNs));
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));
   const sc::kernels::block_record* r = records.host();
   const unsigned peak = most_at_once(r, blocks);

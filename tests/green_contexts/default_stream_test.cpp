@@ -19,8 +19,7 @@ using sc::families::current_green_context;
 using sc::families::green_context;
 using sc::families::GreenContexts;
 
-// How long a mark beside the held work has to land (GCTX-04's reason: a free mark lands within a millisecond).
-constexpr std::chrono::milliseconds kBesideWindow{100};
+using sc::families::kBesideWindow;
 
 enum class place { green_legacy, primary_legacy, primary_per_thread, green_blocking };
 

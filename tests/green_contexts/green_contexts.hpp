@@ -7,6 +7,8 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,6 +22,16 @@
 #include "sc/kernels/record.hpp"
 
 namespace sc::families {
+
+// The grid that shows where a partition's work runs (GCTX-02, GCTX-08). Reasons: eight blocks per SM of the whole
+// device, so that a grid the partition did not confine would reach far beyond it; 20 us a block, long against
+// dispatch, short for the whole grid (a few milliseconds).
+inline constexpr unsigned kSpreadBlocksPerDeviceSm = 8;
+inline constexpr unsigned kSpreadThreads = 128;
+inline constexpr std::uint64_t kSpreadSpinNs = 20'000;
+// How long a mark beside held work has to land (GCTX-04, GCTX-07). Reason: a mark on a free SM lands within a
+// millisecond of its launch; 100 ms is a hundred times that, and a row that stays absent pays it once.
+inline constexpr std::chrono::milliseconds kBesideWindow{100};
 
 // One cuDevSmResourceSplitByCount call: the groups it made, what remained, and its return code.
 struct sm_split {

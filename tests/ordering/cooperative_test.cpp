@@ -16,12 +16,12 @@ namespace {
 using sc::stream_flags;
 using sc::families::OrderingExceptions;
 
-constexpr unsigned kThreads = 1024;  // a large block, so that few fit on an SM: the sizes stay small
+constexpr unsigned kCoopThreads = 1024;  // a large block, so that few fit on an SM: the sizes stay small
 
-// How many blocks of kThreads fit on the whole idle GPU, for the grid latch kernel (the occupancy API).
+// How many blocks of kCoopThreads fit on the whole idle GPU, for the grid latch kernel (the occupancy API).
 unsigned co_resident_blocks(unsigned sms) {
   int per_sm = 0;
-  SC_CHECK_CUDA(sc::kernels::latch_grid_occupancy(kThreads, &per_sm));
+  SC_CHECK_CUDA(sc::kernels::latch_grid_occupancy(kCoopThreads, &per_sm));
   return static_cast<unsigned>(per_sm) * sms;
 }
 
@@ -44,15 +44,16 @@ beside_held_grid grid_beside_held_grid(OrderingExceptions& t, unsigned sms, bool
   sc::latch second;
   sc::latch first;
   first.hold_by([&](sc::kernels::latch_word* word, std::uint64_t ns, bool banner) {
-    return sc::kernels::launch_latch_grid(a.get(), word, ns, banner, sms, kThreads, held.device());
+    return sc::kernels::launch_latch_grid(a.get(), word, ns, banner, sms, kCoopThreads, held.device());
   });
   EXPECT_TRUE(sc::wait_until(
       sc::probe("every block of the first grid resident", [&] { return sc::count_set(held.host(), sms) == sms; }),
       sc::kPresenceDeadline));
   second.hold_by([&](sc::kernels::latch_word* word, std::uint64_t ns, bool banner) {
-    return cooperative ? sc::kernels::launch_latch_grid_cooperative(b.get(), word, ns, banner, blocks, kThreads,
-                                                                    resident.device())
-                       : sc::kernels::launch_latch_grid(b.get(), word, ns, banner, blocks, kThreads, resident.device());
+    return cooperative
+               ? sc::kernels::launch_latch_grid_cooperative(b.get(), word, ns, banner, blocks, kCoopThreads,
+                                                            resident.device())
+               : sc::kernels::launch_latch_grid(b.get(), word, ns, banner, blocks, kCoopThreads, resident.device());
   });
   beside_held_grid out;
   sc::held_window w(first);
@@ -107,7 +108,7 @@ TEST_F(OrderingExceptions, CooperativeGridLargerThanCoResidencyIsRefused) {
   opened.host()->open = 1;
   const sc::stream s = make(stream_flags::non_blocking, "s");
   const cudaError_t code = sc::kernels::launch_latch_grid_cooperative(s.get(), opened.device(), 1000000000ull, false,
-                                                                      blocks, kThreads, resident.device());
+                                                                      blocks, kCoopThreads, resident.device());
   sc::clear_last_error();
   EXPECT_CUDA_EQ(cudaErrorCooperativeLaunchTooLarge, code);
   SC_CHECK_CUDA(sc::synchronize_within(s, sc::kWorkDeadline));

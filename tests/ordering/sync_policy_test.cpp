@@ -16,10 +16,10 @@ using sc::stream_flags;
 using sc::families::OrderingExceptions;
 
 // Reason for 20 ms: hundreds of scheduler ticks of a sleeping thread, and long against launch cost.
-constexpr std::uint64_t kSpinNs = 20'000'000;
+constexpr std::uint64_t kHeldSpinNs = 20'000'000;
 // Reason for 0.9: the host's clock starts before the launch, so the wait spans the whole spin, which
 // %globaltimer times on the GPU; 10 % leaves room for the spin's calibration, far beyond its error.
-constexpr double kWaitedAtLeast = 0.9 * kSpinNs / 1e6;
+constexpr double kWaitedAtLeast = 0.9 * kHeldSpinNs / 1e6;
 
 class SyncPolicy : public OrderingExceptions, public ::testing::WithParamInterface<cudaSynchronizationPolicy> {};
 
@@ -36,7 +36,7 @@ TEST_P(SyncPolicy, SynchronizeWaitsAndItsThreadTimeIsRecorded) {
   SC_CHECK_CUDA(cudaStreamSetAttribute(s.get(), cudaStreamAttributeSynchronizationPolicy, &policy));
   sc::mapped<sc::kernels::block_record> records(1);
   const sc::thread_time t = sc::time_on_this_thread([&] {
-    if (!idle) SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), 1, 32, kSpinNs));
+    if (!idle) SC_CHECK_CUDA(sc::kernels::launch_spin(s.get(), records.device(), 1, 32, kHeldSpinNs));
     EXPECT_CUDA_EQ(cudaSuccess, cudaStreamSynchronize(s.get()));
   });
   sc::observe("wall_ms", t.wall_ms);
