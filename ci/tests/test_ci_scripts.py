@@ -10,7 +10,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from synthetic import env_doc, make_heavy_run, make_run, make_source, run_cli, write
+from synthetic import env_doc, make_drawn_run, make_run, make_source, run_cli, write
 
 CI = Path(__file__).resolve().parents[2] / "ci"
 
@@ -117,10 +117,10 @@ class RunnerArtifacts(unittest.TestCase):
     def test_the_nightly_job_keeps_the_page_with_every_folder_the_report_writes_beside_it(self):
         kept = re.search(r"^for part in (.*); do cp -R", (CI / "gpu_runner.sh").read_text(), re.M).group(1).split()
         with tempfile.TemporaryDirectory(prefix="streamcheck-ci-test-") as tmp:
-            # A run with drawn timelines and block charts: every kind of file beside the page.
+            # A run with a drawn timeline and block chart: every kind of file beside the page.
             source = make_source(Path(tmp) / "src")
             out = Path(tmp) / "report" / "report.html"
-            result = run_cli(make_heavy_run(Path(tmp) / "results"), "--source", source, "-o", out)
+            result = run_cli(make_drawn_run(Path(tmp) / "results"), "--source", source, "-o", out)
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertEqual(sorted(kept), sorted(p.name for p in out.parent.iterdir()))
 

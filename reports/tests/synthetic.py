@@ -215,6 +215,23 @@ def full_data(page, files):
     return data
 
 
+def make_drawn_run(root):
+    """A small run with one test whose timeline and block chart are drawn (hostile text in its labels): a report of
+    it writes every kind of file beside its page."""
+    run = make_run(root)
+    ctest = "harness.Timeline.Drawn"
+    write(run / "gtest" / (ctest + ".xml"), gtest_xml("Timeline", SCRIPT_TEXT))
+    doc = observation(ctest, "Timeline.Drawn", [])
+    doc["timeline"] = {"tracing": {"enabled": True}, "clock": "cupti", "items": [
+        {"kind": "kernel", "label": SCRIPT_TEXT, "stream": "s1", "start_ns": 1000, "end_ns": 9000},
+        {"kind": "memcpy", "label": "copy", "stream": "s2", "start_ns": 3000, "end_ns": 5000, "copy_kind": "HtoD"}],
+        "ranges": [{"name": "</svg>", "start_ns": 0, "end_ns": 10000}], "host_events": []}
+    doc["block_chart"] = {"priority_least": 0, "priority_greatest": -5, "grids": [
+        {"label": "low", "priority": 0, "records": [[b * 10, b * 10 + 900, b % 132, b % 132, 0] for b in range(3000)]}]}
+    write(run / "observations" / (ctest + ".json"), json.dumps(doc))
+    return run
+
+
 def make_heavy_run(root, run_id="20260102T000000Z-9"):
     """A run shaped like a full H100 run, heavier than most: 79 tests with timelines (10 to 60 items, NVTX ranges,
     host events); 16 scheduling tests with 1100-block kernels and 4224-block charts; 7 instrument tests with

@@ -6,7 +6,6 @@ which folder is missing; the page of a run of 10,000 tests loads within a second
 Skips with its reason when chromium is not installed, unless STREAMCHECK_REQUIRE_CHROMIUM=1 (set by .ci/run,
 which installs it): then a missing browser is a failure."""
 
-import json
 import os
 import re
 import shutil
@@ -16,7 +15,7 @@ import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from synthetic import SCRIPT_TEXT, gtest_xml, make_big_run, make_run, make_source, observation, run_cli, write
+from synthetic import make_big_run, make_drawn_run, make_run, make_source, run_cli
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRED = os.environ.get("STREAMCHECK_REQUIRE_CHROMIUM") == "1"
@@ -85,20 +84,8 @@ class Browser(unittest.TestCase):
     def timeline_report(self):
         """A report of a run with a test whose timeline and block chart are drawn: its page."""
         source = make_source(self.root / "src")
-        run = make_run(self.root / "results")
-        ctest = "harness.Timeline.Drawn"
-        write(run / "gtest" / (ctest + ".xml"), gtest_xml("Timeline", SCRIPT_TEXT))
-        doc = observation(ctest, "Timeline.Drawn", [])
-        doc["timeline"] = {"tracing": {"enabled": True}, "clock": "cupti", "items": [
-            {"kind": "kernel", "label": SCRIPT_TEXT, "stream": "s1", "start_ns": 1000, "end_ns": 9000},
-            {"kind": "memcpy", "label": "copy", "stream": "s2", "start_ns": 3000, "end_ns": 5000, "copy_kind": "HtoD"}],
-            "ranges": [{"name": "</svg>", "start_ns": 0, "end_ns": 10000}], "host_events": []}
-        doc["block_chart"] = {"priority_least": 0, "priority_greatest": -5, "grids": [
-            {"label": "low", "priority": 0, "records": [[b * 10, b * 10 + 900, b % 132, b % 132, 0]
-                                                        for b in range(3000)]}]}
-        write(run / "observations" / (ctest + ".json"), json.dumps(doc))
         out = self.root / "report" / "report.html"
-        result = run_cli(run, "--source", source, "-o", out)
+        result = run_cli(make_drawn_run(self.root / "results"), "--source", source, "-o", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         return out
 
