@@ -2,14 +2,14 @@
 # CTest label.
 #
 # sc_behavior_family(FAMILY <label> SOURCES <file>... [NOGPU] [TIMEOUT <seconds>]
-#                    [PER_THREAD_SOURCES <file>...] [NVCC_PER_THREAD_SOURCES <file.cu>...]
+#                    [PER_THREAD_SOURCES <file>...] [NVCC_PER_THREAD_SOURCES <file>...]
 #                    [ENV_VARIANT <name> <gtest-filter> <VAR=value>]... [ISOLATED <gtest-pattern>...]
 #                    [TWO_GPUS <gtest-pattern>...])
 #
 # - Builds: the GPU families' sources go into the suite's executables, one per build (sc_suite_executables):
 #   sc_suite (legacy default stream) from every source; PER_THREAD_SOURCES also into sc_suite_ptds with
-#   -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 (tests named <family>.ptds.*), and NVCC_PER_THREAD_SOURCES (.cu only)
-#   also into sc_suite_ptds_nvcc with nvcc --default-stream=per-thread (<family>.ptds_nvcc.*). A NOGPU family
+#   -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 (tests named <family>.ptds.*), and NVCC_PER_THREAD_SOURCES
+#   also into sc_suite_ptds_nvcc, their .cu files with nvcc --default-stream=per-thread (<family>.ptds_nvcc.*). A NOGPU family
 #   (host tests, no CUDA) has an executable of its own, sc_<family>_tests.
 # - ENV_VARIANT triples: the tests a filter selects also run in an environment variant <family>.<name>.* with
 #   the variable set before CUDA starts; they leave the default entries unless their pattern starts with '+'
@@ -38,9 +38,11 @@ endfunction()
 # executable of that build links.
 function(_sc_family_objects family build)
   set(target sc_${family}_${build})
-  add_library(${target} OBJECT ${ARGN})
+  set(sources ${ARGN})
+  list(REMOVE_DUPLICATES sources)  # the legacy build has every list's sources, some in more than one
+  add_library(${target} OBJECT ${sources})
   # A CUDA source keeps its translation unit: its kernels' module is what DFLT-20 loads lazily.
-  foreach(source IN LISTS ARGN)
+  foreach(source IN LISTS sources)
     if(source MATCHES "\\.cu$")
       set_source_files_properties(${source} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
     endif()

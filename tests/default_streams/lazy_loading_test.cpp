@@ -1,20 +1,17 @@
-// DFLT-20: lazy loading (CUDA_MODULE_LOADING=LAZY, the default) against a running latch. A .cu file: the
-// subject is the first launch of a kernel nobody has loaded yet, defined here and never preloaded.
+// DFLT-20: lazy loading (CUDA_MODULE_LOADING=LAZY, the default) against a running latch. The subject is the
+// first launch of a kernel nobody has loaded yet: first_launch.cu's, never preloaded.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <string>
 
 #include "default_streams.hpp"
+#include "launches.hpp"
 
 namespace {
 
 using sc::stream_flags;
 using DefaultStreams = sc::families::DefaultStreams;
-
-__global__ void first_launched_while_held(unsigned* flag) {
-  if (flag != nullptr) *flag = 1u;
-}
 
 // DFLT-20 · old guide "Lazy Loading: Possible issues" (observed): with lazy loading the first launch of a
 // kernel "might require context synchronization", so it may wait for a kernel spinning in another stream.
@@ -29,10 +26,7 @@ TEST_F(DefaultStreams, FirstLaunchOfAnUnloadedKernelWhileALatchRuns) {
   // stream (it then must wait).
   const bool mutated = dflt20.mutated(sc::mutation_kind::arrangement);
   const bool eager = mode == "EAGER";
-  if (mutated && !eager) {
-    cudaFuncAttributes attributes{};
-    SC_CHECK_CUDA(cudaFuncGetAttributes(&attributes, first_launched_while_held));
-  }
+  if (mutated && !eager) SC_CHECK_CUDA(sc::families::first_launch::load());
   const sc::stream s1 = make(stream_flags::non_blocking, "s1");
   const sc::stream s2 = make(stream_flags::non_blocking, "s2");
   sc::latch g;
@@ -41,8 +35,7 @@ TEST_F(DefaultStreams, FirstLaunchOfAnUnloadedKernelWhileALatchRuns) {
   const sc::return_observation seen = sc::call_while_held(
       [&] {
         const auto label = recorder().label("first launch");
-        first_launched_while_held<<<1, 1, 0, s2.get()>>>(nullptr);
-        const cudaError_t launched = cudaGetLastError();
+        const cudaError_t launched = sc::families::first_launch::launch(s2.get());
         return launched == cudaSuccess && mutated && eager ? cudaStreamSynchronize(s1.get()) : launched;
       },
       g);

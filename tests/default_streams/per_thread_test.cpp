@@ -1,7 +1,8 @@
-// DFLT-06..09: the per-thread default stream. This file is built three ways (plan: README.md): in the
-// legacy build, with -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 and with nvcc --default-stream=per-thread.
-// It is a .cu file because launch syntax is its subject: `<<<1, 1>>>` without a stream goes to stream 0,
-// which is the legacy stream or this thread's default stream depending on how this file was built.
+// DFLT-06..09: the per-thread default stream. This file and stream_zero.cu are built three ways (plan:
+// README.md): in the legacy build, with -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 and with nvcc
+// --default-stream=per-thread. What stream 0 means is stream_zero.cu's: its launches without a stream and its
+// stream-0 id follow the build, and this file names every other stream by its handle (nvcc's flag does not
+// reach it, as it is host code).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -9,49 +10,25 @@
 #include <vector>
 
 #include "default_streams.hpp"
+#include "launches.hpp"
 #include "sc/fixtures/thread_team.hpp"
-#include "sc/kernels/device.cuh"
 #include "sc/kernels/launch.hpp"
 
 namespace {
 
 using sc::stream_flags;
 using DefaultStreams = sc::families::DefaultStreams;
-
-#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
-constexpr bool kPerThreadBuild = true;
-#else
-constexpr bool kPerThreadBuild = false;
-#endif
-
-// Kernels of this translation unit, launched without a stream.
-__global__ void latch_here(sc::kernels::latch_word* latch, std::uint64_t watchdog_ns, bool banner) {
-  sc::kernels::device::latch_wait(latch, watchdog_ns, banner);
-}
-__global__ void mark_here(std::uint32_t* counter, sc::kernels::mark_board* board, unsigned id) {
-  sc::kernels::device::mark_land(counter, board, id);
-}
-cudaError_t launch_latch_without_stream(sc::kernels::latch_word* w, std::uint64_t ns, bool banner) {
-  latch_here<<<1, 1>>>(w, ns, banner);
-  return cudaGetLastError();
-}
-cudaError_t launch_mark_without_stream(std::uint32_t* counter, sc::kernels::mark_board* board, unsigned id) {
-  mark_here<<<1, 1>>>(counter, board, id);
-  return cudaGetLastError();
-}
+namespace stream_zero = sc::families::stream_zero;
 
 class PerThreadStreams : public DefaultStreams {
  protected:
   void SetUp() override {
     DefaultStreams::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    // This file's own kernels: loaded now, before any latch, like the library's.
-    for (const void* k : {reinterpret_cast<const void*>(latch_here), reinterpret_cast<const void*>(mark_here)}) {
-      cudaFuncAttributes attributes{};
-      SC_CHECK_CUDA(cudaFuncGetAttributes(&attributes, k));
-    }
+    // stream_zero.cu's kernels: loaded now, before any latch, like the library's.
+    SC_CHECK_CUDA(stream_zero::load());
     sc::observe("build_variant", SC_BUILD_VARIANT);
-    sc::observe("per_thread_build", kPerThreadBuild);
+    sc::observe("per_thread_build", stream_zero::per_thread());
   }
 
   // A latch holds `held`, then mark `id` goes to `later`: whether the mark stays absent while the latch is
@@ -73,29 +50,14 @@ class PerThreadStreams : public DefaultStreams {
   // cudaStreamPerThread in the legacy build.
   void drop_without_a_stream(sc::marks& m, unsigned id, bool other_path) {
     const auto label = recorder().label("mark" + std::to_string(id) + "@<<<>>>");
-    if (other_path && kPerThreadBuild)
+    if (other_path && stream_zero::per_thread())
       drop(m, sc::stream::null(), id);
     else if (other_path)
       drop(m, per_thread_, id);
     else
-      m.drop_by(id, launch_mark_without_stream);
+      m.drop_by(id, stream_zero::launch_mark);
   }
 };
-
-// The ids of stream 0 as this translation unit names it, of the legacy stream and of this thread's
-// per-thread stream.
-struct default_stream_ids {
-  unsigned long long zero = 0;
-  unsigned long long legacy = 0;
-  unsigned long long per_thread = 0;
-};
-default_stream_ids ids_of_default_streams() {
-  default_stream_ids ids;
-  SC_CHECK_CUDA(cudaStreamGetId(0, &ids.zero));
-  SC_CHECK_CUDA(cudaStreamGetId(cudaStreamLegacy, &ids.legacy));
-  SC_CHECK_CUDA(cudaStreamGetId(cudaStreamPerThread, &ids.per_thread));
-  return ids;
-}
 
 // DFLT-08's threads: thread i selects the device, holds latch i through `launch` (its error kept as code(i)),
 // and stays alive, its default stream too, until end().
@@ -199,24 +161,24 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
   // Mutation (arrangement): each thread launches through the other build mode's path: the legacy-mode
   // library's stream 0 (the legacy stream) in per-thread builds, cudaStreamPerThread in the legacy build.
   const bool other_path = dflt08.mutated(sc::mutation_kind::arrangement);
-  const auto launch = [other_path](sc::kernels::latch_word* w, std::uint64_t ns, bool banner) {
-    if (!other_path) return launch_latch_without_stream(w, ns, banner);
-    return sc::kernels::launch_latch(kPerThreadBuild ? nullptr : cudaStreamPerThread, w, ns, banner);
+  const bool per_thread = stream_zero::per_thread();
+  const auto launch = [other_path, per_thread](sc::kernels::latch_word* w, std::uint64_t ns, bool banner) {
+    if (!other_path) return stream_zero::launch_latch(w, ns, banner);
+    return sc::kernels::launch_latch(per_thread ? nullptr : cudaStreamPerThread, w, ns, banner);
   };
   threads_holding_latches threads(latches, device(), launch);
   threads.wait_launched();
   // Judged against latch 0: in the legacy build the eight latches queue in one stream, and latch 0 may be
   // pending behind another; a pending latch is closed all the same.
   const auto all_started = [&] { return latches.all_started(); };
-  const sc::held_result together = kPerThreadBuild
-                                       ? sc::present_while_held("all 8 latches running", all_started, latches[0])
-                                       : sc::absent_while_held("all 8 latches running", all_started, latches[0]);
+  const sc::held_result together = per_thread ? sc::present_while_held("all 8 latches running", all_started, latches[0])
+                                              : sc::absent_while_held("all 8 latches running", all_started, latches[0]);
   const int running = static_cast<int>(latches.started());
   latches.open_all();
   SC_CHECK_CUDA(cudaDeviceSynchronize());
   threads.end();
   for (unsigned i = 0; i < kThreads; ++i) EXPECT_CUDA_EQ(cudaSuccess, threads.code(i)) << "thread " << i;
-  EXPECT_TRUE(together) << (kPerThreadBuild ? "per-thread build" : "legacy build (negative control)");
+  EXPECT_TRUE(together) << (per_thread ? "per-thread build" : "legacy build (negative control)");
   for (unsigned i = 0; i < kThreads; ++i) EXPECT_FALSE(latches[i].timed_out()) << "a latch's watchdog fired";
   sc::observe("latches_running_together", running);
 }
@@ -235,15 +197,17 @@ TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
   drop_without_a_stream(m, 1, dflt09.mutated(sc::mutation_kind::arrangement));
   drop(m, sc::stream::null(), 2);  // through the legacy-mode library: always the legacy stream
   ASSERT_TRUE(g.wait_started());
-  if (kPerThreadBuild)
+  const bool per_thread = stream_zero::per_thread();
+  if (per_thread)
     EXPECT_TRUE(sc::present_while_held(m, 1, g)) << "<<<>>> without a stream went to the legacy stream";
   else
     EXPECT_TRUE(sc::absent_while_held(m, 1, g)) << "<<<>>> without a stream did not go to the legacy stream";
   EXPECT_TRUE(sc::absent_while_held(m, 2, g)) << "the legacy-mode library's handle 0 did not mean the legacy stream";
   g.open();
   drain();
-  const default_stream_ids ids = ids_of_default_streams();
-  EXPECT_EQ(kPerThreadBuild ? ids.per_thread : ids.legacy, ids.zero) << "stream 0's id in this translation unit";
+  stream_zero::ids ids;
+  SC_CHECK_CUDA(stream_zero::get_ids(ids));
+  EXPECT_EQ(per_thread ? ids.per_thread : ids.legacy, ids.zero) << "stream 0's id in this translation unit";
   sc::observe("id.stream0", ids.zero);
   sc::observe("id.legacy", ids.legacy);
   sc::observe("id.per_thread", ids.per_thread);
