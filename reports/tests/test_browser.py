@@ -6,11 +6,15 @@ which folder is missing; the page of a run of 10,000 tests loads within a second
 Skips with its reason when chromium is not installed, unless STREAMCHECK_REQUIRE_CHROMIUM=1 (set by .ci/run,
 which installs it): then a missing browser is a failure."""
 
+import fcntl
+import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -20,6 +24,8 @@ from synthetic import make_big_run, make_drawn_run, make_run, make_source, run_c
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRED = os.environ.get("STREAMCHECK_REQUIRE_CHROMIUM") == "1"
 SECTIONS = ("totals", "coverage", "families", "timelines", "instruments", "environment")
+# How long Chromium may stay silent: a page that never loads fails its test instead of hanging it.
+BROWSER_TIMEOUT_S = 120
 
 
 # The load time the page keeps to, from the start of its navigation to its load event and the layout after it.
@@ -34,13 +40,107 @@ ONLY_PROBLEMS = ('<script>var box = document.getElementById("filter-problems"); 
                  'box.dispatchEvent(new Event("change"));</script>')
 
 
+class Chromium:
+    """One headless Chromium for the module, driven through its DevTools pipe (--remote-debugging-pipe: JSON
+    messages, each ended by a NUL byte, read from its descriptor 3 and written to its descriptor 4). A page opens
+    in a tab of its own, and is read once its load event has fired: the page's script reads the files beside it
+    before that event (each script it adds holds the event back), as Chromium's --dump-dom reads it."""
+
+    def __init__(self):
+        self._profile = tempfile.TemporaryDirectory(prefix="streamcheck-browser-profile-")
+        commands, self._commands = os.pipe()
+        self._replies, replies = os.pipe()
+        # Chromium's ends, numbered above 4 so that moving them to 3 and 4 cannot close one of them.
+        commands, replies = (above_four(fd) for fd in (commands, replies))
+        self._process = subprocess.Popen(
+            ["bash", "-c", 'exec "$@" 3<&%d 4>&%d %d<&- %d>&-' % (commands, replies, commands, replies), "chromium",
+             BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+             "--user-data-dir=" + self._profile.name, "about:blank"],
+            pass_fds=(commands, replies), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(commands)
+        os.close(replies)
+        self._read = b""
+        self._sent = 0
+        self._events = []
+
+    def close(self):
+        self._process.kill()
+        self._process.wait()
+        os.close(self._commands)
+        os.close(self._replies)
+        self._profile.cleanup()
+
+    def _message(self, deadline):
+        while b"\0" not in self._read:
+            if not select.select([self._replies], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                raise TimeoutError("Chromium said nothing for %d s" % BROWSER_TIMEOUT_S)
+            chunk = os.read(self._replies, 1 << 16)
+            if not chunk:
+                raise RuntimeError("Chromium ended (status %s)" % self._process.poll())
+            self._read += chunk
+        message, self._read = self._read.split(b"\0", 1)
+        return json.loads(message)
+
+    def call(self, method, params=None, session=None):
+        """The result of a DevTools command; the events that came before it are kept."""
+        self._sent += 1
+        command = {"id": self._sent, "method": method, "params": params or {}}
+        if session:
+            command["sessionId"] = session
+        os.write(self._commands, json.dumps(command).encode() + b"\0")
+        deadline = time.monotonic() + BROWSER_TIMEOUT_S
+        while True:
+            message = self._message(deadline)
+            if message.get("id") == self._sent:
+                if "error" in message:
+                    raise RuntimeError("%s: %s" % (method, message["error"]))
+                return message["result"]
+            self._events.append(message)
+
+    def open(self, url):
+        """(DOM after scripts ran, console lines) of the page at `url`, in a new tab."""
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            self.call(domain + ".enable", session=session)
+        self._events = []
+        self.call("Page.navigate", {"url": url}, session)
+        deadline = time.monotonic() + BROWSER_TIMEOUT_S
+        while not any(e.get("method") == "Page.loadEventFired" and e.get("sessionId") == session
+                      for e in self._events):
+            self._events.append(self._message(deadline))
+        dom = self.call("Runtime.evaluate", {"expression": "document.documentElement.outerHTML",
+                                             "returnByValue": True}, session)["result"]["value"]
+        console = [console_line(e) for e in self._events if e.get("sessionId") == session and e["method"] in
+                   ("Runtime.consoleAPICalled", "Runtime.exceptionThrown", "Log.entryAdded")]
+        self.call("Target.closeTarget", {"targetId": target})
+        return dom, console
+
+
+def above_four(fd):
+    """`fd` as a descriptor numbered 10 or more (the one given is closed)."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+    os.close(fd)
+    return moved
+
+
+def console_line(event):
+    """What the page's console showed for a DevTools event: a console call, an uncaught exception, a log entry
+    (such as a file that did not load)."""
+    params = event["params"]
+    if event["method"] == "Runtime.consoleAPICalled":
+        words = (str(a.get("value", a.get("description", ""))) for a in params["args"])
+        return "console.%s: %s" % (params["type"], " ".join(words))
+    if event["method"] == "Runtime.exceptionThrown":
+        details = params["exceptionDetails"]
+        return "%s %s" % (details["text"], details.get("exception", {}).get("description", ""))
+    entry = params["entry"]
+    return "%s %s: %s %s" % (entry["source"], entry["level"], entry["text"], entry.get("url", ""))
+
+
 def open_in_browser(page, fragment=""):
     """(DOM after scripts ran, console lines) of a page, opened as a file (at #fragment)."""
-    url = Path(page).resolve().as_uri() + ("#" + fragment if fragment else "")
-    result = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-                             "--v=0", "--dump-dom", url], capture_output=True, text=True, timeout=120)
-    console = [line for line in result.stderr.splitlines() if ":CONSOLE" in line]
-    return result.stdout, console
+    return Browser.chromium.open(Path(page).resolve().as_uri() + ("#" + fragment if fragment else ""))
 
 
 def load_ms(page):
@@ -64,6 +164,18 @@ def details_row(dom):
 @unittest.skipIf(BROWSER is None and not REQUIRED,
                  "chromium is not installed (Debian: apt-get install chromium); .ci/run installs it")
 class Browser(unittest.TestCase):
+    chromium = None
+
+    @classmethod
+    def setUpClass(cls):
+        if BROWSER is not None:
+            cls.chromium = Chromium()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.chromium is not None:
+            cls.chromium.close()
+
     def setUp(self):
         if BROWSER is None:
             self.fail("STREAMCHECK_REQUIRE_CHROMIUM=1 but no chromium on PATH")
