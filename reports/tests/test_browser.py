@@ -47,7 +47,7 @@ class Chromium:
     before that event (each script it adds holds the event back), as Chromium's --dump-dom reads it."""
 
     def __init__(self):
-        self._profile = tempfile.TemporaryDirectory(prefix="streamcheck-browser-profile-")
+        self._profile = tempfile.mkdtemp(prefix="streamcheck-browser-profile-")
         commands, self._commands = os.pipe()
         self._replies, replies = os.pipe()
         # Chromium's ends, numbered above 4 so that moving them to 3 and 4 cannot close one of them.
@@ -55,7 +55,7 @@ class Chromium:
         self._process = subprocess.Popen(
             ["bash", "-c", 'exec "$@" 3<&%d 4>&%d %d<&- %d>&-' % (commands, replies, commands, replies), "chromium",
              BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-             "--user-data-dir=" + self._profile.name, "about:blank"],
+             "--user-data-dir=" + self._profile, "about:blank"],
             pass_fds=(commands, replies), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(commands)
         os.close(replies)
@@ -64,11 +64,16 @@ class Chromium:
         self._events = []
 
     def close(self):
-        self._process.kill()
-        self._process.wait()
+        """Ends Chromium as it ends itself (its helper processes too), then removes its profile."""
+        try:
+            self.call("Browser.close")
+            self._process.wait(timeout=BROWSER_TIMEOUT_S)
+        except (OSError, RuntimeError, TimeoutError, subprocess.TimeoutExpired):
+            self._process.kill()
+            self._process.wait()
         os.close(self._commands)
         os.close(self._replies)
-        self._profile.cleanup()
+        shutil.rmtree(self._profile, ignore_errors=True)  # a helper that outlived it may still write there
 
     def _message(self, deadline):
         while b"\0" not in self._read:
