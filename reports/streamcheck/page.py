@@ -114,15 +114,15 @@ def finite(data: Any) -> Any:
     """The data with NaN and infinities as strings (JSON.parse rejects them as numbers), and every other float
     to the precision the page shows (six significant digits, one decimal from 100,000 on; the result files keep
     every digit)."""
-    if isinstance(data, float) and (data != data or data in (float("inf"), float("-inf"))):
-        return repr(data)
-    if isinstance(data, float):
-        return float(fmt_shown(data))
     if isinstance(data, dict):
         return {str(k): finite(v) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
         return [finite(v) for v in data]
-    return data
+    if not isinstance(data, float):
+        return data
+    if data != data or data in (float("inf"), float("-inf")):
+        return repr(data)
+    return float(fmt_shown(data))
 
 
 def embed_json(data: Any) -> str:

@@ -47,11 +47,12 @@ class Fragment:
         self.template = string.Template(text)
         self.names = placeholders(self.template, "%s: %s" % (origin, self.what))
         self.tag_slots = tag_slots(self.template)
+        self.pieces = pieces(self.template)
 
     def fill(self, values: Dict[str, Any]) -> Markup:
-        missing = sorted(self.names - set(values))
-        unused = sorted(set(values) - self.names)
-        if missing or unused:
+        if values.keys() != self.names:
+            missing = sorted(self.names - set(values))
+            unused = sorted(set(values) - self.names)
             raise TemplateError("%s: %s filled %s" % (self.origin, self.what, "; ".join(
                 ["without a value for $%s" % ", $".join(missing)] * bool(missing) +
                 ["with a value it has no placeholder for: %s" % ", ".join(unused)] * bool(unused))))
@@ -61,7 +62,21 @@ class Fragment:
         if plain:
             raise TemplateError("%s: %s: $%s stands inside a tag and takes attrs(), not text"
                                 % (self.origin, self.what, ", $".join(plain)))
-        return Markup(self.template.substitute({k: h(v) for k, v in values.items()}))
+        # What string.Template.substitute makes, without its matching at every fill.
+        return Markup("".join(text if name is None else h(values[name]) for text, name in self.pieces))
+
+
+def pieces(template: string.Template) -> Tuple[Tuple[str, Any], ...]:
+    """The template as (text, None) and (None, placeholder name) in their order ("$$" is the text "$")."""
+    out = []
+    position = 0
+    for match in template.pattern.finditer(template.template):
+        out.append((template.template[position:match.start()], None))
+        name = match.group("named") or match.group("braced")
+        out.append(("$", None) if name is None else (None, name))
+        position = match.end()
+    out.append((template.template[position:], None))
+    return tuple((text, name) for text, name in out if name is not None or text)
 
 
 def placeholders(template: string.Template, where: str) -> FrozenSet[str]:
