@@ -118,7 +118,7 @@ class progress_listener final : public ::testing::EmptyTestEventListener {
     std::fprintf(stderr, "streamcheck: %s.%s left the process unusable (%s); ending it\n", info.test_suite_name(),
                  info.name(), broken.c_str());
     std::fflush(stderr);
-    std::_Exit(kEndedExitCode);
+    end_process(kEndedExitCode);
   }
 
   int fd_;
