@@ -9,7 +9,8 @@ that cannot be read proves nothing. The line it prints says how the claiming tes
 (only the expected value changed; the plan says why no arrangement change exists), or both when the tests
 differ. A claiming test that failed only because a latch's watchdog fired is counted as killed, and named. In
 fast mode such a test also ends its process, and the tests after it are "not run": the line counts them, and
-they are never taken for failures of the mutation.
+they are never taken for failures of the mutation. A test not judged for a shared GPU at its start recorded no
+claim: the line names it, as it may claim the ID.
 """
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from streamcheck.common import InputError  # the one results reader (ci/streamcheck is reports/streamcheck)
 from streamcheck.results import (
-    load_run, not_run_after_process_ended, tests_claiming, unexpected_watchdogs)
+    SHARED_GPU, load_run, not_run_after_process_ended, outcome, tests_claiming, unexpected_watchdogs)
 
 
 def kinds_used(tests):
@@ -56,6 +57,8 @@ def main():
     # after it not run. They are not failures of the mutation, but they were not judged either: named.
     not_run = {n for n in seen if not_run_after_process_ended(run["tests"][n])}
     not_run_own = own & not_run
+    # Not judged before its body ran: its claims are unknown.
+    unknown = sorted(n for n, t in run["tests"].items() if n not in own and outcome(t) == SHARED_GPU)
     if not own:
         print(f"mutation {catalog_id}: NO TEST claims this ID in {run_dir}")
         return 1
@@ -76,6 +79,7 @@ def main():
           + (f"; failed on a latch watchdog: {', '.join(by_watchdog)}" if by_watchdog else "")
           + (f"; skipped: {', '.join(sorted(skipped_own))}" if skipped_own else "")
           + (f"; claiming test(s) not run: {', '.join(sorted(not_run_own))}" if not_run_own else "")
+          + (f"; not judged for a shared GPU, claims unknown: {', '.join(unknown)}" if unknown else "")
           + (f"; {len(not_run - own)} other test(s) not run after a claiming test ended the process"
              if not_run - own else "")
           + (f"; other failures: {', '.join(collateral)}" if collateral else "") + ")")

@@ -10,7 +10,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from synthetic import env_doc, make_drawn_run, make_run, make_source, run_cli, write
+from synthetic import env_doc, make_drawn_run, make_run, make_source, observation, run_cli, shared_gpu_fields, write
 
 CI = Path(__file__).resolve().parents[2] / "ci"
 
@@ -58,6 +58,17 @@ class CiScripts(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertIn("mutation PRIO-02: killed", result.stdout)
         self.assertIn("1 other test(s) not run after a claiming test ended the process", result.stdout)
+
+    def test_a_test_not_judged_for_a_shared_gpu_before_its_claims_is_named(self):
+        # The ptds build of the claiming test met a context still being destroyed: skipped with no claim recorded.
+        self.mutate("PRIO-02")
+        ctest = "priority_flags.ptds.PriorityFlags.DriverRangeMatches"
+        doc = observation(ctest, "PriorityFlags.DriverRangeMatches", [], outcome="skipped")
+        doc.update(shared_gpu_fields())
+        write(self.run_dir / "observations" / (ctest + ".json"), json.dumps(doc))
+        result = ci("mutation_check.py", self.run_dir, "PRIO-02")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("not judged for a shared GPU, claims unknown: " + ctest, result.stdout)
 
     def test_unreadable_file_makes_the_mutation_run_prove_nothing(self):
         self.mutate("PRIO-02")
