@@ -1,6 +1,8 @@
 """Synthetic run folders and source trees for the report's host tests (standard library only): env.json,
 GoogleTest XML and observation files shaped like the suite writes them."""
 
+import contextlib
+import io
 import json
 import re
 import shutil
@@ -158,6 +160,20 @@ def make_run(root, run_id="20260101T000000Z-1", **env_args):
 
 
 def run_cli(*args):
+    """streamcheck_report.py with `args`, run in this process (its main(), its exit status, what it printed): a
+    Python start per call made the report's tests slow. run_script runs it as a command."""
+    import streamcheck_report  # reports/ is on the tests' path; imported when first used
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = streamcheck_report.main([str(a) for a in args])
+        except SystemExit as e:  # argparse's refusals
+            status = e.code if isinstance(e.code, int) else 1
+    return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
+
+
+def run_script(*args):
+    """streamcheck_report.py with `args`, as a command in a process of its own."""
     return subprocess.run([sys.executable, str(SCRIPT)] + [str(a) for a in args], capture_output=True, text=True,
                           timeout=60)
 

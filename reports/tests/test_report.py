@@ -10,7 +10,7 @@ import unittest
 from pathlib import Path
 
 from synthetic import (PLAN, SCRIPT_TEXT, details_of, embedded_data, env_doc, family_of, files_beside, full_data,
-                       git_source, gtest_xml, make_run, make_source, observation, opened_page, run_cli,
+                       git_source, gtest_xml, make_run, make_source, observation, opened_page, run_cli, run_script,
                        shared_gpu_fields, write)
 from streamcheck import common, model, timeline
 
@@ -91,7 +91,8 @@ class TotalsAndSummary(ReportTestCase):
         self.assertIn("No test failed", page)
 
     def test_failed_tests_do_not_change_the_exit_status_and_default_output_is_in_the_run(self):
-        result = run_cli(self.run_dir, "--source", self.source)
+        # As a command, the way ci/run_suite.sh runs it (the other tests call its main()).
+        result = run_script(self.run_dir, "--source", self.source)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertTrue((self.run_dir / "report.html").is_file())
         self.assertIn(str(self.run_dir / "report.html"), result.stdout)
@@ -589,7 +590,7 @@ class BadInput(ReportTestCase):
         self.assert_refused(result, "env.json", str(self.run_dir))
 
     def test_missing_run_folder(self):
-        result = run_cli(self.root / "nowhere", "--source", self.source, "-o", self.out)
+        result = run_script(self.root / "nowhere", "--source", self.source, "-o", self.out)  # as a command
         self.assert_refused(result, "no such run folder")
 
     def test_invalid_xml_names_the_file(self):
