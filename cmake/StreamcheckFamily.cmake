@@ -8,9 +8,9 @@
 #
 # - Builds: the GPU families' sources go into the suite's executables, one per build (sc_suite_executables):
 #   sc_suite (legacy default stream) from every source; PER_THREAD_SOURCES also into sc_suite_ptds with
-#   -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 (tests named <family>.ptds.*), and NVCC_PER_THREAD_SOURCES
-#   also into sc_suite_ptds_nvcc, their .cu files with nvcc --default-stream=per-thread (<family>.ptds_nvcc.*). A NOGPU family
-#   (host tests, no CUDA) has an executable of its own, sc_<family>_tests.
+#   -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 (tests named <family>.ptds.*), and NVCC_PER_THREAD_SOURCES also into
+#   sc_suite_ptds_nvcc, their .cu files with nvcc --default-stream=per-thread (<family>.ptds_nvcc.*). A NOGPU
+#   family (host tests, no CUDA) has an executable of its own, sc_<family>_tests.
 # - ENV_VARIANT triples: the tests a filter selects also run in an environment variant <family>.<name>.* with
 #   the variable set before CUDA starts; they leave the default entries unless their pattern starts with '+'
 #   ("+A:B": A's tests run in both, B's in the variant only).

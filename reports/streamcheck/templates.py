@@ -16,7 +16,7 @@ import functools
 import re
 import string
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, Iterable, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Optional, Tuple
 
 from .common import InputError, Markup, h
 
@@ -66,7 +66,7 @@ class Fragment:
         return Markup("".join(text if name is None else h(values[name]) for text, name in self.pieces))
 
 
-def pieces(template: string.Template) -> Tuple[Tuple[str, Any], ...]:
+def pieces(template: string.Template) -> Tuple[Tuple[Optional[str], Optional[str]], ...]:
     """The template as (text, None) and (None, placeholder name) in their order ("$$" is the text "$")."""
     out = []
     position = 0

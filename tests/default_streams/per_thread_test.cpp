@@ -184,8 +184,8 @@ TEST_F(PerThreadStreams, DefaultStreamsOfEightThreadsRunConcurrently) {
 }
 
 // DFLT-09 · SSB; PG 2.3.6.2: the build mode decides what stream 0 and a launch without a stream mean,
-// per translation unit. Latch blocking s1; a mark launched here without a stream waits for it in the
-// legacy build (legacy stream) and does not in per-thread builds. The library's launcher, compiled in
+// per translation unit. Latch blocking s1; a mark launched without a stream (in stream_zero.cu) waits for it
+// in the legacy build (legacy stream) and does not in per-thread builds. The library's launcher, compiled in
 // legacy mode, still sends handle 0 to the legacy stream in every build: each unit keeps its own mode.
 TEST_F(PerThreadStreams, LaunchWithoutAStreamFollowsTheBuildMode) {
   const sc::claim dflt09("DFLT-09");
