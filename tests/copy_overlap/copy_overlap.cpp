@@ -69,16 +69,17 @@ held_result CopyOverlap::copy_completes_beside_latch(const stream& held, const s
   });
 }
 
-return_observation CopyOverlap::held_call(const stream& s, const std::function<cudaError_t()>& call) {
-  const return_observation seen = call_while_holding(s, call);
+return_observation CopyOverlap::held_call(const stream& s, const std::function<cudaError_t()>& call,
+                                          std::chrono::milliseconds window) {
+  const return_observation seen = call_while_holding(s, call, window);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
   return seen;
 }
 
 return_observation CopyOverlap::held_call(const stream& s, const std::string& took_key,
-                                          const std::function<cudaError_t()>& call) {
-  const return_observation seen = held_call(s, call);
+                                          const std::function<cudaError_t()>& call, std::chrono::milliseconds window) {
+  const return_observation seen = held_call(s, call, window);
   observe(took_key, static_cast<long long>(seen.took.count()));
   return seen;
 }

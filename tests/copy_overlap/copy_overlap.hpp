@@ -68,10 +68,12 @@ class CopyOverlap : public GpuTest {
   // latch holds `held`; `what` names the copy ("a pinned H2D copy": "... in <target> and its synchronize").
   held_result copy_completes_beside_latch(const stream& held, const std::string& what, const std::string& label,
                                           void* dst, const void* src, cudaMemcpyKind kind, const stream& target);
-  // call_while_holding(s, call), then drain(): a failure where the call did not return cudaSuccess; with a
-  // took_key, how long it took is recorded under it (microseconds).
-  return_observation held_call(const stream& s, const std::function<cudaError_t()>& call);
-  return_observation held_call(const stream& s, const std::string& took_key, const std::function<cudaError_t()>& call);
+  // call_while_holding(s, call, window), then drain(): a failure where the call did not return cudaSuccess;
+  // with a took_key, how long it took is recorded under it (microseconds).
+  return_observation held_call(const stream& s, const std::function<cudaError_t()>& call,
+                               std::chrono::milliseconds window = kReturnWindow);
+  return_observation held_call(const stream& s, const std::string& took_key, const std::function<cudaError_t()>& call,
+                               std::chrono::milliseconds window = kReturnWindow);
   // cudaMemcpy (synchronous) under `label` (one CUPTI record); returns the call's code.
   cudaError_t sync_copy(const std::string& label, void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
   // Holds `waiters` behind latch `g`: `g` holds `latch_stream`, and each waiter waits on an event recorded

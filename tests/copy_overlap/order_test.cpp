@@ -203,10 +203,13 @@ TEST_F(CopyOverlap, SynchronousMemsetOfPinnedHostMemoryWaitsForTheLegacyStream) 
   sc::mapped<std::uint32_t> pinned_target(kCheckedBytes / sizeof(std::uint32_t));
   const bool on_device = copy11.mutated(sc::mutation_kind::arrangement);
   void* target = on_device ? static_cast<void*>(dev.data()) : static_cast<void*>(pinned_target.host());
-  const sc::return_observation seen = held_call(sc::stream::legacy(), [&] {
-    const auto scope = recorder().label("cudaMemset pinned host");
-    return cudaMemset(target, kMemsetByte, kCheckedBytes);
-  });
+  const sc::return_observation seen = held_call(
+      sc::stream::legacy(),
+      [&] {
+        const auto scope = recorder().label("cudaMemset pinned host");
+        return cudaMemset(target, kMemsetByte, kCheckedBytes);
+      },
+      sc::kWaitWindow);
   sc::observe("pinned_host_memset_returned_while_held", seen.returned.message());
   EXPECT_TRUE(sc::does_not_hold(seen.returned))
       << "cudaMemset of pinned host memory, which the documentation calls synchronous, returned while the "

@@ -144,9 +144,10 @@ TEST_F(CopyOverlap, SynchronousCopyRules) {
                                memcpy_rule{"D2H to pageable", cudaMemcpyDeviceToHost, plain.data(), x.data(), false},
                                memcpy_rule{"D2D", cudaMemcpyDeviceToDevice, y.data(), x.data(), true}}) {
     SCOPED_TRACE(c.name);
-    const sc::return_observation seen = held_call(held, std::string("took_us.") + c.name, [&] {
-      return sync_copy(std::string("cudaMemcpy ") + c.name, c.dst, c.src, bytes, c.kind);
-    });
+    const sc::return_observation seen = held_call(
+        held, std::string("took_us.") + c.name,
+        [&] { return sync_copy(std::string("cudaMemcpy ") + c.name, c.dst, c.src, bytes, c.kind); },
+        c.returns ? sc::kReturnWindow : sc::kWaitWindow);
     if (c.returns)
       EXPECT_TRUE(seen.returned) << "cudaMemcpy " << c.name << " waited for the held legacy stream";
     else
@@ -169,7 +170,7 @@ TEST_F(CopyOverlap, SynchronousDeviceToHostCopyAgainstBusyStreams) {
   const sc::stream s1 = make(first, "s1");
   const sc::stream s2 = make(stream_flags::non_blocking, "s2");
   const auto d2h = [&] { return sync_copy("cudaMemcpy D2H", host.data(), dev.data(), bytes, cudaMemcpyDeviceToHost); };
-  const sc::return_observation behind_blocking = held_call(s1, d2h);
+  const sc::return_observation behind_blocking = held_call(s1, d2h, sc::kWaitWindow);
   EXPECT_TRUE(sc::does_not_hold(behind_blocking.returned)) << "the synchronous D2H copy did not wait for blocking s1";
   const sc::return_observation behind_non_blocking = held_call(s2, d2h);
   EXPECT_TRUE(copy10.observed_row("d2h_returned_while_non_blocking_stream_held", behind_non_blocking.returned));

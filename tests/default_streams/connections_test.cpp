@@ -28,9 +28,11 @@ bool variable_is(const char* name, const char* value) {
   return set != nullptr && std::string(set) == value;
 }
 
-// The DFLT-22 arrangement: the latch's own launch runs on call_while_held's helper thread. `then_sync`
-// makes the call also wait for its stream (an arrangement mutation: the launch made synchronous by hand).
-sc::return_observation latch_launch_while_held(sc::families::DefaultStreams& t, bool then_sync) {
+// The DFLT-22 arrangement: the latch's own launch runs on call_while_held's helper thread (with `window`).
+// `then_sync` makes the call also wait for its stream (an arrangement mutation: the launch made synchronous
+// by hand).
+sc::return_observation latch_launch_while_held(sc::families::DefaultStreams& t, bool then_sync,
+                                               std::chrono::milliseconds window) {
   const sc::stream s = t.make(stream_flags::non_blocking, "s");
   sc::latch g;
   const sc::return_observation seen = sc::call_while_held(
@@ -42,7 +44,7 @@ sc::return_observation latch_launch_while_held(sc::families::DefaultStreams& t, 
           return e.code();
         }
       },
-      g);
+      g, window);
   t.drain();
   sc::observe("detail", seen.detail);
   EXPECT_CUDA_EQ(cudaSuccess, seen.code);
@@ -284,7 +286,8 @@ TEST_F(DefaultStreams, LaunchReturnsBeforeTheKernelEnds) {
   const sc::claim dflt22("DFLT-22");
   SC_REQUIRE(sc::requirement::async_launches);
   const bool then_sync = dflt22.mutated(sc::mutation_kind::arrangement);
-  EXPECT_TRUE(latch_launch_while_held(*this, then_sync).returned) << "the launch waited for its kernel";
+  EXPECT_TRUE(latch_launch_while_held(*this, then_sync, sc::kReturnWindow).returned)
+      << "the launch waited for its kernel";
 }
 
 // DFLT-22 · PG (environment variables): with CUDA_LAUNCH_BLOCKING=1 a kernel launch returns only after
@@ -296,7 +299,7 @@ TEST_F(DefaultStreams, LaunchReturnsOnlyAfterTheKernelWithLaunchBlocking) {
   // The one test that holds a stream under synchronous launches on purpose: the latch's own launch is the
   // call under test (every other hold refuses at once here).
   sc::expect_blocking_launches();
-  const sc::return_observation seen = latch_launch_while_held(*this, false);
+  const sc::return_observation seen = latch_launch_while_held(*this, false, sc::kWaitWindow);
   // Mutation (expectation only): under CUDA_LAUNCH_BLOCKING=1 every launch is synchronous, so no
   // arrangement can make one return while its kernel runs; the entry without the variable is the
   // arrangement-mutated partner.

@@ -139,11 +139,6 @@ TEST_F(DefaultStreams, SynchronizeOfTheLegacyStreamWaitsForBlockingStreamsOnly) 
   }
 }
 
-// How long a synchronize call gets to return while held. Reason: synchronizing with nothing to wait for
-// returns within microseconds (the control below), so the suite's 50 ms landing deadline tells "waits"
-// from "returns", as it does for marks; the 150 ms RET window is for calls that allocate.
-constexpr auto kIdleSyncWindow = sc::kLandingDeadline;
-
 // DFLT-23 · RT cudaDeviceSynchronize ("blocks until the device has completed all preceding requested
 // tasks"): it waits for a busy stream of every kind — blocking, non-blocking and the legacy stream. In
 // each round one stream is held and everything else is idle. Contrast in the same test: synchronizing an
@@ -163,7 +158,7 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
     sc::latch g;
     hold(g, *busy);
     ASSERT_TRUE(g.wait_started());
-    const sc::return_observation seen = sc::call_while_held(device_sync, g, kIdleSyncWindow);
+    const sc::return_observation seen = sc::call_while_held(device_sync, g, sc::kWaitWindow);
     drain();
     EXPECT_TRUE(sc::does_not_hold(seen.returned)) << "cudaDeviceSynchronize must wait for the latch";
     EXPECT_CUDA_EQ(cudaSuccess, seen.code);
@@ -171,8 +166,7 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
   sc::latch g;
   hold(g, non_blocking);
   ASSERT_TRUE(g.wait_started());
-  const sc::return_observation control =
-      sc::call_while_held([&] { return cudaStreamSynchronize(idle.get()); }, g, kIdleSyncWindow);
+  const sc::return_observation control = sc::call_while_held([&] { return cudaStreamSynchronize(idle.get()); }, g);
   EXPECT_TRUE(control.returned)
       << "negative control: synchronizing an idle non-blocking stream must not wait for the latch";
   EXPECT_CUDA_EQ(cudaSuccess, control.code);

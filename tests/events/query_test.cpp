@@ -178,7 +178,7 @@ TEST_F(EventsAndWaits, DriverStreamSynchronizeWaitsForTheLatch) {
   CUresult code = CUDA_ERROR_UNKNOWN;
   const sc::return_observation sync = sc::call_while_held(
       driver_call(device(), code, [&] { return sc::driver().cuStreamSynchronize(synchronized.get()); }), g,
-      sc::kReturnWindow);
+      sc::kWaitWindow);
   drain();
   EXPECT_CUDA_EQ(cudaSuccess, sync.code) << "making the context current on the calling thread";
   EXPECT_TRUE(sc::does_not_hold(sync.returned)) << "cuStreamSynchronize returned while the latch held its stream";
@@ -384,7 +384,8 @@ TEST_F(EventsAndWaits, StreamSynchronizeWaitsOnlyForItsStream) {
     EXPECT_CUDA_EQ(cudaSuccess, idle.code);
     sc::observe(s2->name() + ".took_us", static_cast<long long>(idle.took.count()));
   }
-  const sc::return_observation held = call_while_holding(s1, [&] { return cudaStreamSynchronize(s1.get()); });
+  const sc::return_observation held = call_while_holding(
+      s1, [&] { return cudaStreamSynchronize(s1.get()); }, sc::kWaitWindow);
   drain();
   EXPECT_TRUE(sc::does_not_hold(held.returned)) << "synchronizing the held stream itself returned";
 }
