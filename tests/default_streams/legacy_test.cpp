@@ -166,7 +166,8 @@ TEST_F(DefaultStreams, DeviceSynchronizeWaitsForEveryStream) {
   sc::latch g;
   hold(g, non_blocking);
   ASSERT_TRUE(g.wait_started());
-  const sc::return_observation control = sc::call_while_held([&] { return cudaStreamSynchronize(idle.get()); }, g);
+  const sc::return_observation control =
+      sc::call_while_held([&] { return cudaStreamSynchronize(idle.get()); }, g, sc::kLandingDeadline);
   EXPECT_TRUE(control.returned)
       << "negative control: synchronizing an idle non-blocking stream must not wait for the latch";
   EXPECT_CUDA_EQ(cudaSuccess, control.code);
